@@ -1,0 +1,65 @@
+/**
+ * Normalized sampling parameters: what the engine runs on, after every API's request has
+ * been validated and its defaults resolved (request → generation_config → server config →
+ * constants). Semantics follow vLLM's SamplingParams.
+ */
+export interface SamplingParams {
+  /** Upper bound on generated tokens (already clamped by the server's limits). */
+  maxTokens: number;
+  /** EOS and stop token ids are banned until this many tokens were generated. */
+  minTokens: number;
+  /** 0 means greedy; then topK/topP/minP are ignored (penalties still apply, as in vLLM). */
+  temperature: number;
+  /** -1 (or 0) disables top-k. */
+  topK: number;
+  /** In (0, 1]; 1 disables nucleus filtering. */
+  topP: number;
+  /** In [0, 1]; 0 disables. */
+  minP: number;
+  /** 1 disables; >1 divides positive / multiplies negative logits of seen tokens (prompt + output). */
+  repetitionPenalty: number;
+  /** Subtracted once from every token that occurs in the output so far. */
+  presencePenalty: number;
+  /** Subtracted per occurrence of a token in the output so far. */
+  frequencyPenalty: number;
+  /** uint64 seed; undefined draws a fresh random seed per request. */
+  seed?: bigint;
+  /** Stop strings: generation ends when the output text contains one. */
+  stop: string[];
+  /** Token ids that end generation (in addition to EOS unless ignoreEos). */
+  stopTokenIds: number[];
+  /** Keep the matched stop string in the returned text. */
+  includeStopStrInOutput: boolean;
+  /** Keep generating past EOS. */
+  ignoreEos: boolean;
+  /** Drop special tokens (BOS/EOS/...) from the returned text. */
+  skipSpecialTokens: boolean;
+}
+
+/** vLLM's threshold below which a temperature means greedy decoding. */
+export const GREEDY_TEMPERATURE_EPSILON = 1e-5;
+
+export function defaultSamplingParams(overrides: Partial<SamplingParams> = {}): SamplingParams {
+  return {
+    maxTokens: 16,
+    minTokens: 0,
+    temperature: 1,
+    topK: -1,
+    topP: 1,
+    minP: 0,
+    repetitionPenalty: 1,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    seed: undefined,
+    stop: [],
+    stopTokenIds: [],
+    includeStopStrInOutput: false,
+    ignoreEos: false,
+    skipSpecialTokens: true,
+    ...overrides,
+  };
+}
+
+export function isGreedy(params: Pick<SamplingParams, 'temperature'>): boolean {
+  return params.temperature < GREEDY_TEMPERATURE_EPSILON;
+}
