@@ -1,0 +1,173 @@
+import type { InferenceSession } from 'onnxruntime-common';
+import type { SamplingParams } from '../sampling/params.js';
+import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { BatchRunner } from './batch-runner.js';
+import { EngineRequestError } from './errors.js';
+import type { KvCache } from './kv-cache.js';
+import type { ModelFiles } from './model-files.js';
+import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
+import { OnnxDecoder } from './onnx-decoder.js';
+import type { OrtRuntime } from './ort-runtime.js';
+import { Sequence } from './sequence.js';
+import type { Engine, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
+import { yieldToEventLoop } from './yield.js';
+
+export interface LocalEngineOptions {
+  ort: OrtRuntime;
+  files: ModelFiles;
+  /** Name the model is served under (/v1/models, the `model` field). */
+  servedModelName: string;
+  sessionOptions?: InferenceSession.SessionOptions;
+  /** Most sequences decoded together in one step. */
+  maxRunningSequences?: number;
+}
+
+/**
+ * Generation on onnxruntime in this process. One step loop serves every request: it
+ * prefills newly arrived sequences, then decodes all running ones together, one model
+ * call per step, and lets the event loop breathe between steps.
+ */
+export class LocalEngine implements Engine {
+  readonly info: ModelInfo;
+  readonly generationDefaults: Partial<SamplingParams>;
+  /** tokenizer_config.json, for the chat template and special tokens. */
+  readonly tokenizerConfig: Record<string, unknown>;
+
+  private readonly waiting: Sequence[] = [];
+  private readonly runner: BatchRunner;
+  private readonly maxRunning: number;
+  private loop: Promise<void> | null = null;
+  private counters = { steps: 0, generatedTokens: 0 };
+
+  private constructor(
+    private readonly decoder: OnnxDecoder,
+    readonly tokenizer: Tokenizer,
+    readonly spec: ModelSpec,
+    files: ModelFiles,
+    servedModelName: string,
+    maxRunning: number,
+  ) {
+    this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
+    this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
+    this.tokenizerConfig = files.tokenizerConfig;
+    this.runner = new BatchRunner(decoder);
+    this.maxRunning = maxRunning;
+  }
+
+  static async create(options: LocalEngineOptions): Promise<LocalEngine> {
+    const { files } = options;
+    const spec = modelSpecFromConfig(files.config, files.generationConfig);
+    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
+    const decoder = await OnnxDecoder.create(options.ort, files.onnx, spec, options.sessionOptions);
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, options.maxRunningSequences ?? 64);
+  }
+
+  generate(request: GenerateRequest): AsyncIterable<GenerationDelta> {
+    const sequence = this.createSequence(request);
+    const { signal } = request;
+    const onAbort = () => this.abort(sequence);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.waiting.push(sequence);
+    this.ensureLoop();
+    const engine = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          yield* sequence.deltas;
+        } finally {
+          signal?.removeEventListener('abort', onAbort);
+          // A consumer that stops reading (client gone, error downstream) ends the sequence.
+          if (!sequence.finished) engine.abort(sequence);
+        }
+      },
+    };
+  }
+
+  stats(): EngineStats {
+    return { ...this.counters, running: this.runner.size + this.waiting.length };
+  }
+
+  async dispose(): Promise<void> {
+    for (const sequence of [...this.waiting, ...this.runner.sequences]) this.abort(sequence);
+    await this.loop;
+    await this.decoder.dispose();
+  }
+
+  private createSequence(request: GenerateRequest): Sequence {
+    const { promptTokenIds, params } = request;
+    const { vocabSize, maxPositionEmbeddings } = this.spec;
+    if (promptTokenIds.length === 0) throw new EngineRequestError('The prompt is empty: it must contain at least one token.');
+    for (const id of promptTokenIds) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
+        throw new EngineRequestError(`Token id ${id} is out of vocabulary (valid ids are 0 to ${vocabSize - 1}).`);
+      }
+    }
+    if (promptTokenIds.length >= maxPositionEmbeddings) {
+      throw new EngineRequestError(
+        `The prompt has ${promptTokenIds.length} tokens; this model's context is ${maxPositionEmbeddings} tokens, which leaves no room to generate.`,
+      );
+    }
+    return new Sequence(0, promptTokenIds, params, this.tokenizer, {
+      vocabSize,
+      maxModelLen: maxPositionEmbeddings,
+      eosTokenIds: this.spec.eosTokenIds,
+    });
+  }
+
+  private abort(sequence: Sequence): void {
+    if (sequence.finished) return;
+    const queued = this.waiting.indexOf(sequence);
+    if (queued >= 0) {
+      this.waiting.splice(queued, 1);
+      sequence.abort();
+      return;
+    }
+    // Running: the loop ends it before the next step, so its row leaves the batch at once.
+    sequence.abortRequested = true;
+  }
+
+  private ensureLoop(): void {
+    if (this.loop) return;
+    this.loop = this.runLoop().finally(() => {
+      this.loop = null;
+      if (this.waiting.length > 0) this.ensureLoop();
+    });
+  }
+
+  private async runLoop(): Promise<void> {
+    while (this.waiting.length > 0 || this.runner.size > 0) {
+      for (const sequence of this.runner.sequences) {
+        if (sequence.abortRequested && !sequence.finished) sequence.abort();
+      }
+      const joining = await this.prefillWaiting();
+      this.runner.admitAndEvict(joining);
+      if (this.runner.size > 0) {
+        try {
+          this.counters.generatedTokens += await this.runner.step();
+          this.counters.steps += 1;
+        } catch (error) {
+          this.runner.failAll(error);
+        }
+      }
+      await yieldToEventLoop();
+    }
+  }
+
+  private async prefillWaiting(): Promise<Array<{ sequence: Sequence; cache: KvCache }>> {
+    const joining: Array<{ sequence: Sequence; cache: KvCache }> = [];
+    while (this.waiting.length > 0 && this.runner.size + joining.length < this.maxRunning) {
+      const sequence = this.waiting.shift()!;
+      try {
+        const cache = await this.runner.prefill(sequence);
+        this.counters.steps += 1;
+        this.counters.generatedTokens += 1;
+        if (!sequence.finished) joining.push({ sequence, cache });
+      } catch (error) {
+        sequence.fail(error);
+      }
+    }
+    return joining;
+  }
+}

@@ -1,0 +1,144 @@
+import type { SamplingParams } from '../sampling/params.js';
+import { Sampler } from '../sampling/sampler.js';
+import { createRng } from '../sampling/rng.js';
+import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { DeltaQueue } from './delta-queue.js';
+import { StopStringChecker } from './stop-checker.js';
+import type { FinishReason, GenerationDelta } from './types.js';
+
+export interface SequenceLimits {
+  vocabSize: number;
+  /** Model context: prompt + output never exceed it. */
+  maxModelLen: number;
+  eosTokenIds: readonly number[];
+}
+
+/**
+ * One sequence being generated: its tokens, its sampler, and the output processing of
+ * vLLM's stop checker (EOS, stop token ids, stop strings, max tokens, context length)
+ * and detokenizer. The step loop owns the model side (its KV row); this owns the rest.
+ */
+export class Sequence {
+  readonly outputTokenIds: number[] = [];
+  readonly deltas = new DeltaQueue<GenerationDelta>();
+  finishReason: FinishReason | null = null;
+  /** Set when the client went away; the loop finishes the sequence at its next step. */
+  abortRequested = false;
+  /** Slots of this sequence in the model's KV cache (prompt + fed output tokens). */
+  cachedLength = 0;
+
+  private readonly sampler: Sampler;
+  private readonly detokenizer: IncrementalDetokenizer;
+  private readonly stopChecker: StopStringChecker;
+  private readonly stopTokenIds: ReadonlySet<number>;
+  private readonly eosTokenIds: ReadonlySet<number>;
+
+  constructor(
+    readonly index: number,
+    readonly promptTokenIds: readonly number[],
+    readonly params: SamplingParams,
+    tokenizer: Tokenizer,
+    private readonly limits: SequenceLimits,
+  ) {
+    this.sampler = new Sampler(params, {
+      vocabSize: limits.vocabSize,
+      eosTokenIds: limits.eosTokenIds,
+      rng: createRng(params.seed),
+    });
+    this.detokenizer = new IncrementalDetokenizer(tokenizer, {
+      skipSpecialTokens: params.skipSpecialTokens,
+      promptTokenIds,
+    });
+    this.stopChecker = new StopStringChecker(params.stop, params.includeStopStrInOutput);
+    this.stopTokenIds = new Set(params.stopTokenIds);
+    this.eosTokenIds = new Set(params.ignoreEos ? [] : limits.eosTokenIds);
+  }
+
+  get finished(): boolean {
+    return this.finishReason !== null;
+  }
+
+  /** The token the next decode step feeds for this sequence. */
+  get lastTokenId(): number {
+    return this.outputTokenIds[this.outputTokenIds.length - 1];
+  }
+
+  /** Samples the next token from this sequence's logits row (which it may overwrite). */
+  sample(logits: Float32Array): { tokenId: number; logprob: number } {
+    return this.sampler.sample(logits, this);
+  }
+
+  /** Records a sampled token, decides whether the sequence ends, and publishes the delta. */
+  append(tokenId: number, logprob: number): GenerationDelta {
+    this.outputTokenIds.push(tokenId);
+    this.sampler.accept(tokenId);
+    const outputLength = this.outputTokenIds.length;
+    const mayStop = outputLength >= this.params.minTokens;
+    const isEos = this.eosTokenIds.has(tokenId);
+    const isStopToken = this.stopTokenIds.has(tokenId);
+
+    let text = '';
+    let stopReason: string | number | null = null;
+    let finishReason: FinishReason | null = null;
+    if (mayStop && (isEos || isStopToken)) {
+      // As vLLM: the stopping token's own text is dropped unless asked for.
+      if (this.params.includeStopStrInOutput) text += this.detokenizer.push(tokenId);
+      finishReason = 'stop';
+      stopReason = isEos ? null : tokenId;
+      text += this.drain();
+    } else {
+      const piece = this.detokenizer.push(tokenId);
+      const checked = mayStop ? this.stopChecker.push(piece) : { emit: piece, matched: null };
+      text = checked.emit;
+      if (checked.matched !== null) {
+        finishReason = 'stop';
+        stopReason = checked.matched;
+      } else if (
+        outputLength >= this.params.maxTokens ||
+        this.promptTokenIds.length + outputLength >= this.limits.maxModelLen
+      ) {
+        finishReason = 'length';
+        text += this.drain();
+      }
+    }
+    // drain() can itself complete a stop string with the detokenizer's held-back bytes.
+    if (this.pendingStop !== null) {
+      finishReason = 'stop';
+      stopReason = this.pendingStop;
+    }
+    return this.publish({ index: this.index, tokenIds: [tokenId], logprobs: [logprob], text, finishReason, stopReason });
+  }
+
+  /** Ends the sequence because its client went away. */
+  abort(): GenerationDelta {
+    return this.publish({ index: this.index, tokenIds: [], logprobs: [], text: '', finishReason: 'abort', stopReason: null });
+  }
+
+  /** Ends the sequence because the model failed. */
+  fail(error: unknown): void {
+    this.finishReason = 'abort';
+    this.deltas.fail(error);
+  }
+
+  private pendingStop: string | null = null;
+
+  /** Releases all held-back text at the end of generation. */
+  private drain(): string {
+    const rest = this.stopChecker.push(this.detokenizer.flush());
+    if (rest.matched !== null) {
+      this.pendingStop = rest.matched;
+      return rest.emit;
+    }
+    return rest.emit + this.stopChecker.flush();
+  }
+
+  private publish(delta: GenerationDelta): GenerationDelta {
+    this.deltas.push(delta);
+    if (delta.finishReason !== null) {
+      this.finishReason = delta.finishReason;
+      this.deltas.close();
+    }
+    return delta;
+  }
+}

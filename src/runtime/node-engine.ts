@@ -1,0 +1,43 @@
+import { basename, resolve } from 'node:path';
+import { LocalEngine } from '../engine/local-engine.js';
+import type { OrtRuntime } from '../engine/ort-runtime.js';
+import { readModelDir } from './model-dir.js';
+
+export interface NodeEngineOptions {
+  modelDir: string;
+  /** Defaults to the model directory's name. */
+  servedModelName?: string;
+  /**
+   * "native" (default): onnxruntime-node, the fastest here. "wasm": onnxruntime-web's
+   * WebAssembly backend, the one workerd and browsers run, useful to check parity.
+   */
+  backend?: 'native' | 'wasm';
+  /** Threads per model call; one is fastest for small models on a shared machine. */
+  threads?: number;
+  maxRunningSequences?: number;
+}
+
+async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
+  if (backend === 'native') return (await import('onnxruntime-node')) as unknown as OrtRuntime;
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = threads;
+  return ort as unknown as OrtRuntime;
+}
+
+/** The local onnxruntime engine on a model directory, for Node. */
+export async function createNodeEngine(options: NodeEngineOptions): Promise<LocalEngine> {
+  const backend = options.backend ?? 'native';
+  const threads = options.threads ?? 1;
+  const modelDir = resolve(options.modelDir);
+  const [ort, files] = await Promise.all([loadOrt(backend, threads), readModelDir(modelDir)]);
+  return LocalEngine.create({
+    ort,
+    files,
+    servedModelName: options.servedModelName ?? basename(modelDir),
+    sessionOptions:
+      backend === 'native'
+        ? { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }
+        : { graphOptimizationLevel: 'all' },
+    maxRunningSequences: options.maxRunningSequences,
+  });
+}

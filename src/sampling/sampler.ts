@@ -1,0 +1,140 @@
+import type { LogitsProcessor } from './logits-processor.js';
+import { isGreedy, type SamplingParams } from './params.js';
+import { MinPProcessor } from './processors/min-p.js';
+import { MinTokensProcessor } from './processors/min-tokens.js';
+import { PresenceFrequencyPenaltyProcessor } from './processors/presence-frequency-penalty.js';
+import { RepetitionPenaltyProcessor } from './processors/repetition-penalty.js';
+import { TemperatureProcessor } from './processors/temperature.js';
+import { TopKProcessor } from './processors/top-k.js';
+import { TopPProcessor } from './processors/top-p.js';
+import { createRng, type Rng } from './rng.js';
+import { scratchFloat64 } from './scratch.js';
+import { TokenHistory, type SequenceHistory } from './token-history.js';
+
+export type { SequenceHistory } from './token-history.js';
+
+export interface SamplerOptions {
+  /** Length of every logits row passed to `sample`. */
+  vocabSize: number;
+  /** The model's EOS ids; banned while fewer than minTokens tokens were generated. */
+  eosTokenIds: readonly number[];
+  /** Defaults to createRng(params.seed). */
+  rng?: Rng;
+}
+
+export interface SampledToken {
+  tokenId: number;
+  /** Log-probability of tokenId under the processed distribution (vLLM 0.6 semantics). */
+  logprob: number;
+}
+
+/**
+ * Picks the next token of one sequence. Create one per sequence and call `sample` once per
+ * step; it keeps the token counts the penalties need, updated incrementally from `history`
+ * (only tokens appended since the last call are looked at). Calling `accept` with each
+ * token as it is appended is optional and consistent with that: nothing is counted twice.
+ *
+ * Pipeline, in vLLM 0.6's order: min_tokens ban → repetition penalty → presence/frequency
+ * penalties → temperature → top-k → top-p → min-p → draw. Greedy decoding (temperature
+ * below GREEDY_TEMPERATURE_EPSILON) stops after the penalties and takes the argmax, lowest
+ * id on ties; like vLLM it ignores temperature, top-k, top-p and min-p.
+ */
+export class Sampler {
+  private readonly history = new TokenHistory();
+  private readonly processors: LogitsProcessor[] = [];
+  private readonly greedy: boolean;
+  private readonly vocabSize: number;
+  private rng: Rng | undefined;
+
+  constructor(
+    private readonly params: SamplingParams,
+    options: SamplerOptions,
+  ) {
+    const { vocabSize } = options;
+    this.vocabSize = vocabSize;
+    this.greedy = isGreedy(params);
+    this.rng = options.rng;
+
+    if (params.minTokens > 0) {
+      this.processors.push(
+        new MinTokensProcessor(params.minTokens, [...options.eosTokenIds, ...params.stopTokenIds]),
+      );
+    }
+    if (params.repetitionPenalty !== 1) {
+      this.processors.push(new RepetitionPenaltyProcessor(params.repetitionPenalty));
+    }
+    if (params.presencePenalty !== 0 || params.frequencyPenalty !== 0) {
+      this.processors.push(
+        new PresenceFrequencyPenaltyProcessor(params.presencePenalty, params.frequencyPenalty),
+      );
+    }
+    if (this.greedy) return;
+    if (params.temperature !== 1) this.processors.push(new TemperatureProcessor(params.temperature));
+    if (params.topK > 0 && params.topK < vocabSize) {
+      this.processors.push(new TopKProcessor(params.topK));
+    }
+    if (params.topP < 1) this.processors.push(new TopPProcessor(params.topP));
+    if (params.minP > 0) this.processors.push(new MinPProcessor(params.minP));
+  }
+
+  /**
+   * Chooses the next token. Mutates `logits` (one row, length vocabSize): afterwards it
+   * holds the processed scores the token was drawn from. `history.outputTokenIds` must be
+   * append-only across calls for one sequence (a shorter one is treated as a restart).
+   */
+  sample(logits: Float32Array, history: SequenceHistory): SampledToken {
+    if (logits.length !== this.vocabSize) {
+      throw new RangeError(`expected ${this.vocabSize} logits, got ${logits.length}`);
+    }
+    this.history.sync(history);
+    for (const processor of this.processors) processor.process(logits, this.history);
+
+    // Argmax with the lowest id on ties (strict ">"); NaN entries never win.
+    let argmax = 0;
+    let max = -Infinity;
+    for (let i = 0; i < logits.length; i++) {
+      if (logits[i] > max) {
+        max = logits[i];
+        argmax = i;
+      }
+    }
+    if (!(max > -Infinity) || max === Infinity) {
+      throw new Error(`cannot sample: no finite logit (max is ${max})`);
+    }
+    // Unnormalised probabilities, kept for the draw; banned (and NaN) tokens skip the exp.
+    const weights = scratchFloat64('weights', logits.length);
+    let total = 0;
+    for (let i = 0; i < logits.length; i++) {
+      const logit = logits[i];
+      const w = logit > -Infinity ? Math.exp(logit - max) : 0;
+      weights[i] = w;
+      total += w;
+    }
+
+    const tokenId = this.greedy ? argmax : this.draw(weights, logits.length, total);
+    return { tokenId, logprob: logits[tokenId] - max - Math.log(total) };
+  }
+
+  /** Tells the sampler `tokenId` was appended to the sequence's outputTokenIds. */
+  accept(tokenId: number): void {
+    this.history.append(tokenId);
+  }
+
+  /** Inverse-CDF draw from unnormalised probabilities `weights[0, n)` summing to `total`. */
+  private draw(weights: Float64Array, n: number, total: number): number {
+    this.rng ??= createRng(this.params.seed);
+    const target = this.rng.nextFloat() * total;
+    let cumulative = 0;
+    let lastPossible = -1;
+    for (let i = 0; i < n; i++) {
+      const weight = weights[i];
+      if (!(weight > 0)) continue;
+      cumulative += weight;
+      lastPossible = i;
+      // Strict ">" so a zero-probability token can never be picked, even for u = 0.
+      if (cumulative > target) return i;
+    }
+    // Rounding left target at (or a hair above) the summed weights: take the last candidate.
+    return lastPossible;
+  }
+}
