@@ -9,3 +9,19 @@ export class EngineRequestError extends Error {
     this.name = 'EngineRequestError';
   }
 }
+
+/**
+ * The engine cannot take the request now (waiting queue full, or the request waited
+ * past its deadline). Nothing already admitted is affected; the client may retry later.
+ * The HTTP layer reports it as a 503 with Retry-After.
+ */
+export class EngineOverloadedError extends Error {
+  constructor(
+    message: string,
+    /** Seconds after which a retry has a fair chance. */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(message);
+    this.name = 'EngineOverloadedError';
+  }
+}

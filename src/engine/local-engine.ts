@@ -3,12 +3,13 @@ import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BatchRunner } from './batch-runner.js';
-import { EngineRequestError } from './errors.js';
+import { EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { KvCache } from './kv-cache.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { OrtRuntime } from './ort-runtime.js';
+import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { Sequence } from './sequence.js';
 import type { Engine, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
 import { yieldToEventLoop } from './yield.js';
@@ -19,8 +20,7 @@ export interface LocalEngineOptions {
   /** Name the model is served under (/v1/models, the `model` field). */
   servedModelName: string;
   sessionOptions?: InferenceSession.SessionOptions;
-  /** Most sequences decoded together in one step. */
-  maxRunningSequences?: number;
+  limits?: Partial<SchedulerLimits>;
 }
 
 /**
@@ -34,9 +34,9 @@ export class LocalEngine implements Engine {
   /** tokenizer_config.json, for the chat template and special tokens. */
   readonly tokenizerConfig: Record<string, unknown>;
 
+  readonly limits: SchedulerLimits;
   private readonly waiting: Sequence[] = [];
   private readonly runner: BatchRunner;
-  private readonly maxRunning: number;
   private loop: Promise<void> | null = null;
   private counters = { steps: 0, generatedTokens: 0 };
 
@@ -46,13 +46,13 @@ export class LocalEngine implements Engine {
     readonly spec: ModelSpec,
     files: ModelFiles,
     servedModelName: string,
-    maxRunning: number,
+    limits: SchedulerLimits,
   ) {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder);
-    this.maxRunning = maxRunning;
+    this.limits = limits;
   }
 
   static async create(options: LocalEngineOptions): Promise<LocalEngine> {
@@ -60,10 +60,23 @@ export class LocalEngine implements Engine {
     const spec = modelSpecFromConfig(files.config, files.generationConfig);
     const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
     const decoder = await OnnxDecoder.create(options.ort, files.onnx, spec, options.sessionOptions);
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, options.maxRunningSequences ?? 64);
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, {
+      ...DEFAULT_SCHEDULER_LIMITS,
+      ...options.limits,
+    });
   }
 
+  /**
+   * Queues a request. Throws at once (before any output) when the request is invalid
+   * (EngineRequestError) or the waiting queue is full (EngineOverloadedError).
+   */
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta> {
+    if (this.waiting.length >= this.limits.maxWaitingRequests) {
+      throw new EngineOverloadedError(
+        `The server is busy: ${this.waiting.length} requests are already waiting. Retry later.`,
+        Math.max(1, Math.ceil(this.limits.waitingDeadlineMs / 10_000)),
+      );
+    }
     const sequence = this.createSequence(request);
     const { signal } = request;
     const onAbort = () => this.abort(sequence);
@@ -156,18 +169,41 @@ export class LocalEngine implements Engine {
   }
 
   private async prefillWaiting(): Promise<Array<{ sequence: Sequence; cache: KvCache }>> {
+    this.refuseOverdue();
     const joining: Array<{ sequence: Sequence; cache: KvCache }> = [];
-    while (this.waiting.length > 0 && this.runner.size + joining.length < this.maxRunning) {
-      const sequence = this.waiting.shift()!;
+    // Every running sequence costs one token in the coming step; prompts share the rest.
+    let budget = this.limits.maxBatchedTokens - this.runner.size;
+    while (this.waiting.length > 0 && this.runner.size + joining.length < this.limits.maxRunningSequences) {
+      const next = this.waiting[0];
+      const idle = this.runner.size === 0 && joining.length === 0;
+      // An idle engine always takes one request, so a prompt longer than the budget still runs.
+      if (!idle && next.promptTokenIds.length > budget) break;
+      this.waiting.shift();
+      budget -= next.promptTokenIds.length;
       try {
-        const cache = await this.runner.prefill(sequence);
+        const cache = await this.runner.prefill(next);
         this.counters.steps += 1;
         this.counters.generatedTokens += 1;
-        if (!sequence.finished) joining.push({ sequence, cache });
+        if (!next.finished) joining.push({ sequence: next, cache });
       } catch (error) {
-        sequence.fail(error);
+        next.fail(error);
       }
     }
     return joining;
+  }
+
+  /** Refuses requests that waited for admission past the deadline, so their clients hear back. */
+  private refuseOverdue(): void {
+    const now = Date.now();
+    const deadline = this.limits.waitingDeadlineMs;
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const sequence = this.waiting[i];
+      if (now - sequence.enqueuedAt > deadline) {
+        this.waiting.splice(i, 1);
+        sequence.fail(
+          new EngineOverloadedError(`The request waited more than ${deadline} ms for a free slot. Retry later.`, 1),
+        );
+      }
+    }
   }
 }

@@ -25,6 +25,8 @@ export class Sequence {
   finishReason: FinishReason | null = null;
   /** Set when the client went away; the loop finishes the sequence at its next step. */
   abortRequested = false;
+  /** When the request was queued (Date.now()), for the admission deadline. */
+  readonly enqueuedAt = Date.now();
   /** Slots of this sequence in the model's KV cache (prompt + fed output tokens). */
   cachedLength = 0;
 

@@ -1,6 +1,7 @@
 import { basename, resolve } from 'node:path';
 import { LocalEngine } from '../engine/local-engine.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
+import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { readModelDir } from './model-dir.js';
 
 export interface NodeEngineOptions {
@@ -14,7 +15,7 @@ export interface NodeEngineOptions {
   backend?: 'native' | 'wasm';
   /** Threads per model call; one is fastest for small models on a shared machine. */
   threads?: number;
-  maxRunningSequences?: number;
+  limits?: Partial<SchedulerLimits>;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -38,6 +39,6 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
       backend === 'native'
         ? { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }
         : { graphOptimizationLevel: 'all' },
-    maxRunningSequences: options.maxRunningSequences,
+    limits: options.limits,
   });
 }

@@ -1,0 +1,22 @@
+/** How much work the step loop takes on at once (server config: MindIE-style batching limits). */
+export interface SchedulerLimits {
+  /** Sequences decoded together in one step. */
+  maxRunningSequences: number;
+  /**
+   * Tokens one loop iteration may run through the model: one per running sequence plus
+   * the prompts prefilled before the step. Bounds how long a burst of long prompts can
+   * stall the running streams.
+   */
+  maxBatchedTokens: number;
+  /** Requests queued for admission; past it a request is refused at once (503). */
+  maxWaitingRequests: number;
+  /** A request still waiting for admission after this long is refused (503). */
+  waitingDeadlineMs: number;
+}
+
+export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
+  maxRunningSequences: 64,
+  maxBatchedTokens: 8192,
+  maxWaitingRequests: 256,
+  waitingDeadlineMs: 30_000,
+};
