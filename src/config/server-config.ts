@@ -1,0 +1,102 @@
+/**
+ * Server configuration: MindIE-style limits plus the batching limits of the scheduler.
+ *
+ * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
+ * (HOST, PORT, MODEL_DIR, SERVED_MODEL_NAME). `resolveServerConfig` applies it; this
+ * module is pure (no fs, no process.env), so the Node entry reads the file and passes
+ * its parsed JSON and `process.env` in.
+ */
+import { z } from 'zod';
+import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
+  const requirement = max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer in [${min}, ${max}]`;
+  return z.number({ error: requirement }).refine((v) => Number.isSafeInteger(v) && v >= min && v <= max, { error: requirement });
+};
+const nonEmpty = z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must not be empty' });
+
+export const ServerConfigSchema = z.strictObject(
+  {
+    /** Address to listen on (MindIE ipAddress). */
+    host: nonEmpty.default('127.0.0.1'),
+    /** TCP port; 0 lets the OS pick a free one. */
+    port: int(0, 65535).default(8080),
+    /** Directory of the model (ONNX graph, tokenizer, config.json, generation_config.json). */
+    modelDir: nonEmpty.default('models/stories260k'),
+    /** Name clients pass as `model`; defaults to the model directory's name. */
+    servedModelName: nonEmpty.optional(),
+    /** Longest sequence (prompt + output) the server runs, capped by the model's max_position_embeddings. */
+    maxSeqLen: int(2).default(512),
+    /** Longest prompt in tokens. */
+    maxInputTokenLen: int(1).default(511),
+    /** Most tokens one request may generate; /generate's max_tokens default. */
+    maxIterTimes: int(1).default(512),
+    /** /generate streaming: each event carries the full text so far instead of the delta. */
+    fullTextEnabled: z.boolean({ error: 'must be true or false' }).default(false),
+    /** Sequences decoded together in one batch. */
+    maxRunningSequences: int(1).default(64),
+    /** Tokens (prefill + decode) one engine step may process. */
+    maxBatchedTokens: int(1).default(8192),
+    /** Requests queued beyond the running ones before new ones are refused with 503. */
+    maxWaitingRequests: int(0).default(256),
+    /** A request still waiting after this long is refused with 503. */
+    waitingDeadlineMs: int(1).default(30000),
+  },
+  { error: 'must be a JSON object' },
+);
+
+export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName'> & { servedModelName: string };
+
+/** Last path segment, for either separator, ignoring trailing separators. */
+function baseName(dir: string): string {
+  const parts = dir.split(/[\\/]+/).filter((p) => p !== '');
+  return parts[parts.length - 1] ?? dir;
+}
+
+/** Validates a raw configuration object (e.g. a parsed config file merged with the environment). */
+export function parseServerConfig(raw: unknown): ServerConfig {
+  const result = ServerConfigSchema.safeParse(raw ?? {}, { reportInput: true, error: plainErrorMap });
+  if (!result.success) {
+    const problems = result.error.issues.flatMap((issue) =>
+      issue.code === 'unrecognized_keys'
+        ? issue.keys.map((key) => `${formatPath([...issue.path, key])} is not a known setting`)
+        : [describeIssue(issue, 'the configuration').message],
+    );
+    throw new Error(`Invalid server configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+  const config = result.data;
+  return { ...config, servedModelName: config.servedModelName ?? baseName(config.modelDir) };
+}
+
+export const DEFAULT_SERVER_CONFIG: ServerConfig = parseServerConfig({});
+
+/** Environment variable → setting. */
+const ENV_VARIABLES = {
+  HOST: 'host',
+  PORT: 'port',
+  MODEL_DIR: 'modelDir',
+  SERVED_MODEL_NAME: 'servedModelName',
+} as const;
+
+/**
+ * The settings the environment overrides. Empty variables count as unset. A PORT that is
+ * not a number is passed through as text so validation reports it.
+ */
+export function configFromEnv(env: Record<string, string | undefined>): Partial<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  for (const [variable, key] of Object.entries(ENV_VARIABLES)) {
+    const value = env[variable];
+    if (value === undefined || value.trim() === '') continue;
+    out[key] = key === 'port' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+  }
+  return out;
+}
+
+/** Applies the precedence defaults < file < environment, then validates. */
+export function resolveServerConfig(sources: { file?: unknown; env?: Record<string, string | undefined> }): ServerConfig {
+  const file = sources.file ?? {};
+  if (typeof file !== 'object' || file === null || Array.isArray(file)) {
+    throw new Error('Invalid server configuration:\n  - the configuration file must contain a JSON object');
+  }
+  return parseServerConfig({ ...file, ...configFromEnv(sources.env ?? {}) });
+}

@@ -1,0 +1,228 @@
+/**
+ * A JSON body parser with JSON.parse's semantics, except that integer literals outside
+ * Number's safe-integer range come back as `bigint`. Node 20's JSON.parse rounds
+ * 18446744073709551615 to 18446744073709552000 before any reviver can see the source
+ * text, which would silently change a uint64 `seed`.
+ *
+ * Only literals without a fraction or exponent are candidates: `1e20` and `12.0` are
+ * floats in JSON's data model and stay numbers, as JSON.parse would return them.
+ */
+import { invalidRequest } from './errors.js';
+
+/** Deeper nesting than any request needs; bounds the parser's recursion. */
+export const MAX_JSON_DEPTH = 512;
+
+export function parseJsonBody(text: string): unknown {
+  return new JsonParser(text).parseDocument();
+}
+
+/** Whitespace JSON allows between tokens: space, tab, LF, CR. */
+const WHITESPACE = /[ \t\n\r]*/y;
+/** A run of string characters needing no further attention: no quote, backslash or control character. */
+const PLAIN_STRING_RUN = /[^"\\\u0000-\u001f]*/y;
+const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
+const HEX4 = /^[0-9a-fA-F]{4}$/;
+
+const SIMPLE_ESCAPES: Record<string, string> = {
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+};
+
+class JsonParser {
+  private pos = 0;
+
+  constructor(private readonly text: string) {}
+
+  parseDocument(): unknown {
+    this.skipWhitespace();
+    if (this.pos >= this.text.length) this.fail('the body is empty, expected a JSON value');
+    const value = this.parseValue(0);
+    this.skipWhitespace();
+    if (this.pos < this.text.length) this.fail('unexpected data after the JSON value');
+    return value;
+  }
+
+  private parseValue(depth: number): unknown {
+    const ch = this.text[this.pos];
+    switch (ch) {
+      case '{':
+        return this.parseObject(depth + 1);
+      case '[':
+        return this.parseArray(depth + 1);
+      case '"':
+        return this.parseString();
+      case 't':
+        return this.parseLiteral('true', true);
+      case 'f':
+        return this.parseLiteral('false', false);
+      case 'n':
+        return this.parseLiteral('null', null);
+      default:
+        if (ch === '-' || (ch !== undefined && ch >= '0' && ch <= '9')) return this.parseNumber();
+        this.fail(ch === undefined ? 'unexpected end of input, expected a value' : `unexpected ${describeChar(ch)}, expected a value`);
+    }
+  }
+
+  private parseObject(depth: number): Record<string, unknown> {
+    this.checkDepth(depth);
+    this.pos++; // '{'
+    const result: Record<string, unknown> = {};
+    this.skipWhitespace();
+    if (this.text[this.pos] === '}') {
+      this.pos++;
+      return result;
+    }
+    for (;;) {
+      this.skipWhitespace();
+      if (this.text[this.pos] !== '"') this.failExpected('a property name in double quotes');
+      const key = this.parseString();
+      this.skipWhitespace();
+      if (this.text[this.pos] !== ':') this.failExpected("':' after the property name");
+      this.pos++;
+      this.skipWhitespace();
+      const value = this.parseValue(depth);
+      if (key === '__proto__') {
+        // JSON.parse makes "__proto__" an ordinary own property; plain assignment would
+        // replace the object's prototype instead.
+        Object.defineProperty(result, key, { value, writable: true, enumerable: true, configurable: true });
+      } else {
+        result[key] = value;
+      }
+      this.skipWhitespace();
+      const next = this.text[this.pos];
+      if (next === ',') {
+        this.pos++;
+        continue;
+      }
+      if (next === '}') {
+        this.pos++;
+        return result;
+      }
+      this.failExpected("',' or '}' in the object");
+    }
+  }
+
+  private parseArray(depth: number): unknown[] {
+    this.checkDepth(depth);
+    this.pos++; // '['
+    const result: unknown[] = [];
+    this.skipWhitespace();
+    if (this.text[this.pos] === ']') {
+      this.pos++;
+      return result;
+    }
+    for (;;) {
+      this.skipWhitespace();
+      result.push(this.parseValue(depth));
+      this.skipWhitespace();
+      const next = this.text[this.pos];
+      if (next === ',') {
+        this.pos++;
+        continue;
+      }
+      if (next === ']') {
+        this.pos++;
+        return result;
+      }
+      this.failExpected("',' or ']' in the array");
+    }
+  }
+
+  private parseString(): string {
+    const start = this.pos;
+    this.pos++; // opening quote
+    let out = '';
+    for (;;) {
+      PLAIN_STRING_RUN.lastIndex = this.pos;
+      PLAIN_STRING_RUN.test(this.text);
+      out += this.text.slice(this.pos, PLAIN_STRING_RUN.lastIndex);
+      this.pos = PLAIN_STRING_RUN.lastIndex;
+      const ch = this.text[this.pos];
+      if (ch === '"') {
+        this.pos++;
+        return out;
+      }
+      if (ch === '\\') {
+        out += this.parseEscape();
+        continue;
+      }
+      if (ch === undefined) this.fail('unterminated string', start);
+      this.fail(`unescaped ${describeChar(ch)} in a string`);
+    }
+  }
+
+  private parseEscape(): string {
+    const ch = this.text[this.pos + 1];
+    if (ch === 'u') {
+      const hex = this.text.slice(this.pos + 2, this.pos + 6);
+      if (!HEX4.test(hex)) this.fail('invalid \\u escape: expected 4 hexadecimal digits');
+      this.pos += 6;
+      // Lone surrogates are kept, as JSON.parse keeps them.
+      return String.fromCharCode(parseInt(hex, 16));
+    }
+    const simple = ch === undefined ? undefined : SIMPLE_ESCAPES[ch];
+    if (simple === undefined) this.fail(ch === undefined ? 'unterminated string' : `invalid escape '\\${ch}' in a string`);
+    this.pos += 2;
+    return simple;
+  }
+
+  private parseNumber(): number | bigint {
+    NUMBER.lastIndex = this.pos;
+    const match = NUMBER.exec(this.text);
+    if (match === null) this.fail('invalid number');
+    const literal = match[0];
+    this.pos += literal.length;
+    const isInteger = match[1] === undefined && match[2] === undefined;
+    const value = Number(literal);
+    if (isInteger && !Number.isSafeInteger(value)) return BigInt(literal);
+    return value;
+  }
+
+  private parseLiteral<T>(word: string, value: T): T {
+    if (!this.text.startsWith(word, this.pos)) this.fail(`unexpected ${describeChar(this.text[this.pos]!)}, expected a value`);
+    this.pos += word.length;
+    return value;
+  }
+
+  private skipWhitespace(): void {
+    WHITESPACE.lastIndex = this.pos;
+    WHITESPACE.test(this.text);
+    this.pos = WHITESPACE.lastIndex;
+  }
+
+  private checkDepth(depth: number): void {
+    if (depth > MAX_JSON_DEPTH) this.fail(`JSON nesting deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+
+  private failExpected(what: string): never {
+    const ch = this.text[this.pos];
+    this.fail(ch === undefined ? `unexpected end of input, expected ${what}` : `unexpected ${describeChar(ch)}, expected ${what}`);
+  }
+
+  private fail(problem: string, at: number = this.pos): never {
+    const { line, column } = lineAndColumn(this.text, at);
+    throw invalidRequest(`Invalid JSON in the request body: ${problem} at line ${line} column ${column} (character ${at}).`);
+  }
+}
+
+function describeChar(ch: string): string {
+  const code = ch.charCodeAt(0);
+  if (code < 0x20 || code === 0x7f) return `control character U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+  return `'${ch}'`;
+}
+
+function lineAndColumn(text: string, at: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < at; i = text.indexOf('\n', i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return { line, column: at - lineStart + 1 };
+}

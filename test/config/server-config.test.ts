@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_SERVER_CONFIG,
+  configFromEnv,
+  parseServerConfig,
+  resolveServerConfig,
+} from '../../src/config/server-config.js';
+
+function configError(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(Error);
+    return (error as Error).message;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('server configuration', () => {
+  it('has the documented defaults', () => {
+    expect(DEFAULT_SERVER_CONFIG).toEqual({
+      host: '127.0.0.1',
+      port: 8080,
+      modelDir: 'models/stories260k',
+      servedModelName: 'stories260k',
+      maxSeqLen: 512,
+      maxInputTokenLen: 511,
+      maxIterTimes: 512,
+      fullTextEnabled: false,
+      maxRunningSequences: 64,
+      maxBatchedTokens: 8192,
+      maxWaitingRequests: 256,
+      waitingDeadlineMs: 30000,
+    });
+  });
+
+  it('names the served model after the model directory unless told otherwise', () => {
+    expect(parseServerConfig({ modelDir: '/opt/models/tiny-llama/' }).servedModelName).toBe('tiny-llama');
+    expect(parseServerConfig({ modelDir: 'C:\\models\\qwen' }).servedModelName).toBe('qwen');
+    expect(parseServerConfig({ modelDir: '/opt/x', servedModelName: 'custom' }).servedModelName).toBe('custom');
+  });
+
+  it('accepts boundary values', () => {
+    expect(parseServerConfig({ port: 0 }).port).toBe(0);
+    expect(parseServerConfig({ port: 65535, maxSeqLen: 2, maxInputTokenLen: 1, maxIterTimes: 1, maxWaitingRequests: 0 })).toMatchObject({
+      port: 65535,
+      maxSeqLen: 2,
+      maxWaitingRequests: 0,
+    });
+  });
+
+  it('lists every bad field in one error', () => {
+    const message = configError(() =>
+      parseServerConfig({ port: 70000, host: '', maxSeqLen: 'big', maxIterTimes: 0, fullTextEnabled: 'yes', maxBatchedTokens: 1.5, tpyo: 1 }),
+    );
+    expect(message).toMatch(/^Invalid server configuration:/);
+    for (const expected of [
+      'port must be an integer in [0, 65535], got 70000',
+      'host must not be empty',
+      'maxSeqLen must be an integer >= 2, got "big"',
+      'maxIterTimes must be an integer >= 1, got 0',
+      'fullTextEnabled must be true or false, got "yes"',
+      'maxBatchedTokens must be an integer >= 1, got 1.5',
+      'tpyo is not a known setting',
+    ]) {
+      expect(message).toContain(expected);
+    }
+  });
+
+  it('refuses a configuration that is not an object', () => {
+    expect(configError(() => parseServerConfig([1]))).toMatch(/must be a JSON object/);
+    expect(configError(() => resolveServerConfig({ file: 'port=1' }))).toMatch(/JSON object/);
+  });
+});
+
+describe('configuration precedence: defaults < file < environment', () => {
+  it('maps the environment variables', () => {
+    expect(configFromEnv({ HOST: '0.0.0.0', PORT: '9000', MODEL_DIR: '/m/x', SERVED_MODEL_NAME: 'x1', OTHER: 'y' })).toEqual({
+      host: '0.0.0.0',
+      port: 9000,
+      modelDir: '/m/x',
+      servedModelName: 'x1',
+    });
+    expect(configFromEnv({ HOST: '', PORT: '   ' })).toEqual({});
+  });
+
+  it('lets the file override defaults and the environment override the file', () => {
+    const config = resolveServerConfig({
+      file: { host: '10.0.0.1', port: 7000, maxSeqLen: 1024, maxIterTimes: 100 },
+      env: { PORT: '7100' },
+    });
+    expect(config).toMatchObject({ host: '10.0.0.1', port: 7100, maxSeqLen: 1024, maxIterTimes: 100, maxInputTokenLen: 511 });
+  });
+
+  it('derives the served name from the winning modelDir', () => {
+    expect(resolveServerConfig({ file: { modelDir: '/a/file-model' }, env: { MODEL_DIR: '/b/env-model' } }).servedModelName).toBe('env-model');
+    expect(resolveServerConfig({}).servedModelName).toBe('stories260k');
+  });
+
+  it('reports a bad environment value against its setting', () => {
+    expect(configError(() => resolveServerConfig({ env: { PORT: 'eighty' } }))).toContain('port must be an integer in [0, 65535], got "eighty"');
+  });
+});

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { parseJsonBody } from '../../src/protocol/json.js';
+import { MindieGenerateRequestSchema } from '../../src/protocol/mindie.js';
+import { ChatCompletionRequestSchema, CompletionRequestSchema } from '../../src/protocol/openai.js';
+import {
+  refuseUnsupported,
+  unsupportedChatFeatures,
+  unsupportedCompletionFeatures,
+  unsupportedMindieFeatures,
+} from '../../src/protocol/unsupported.js';
+import { parseRequest } from '../../src/protocol/validate.js';
+import { expectInvalidRequest } from './expect-error.js';
+
+const completion = (extra = '') =>
+  unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, parseJsonBody(`{"model": "m", "prompt": "hi"${extra}}`)));
+const chat = (extra = '', messages = '[{"role": "user", "content": "hi"}]') =>
+  unsupportedChatFeatures(parseRequest(ChatCompletionRequestSchema, parseJsonBody(`{"model": "m", "messages": ${messages}${extra}}`)));
+const mindie = (body: string) => unsupportedMindieFeatures(parseRequest(MindieGenerateRequestSchema, parseJsonBody(body)));
+
+const params = (features: { param: string }[]) => features.map((f) => f.param);
+
+describe('features accepted by the schemas but not served yet', () => {
+  it('finds nothing in plain requests', () => {
+    expect(completion()).toEqual([]);
+    expect(chat()).toEqual([]);
+    expect(mindie('{"prompt": "hi", "n": 1, "best_of": null}')).toEqual([]);
+    expect(completion(', "response_format": {"type": "text"}, "logit_bias": {}, "prompt": [1, 2, 3]')).toEqual([]);
+    expect(chat(', "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none"')).toEqual([]);
+  });
+
+  it.each([
+    [', "n": 2, "temperature": 1', ['n']],
+    [', "best_of": 2', ['best_of']],
+    [', "use_beam_search": true, "n": 2, "temperature": 0', ['n', 'use_beam_search']],
+    [', "guided_json": {"type": "object"}', ['guided_json']],
+    [', "response_format": {"type": "json_object"}', ['response_format']],
+    [', "logit_bias": {"5": 10}', ['logit_bias']],
+    [', "logprobs": 1', ['logprobs']],
+    [', "prompt_logprobs": 0', ['prompt_logprobs']],
+    [', "echo": true', ['echo']],
+    [', "suffix": "x"', ['suffix']],
+    [', "allowed_token_ids": [1]', ['allowed_token_ids']],
+    [', "priority": 1', ['priority']],
+  ])('completions%s', (extra, expected) => {
+    expect(params(completion(extra))).toEqual(expected);
+  });
+
+  it('flags a batch of prompts but not one token-id prompt', () => {
+    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: ['a', 'b'] })))).toEqual(['prompt']);
+    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual(['prompt']);
+  });
+
+  it('flags chat tools that need a parser or guided decoding, logprobs and media parts', () => {
+    const tools = ', "tools": [{"type": "function", "function": {"name": "f"}}]';
+    expect(params(chat(tools))).toEqual(['tool_choice']);
+    expect(chat(tools)[0]!.message).toMatch(/"auto" tool choice/);
+    expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual(['tool_choice']);
+    expect(params(chat(', "logprobs": true, "top_logprobs": 2'))).toEqual(['logprobs']);
+    const media = '[{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "x"}}]}]';
+    expect(params(chat('', media))).toEqual(['messages[0].content[1]']);
+    expect(chat('', media)[0]!.message).toMatch(/text only.*image_url/);
+  });
+
+  it('flags MindIE multi-sequence requests and media prompt parts', () => {
+    expect(params(mindie('{"prompt": "hi", "n": 2, "best_of": 2, "temperature": 0.5}'))).toEqual(['n', 'best_of']);
+    expect(params(mindie('{"prompt": [{"type": "text", "text": "a"}, {"type": "video_url", "video_url": "v.mp4"}]}'))).toEqual(['prompt[1]']);
+  });
+
+  it('refuses the first feature as a 400 naming its parameter', () => {
+    expect(() => refuseUnsupported([])).not.toThrow();
+    const error = expectInvalidRequest(() => refuseUnsupported(completion(', "best_of": 2, "echo": true')));
+    expect(error.param).toBe('best_of');
+    expect(error.message).toMatch(/best_of/);
+  });
+});
