@@ -1,0 +1,50 @@
+/** llama2.c checkpoint + tokenizer -> the files of a Hugging Face ONNX decoder export. */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { buildGenerationConfig, buildHfConfig, LLAMA2C_RMS_NORM_EPS } from './hf-config.js';
+import { buildLlamaGraph } from './llama-onnx-graph.js';
+import { readLlama2cCheckpoint } from './llama2c-checkpoint.js';
+import { convertLlama2cTokenizer } from './llama2c-tokenizer.js';
+import { encodeOnnxModel } from './onnx-writer.js';
+import { inferRopeTheta } from './rope.js';
+
+/** IR version 8 is the one that goes with opset 17 (ONNX 1.12). */
+export const ONNX_IR_VERSION = 8;
+export const ONNX_OPSET = 17;
+export const PRODUCER_NAME = 'edge-llm convert-llama2c';
+export const PRODUCER_VERSION = '0.1.0';
+
+/** Relative path -> contents, in the layout transformers.js / Optimum use. */
+export type ConvertedFiles = Record<string, string | Uint8Array>;
+
+export function convertLlama2cModel(checkpoint: Uint8Array, tokenizer: Uint8Array): ConvertedFiles {
+  const ckpt = readLlama2cCheckpoint(checkpoint);
+  const { seqLen } = ckpt.header;
+  const ropeTheta = inferRopeTheta(ckpt.freqCisReal, ckpt.freqCisImag, seqLen, ckpt.headDim);
+  const graph = buildLlamaGraph(ckpt, { rmsNormEps: LLAMA2C_RMS_NORM_EPS });
+  const onnx = encodeOnnxModel({
+    irVersion: ONNX_IR_VERSION,
+    opsetVersion: ONNX_OPSET,
+    producerName: PRODUCER_NAME,
+    producerVersion: PRODUCER_VERSION,
+    docString: 'Llama decoder with KV cache, converted from a llama2.c checkpoint.',
+    graph,
+  });
+  const { tokenizerJson, tokenizerConfig } = convertLlama2cTokenizer(tokenizer);
+  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  return {
+    'config.json': json(buildHfConfig(ckpt, ropeTheta)),
+    'generation_config.json': json(buildGenerationConfig()),
+    'tokenizer.json': json(tokenizerJson),
+    'tokenizer_config.json': json(tokenizerConfig),
+    'onnx/model.onnx': onnx,
+  };
+}
+
+export async function writeConvertedFiles(outDir: string, files: ConvertedFiles): Promise<void> {
+  for (const [path, contents] of Object.entries(files)) {
+    const target = join(outDir, path);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, contents);
+  }
+}
