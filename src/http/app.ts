@@ -1,0 +1,91 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { methodNotAllowed } from 'hono/method-not-allowed';
+import type { ServerConfig } from '../config/server-config.js';
+import type { Engine } from '../engine/types.js';
+import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
+import { errorResponse, HttpError, notFound } from './errors.js';
+import { chatRoutes } from './routes/chat.js';
+import { completionsRoutes } from './routes/completions.js';
+import { generateRoutes } from './routes/generate.js';
+import { healthRoutes } from './routes/health.js';
+import { modelsRoutes } from './routes/models.js';
+import { tokenizeRoutes } from './routes/tokenize.js';
+import type { ServingContext } from './serving-context.js';
+
+export interface AppDeps {
+  engine: Engine;
+  config: ServerConfig;
+  /**
+   * The chat template to render messages with. Left out, it is read from the engine's
+   * tokenizer_config.json when the engine exposes one (`tokenizerConfig`); null turns
+   * chat off (400 on /v1/chat/completions).
+   */
+  chatTemplate?: ChatTemplate | null;
+}
+
+/**
+ * Request bodies above this are refused before parsing. MindIE allows prompts of up to
+ * 4 MB of characters; JSON escaping can multiply that, hence the margin.
+ */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The HTTP API as a Hono app. Web-standard Request/Response only, so the same app
+ * serves under Node (@hono/node-server), workerd and in a browser. Throws when the
+ * model's chat template does not parse, so a broken model fails at startup.
+ */
+export function createApp(deps: AppDeps): Hono {
+  const ctx: ServingContext = {
+    engine: deps.engine,
+    config: deps.config,
+    chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine),
+  };
+
+  const app = new Hono();
+  app.use(
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c, methods) =>
+        errorResponse(
+          new HttpError(405, 'MethodNotAllowedError', `Method ${c.req.method} is not allowed on ${c.req.path}; allowed: ${methods.join(', ')}.`, null, {
+            allow: methods.join(', '),
+          }),
+        ),
+    }),
+  );
+  app.use(
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () =>
+        errorResponse(new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${MAX_BODY_BYTES} bytes.`)),
+    }),
+  );
+
+  app.route('/', generateRoutes(ctx));
+  app.route('/', completionsRoutes(ctx));
+  app.route('/', chatRoutes(ctx));
+  app.route('/', modelsRoutes(ctx));
+  app.route('/', tokenizeRoutes(ctx));
+  app.route('/', healthRoutes());
+
+  app.notFound((c) => errorResponse(notFound(`There is no route ${c.req.method} ${c.req.path}.`)));
+  app.onError((error) => errorResponse(error));
+  return app;
+}
+
+/** The chat template from the engine's tokenizer_config.json, when the engine carries it. */
+function engineChatTemplate(engine: Engine): ChatTemplate | null {
+  const tokenizerConfig = (engine as Engine & { tokenizerConfig?: Record<string, unknown> }).tokenizerConfig;
+  if (!tokenizerConfig) return null;
+  const { tokenizer } = engine;
+  const tokenText = (id: number | null | undefined) => (id === null || id === undefined ? undefined : tokenizer.idToToken(id));
+  try {
+    return chatTemplateFromTokenizerConfig(tokenizerConfig, {
+      bosToken: tokenText(tokenizer.bosTokenId),
+      eosToken: tokenText(tokenizer.eosTokenIds[0]),
+    });
+  } catch (error) {
+    throw new Error(`The model's chat template (tokenizer_config.json "chat_template") is not valid Jinja: ${(error as Error).message}`);
+  }
+}

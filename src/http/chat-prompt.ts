@@ -1,0 +1,75 @@
+import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
+import { ChatTemplate, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { badRequest } from './errors.js';
+
+export interface ChatPromptOptions {
+  addGenerationPrompt: boolean;
+  continueFinalMessage: boolean;
+  /** chat_template_kwargs plus tools/documents: extra template variables. */
+  templateVariables?: Record<string, unknown>;
+  /** vLLM's add_special_tokens for chat: false by default, since the template writes BOS itself. */
+  addSpecialTokens: boolean;
+  /** A request's own template (vLLM's `chat_template` field), instead of the model's. */
+  templateOverride?: string;
+}
+
+export interface ChatPrompt {
+  text: string;
+  tokenIds: number[];
+}
+
+/**
+ * Text parts are joined with newlines (vLLM's "string" content format); media parts
+ * need a multimodal model and are refused.
+ */
+export function toTemplateMessages(messages: readonly ChatMessage[]): ChatTemplateMessage[] {
+  return messages.map((message, i) => {
+    if (Array.isArray(message.content)) {
+      (message.content as { type: string }[]).forEach((part, j) => {
+        if (part.type !== 'text' && part.type !== 'refusal') {
+          throw badRequest(
+            `This model accepts text only; content parts of type "${part.type}" are not supported.`,
+            `messages[${i}].content[${j}]`,
+          );
+        }
+      });
+    }
+    return { ...message, content: messageText(message) };
+  });
+}
+
+function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer): ChatTemplate {
+  const token = (id: number | null | undefined) => (id === null || id === undefined ? '' : (tokenizer.idToToken(id) ?? ''));
+  try {
+    return new ChatTemplate(
+      source,
+      modelTemplate?.bosToken ?? token(tokenizer.bosTokenId),
+      modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]),
+    );
+  } catch (error) {
+    throw badRequest(`chat_template is not a valid Jinja template: ${(error as Error).message}`, 'chat_template');
+  }
+}
+
+/** Renders the conversation with the chat template and tokenizes it, as the model will see it. */
+export function buildChatPrompt(
+  modelTemplate: ChatTemplate | null,
+  tokenizer: Tokenizer,
+  messages: readonly ChatMessage[],
+  options: ChatPromptOptions,
+): ChatPrompt {
+  const template =
+    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer) : modelTemplate;
+  if (template === null) {
+    throw badRequest(
+      'This model has no chat template (tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
+    );
+  }
+  const text = template.render(toTemplateMessages(messages), {
+    addGenerationPrompt: options.addGenerationPrompt,
+    continueFinalMessage: options.continueFinalMessage,
+    kwargs: options.templateVariables,
+  });
+  return { text, tokenIds: tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens }) };
+}

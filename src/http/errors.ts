@@ -1,0 +1,102 @@
+import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
+import { ProtocolError, type ProtocolErrorKind } from '../protocol/errors.js';
+import { ChatTemplateError } from '../tokenizer/chat-template.js';
+
+/** vLLM 0.6's ErrorResponse, the body of every error this server returns. */
+export interface ErrorBody {
+  object: 'error';
+  message: string;
+  type: string;
+  param: string | null;
+  code: number;
+}
+
+/** An error that already knows its HTTP status: raised by the HTTP layer itself. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export function badRequest(message: string, param: string | null = null): HttpError {
+  return new HttpError(400, 'BadRequestError', message, param);
+}
+
+export function notFound(message: string): HttpError {
+  return new HttpError(404, 'NotFoundError', message);
+}
+
+/** vLLM's wording for a request naming a model this server does not serve. */
+export function modelNotFound(model: string): HttpError {
+  return notFound(`The model \`${model}\` does not exist.`);
+}
+
+const PROTOCOL_STATUS: Record<ProtocolErrorKind, { status: number; type: string; headers?: Record<string, string> }> = {
+  invalid_request: { status: 400, type: 'BadRequestError' },
+  not_found: { status: 404, type: 'NotFoundError' },
+  overloaded: { status: 503, type: 'ServiceUnavailableError', headers: { 'retry-after': '1' } },
+};
+
+export interface MappedError {
+  status: number;
+  body: ErrorBody;
+  headers: Record<string, string>;
+}
+
+/**
+ * The single place that turns anything thrown while serving a request into a status
+ * and an error body. Unknown errors are the server's fault: 500, message only, and
+ * they are logged since the client cannot act on them.
+ */
+export function mapError(error: unknown): MappedError {
+  if (error instanceof HttpError) {
+    return shaped(error.status, error.type, error.message, error.param, error.headers);
+  }
+  if (error instanceof ProtocolError) {
+    const { status, type, headers = {} } = PROTOCOL_STATUS[error.kind];
+    return shaped(status, type, error.message, error.param, headers);
+  }
+  if (error instanceof ChatTemplateError) {
+    return shaped(400, 'BadRequestError', error.message, 'messages', {});
+  }
+  if (error instanceof EngineRequestError) {
+    return shaped(400, 'BadRequestError', error.message, null, {});
+  }
+  if (error instanceof EngineOverloadedError) {
+    return shaped(503, 'ServiceUnavailableError', error.message, null, { 'retry-after': String(error.retryAfterSeconds) });
+  }
+  console.error('Unexpected error while serving a request:', error);
+  const reason = error instanceof Error && error.message ? error.message : 'unknown error';
+  return shaped(500, 'InternalServerError', `Internal server error: ${reason}`, null, {});
+}
+
+function shaped(
+  status: number,
+  type: string,
+  message: string,
+  param: string | null,
+  headers: Record<string, string>,
+): MappedError {
+  return { status, headers, body: { object: 'error', message, type, param, code: status } };
+}
+
+export function errorResponse(error: unknown): Response {
+  const { status, body, headers } = mapError(error);
+  return Response.json(body, { status, headers });
+}
+
+/**
+ * The SSE payload for an error after a stream has started (status already sent).
+ * vLLM wraps it as {"error": {...}}, which the official OpenAI clients raise as an
+ * APIError instead of handing it to the caller as a chunk.
+ */
+export function streamingErrorPayload(error: unknown): string {
+  return JSON.stringify({ error: mapError(error).body });
+}

@@ -1,0 +1,82 @@
+import type { Engine, FinishReason, GenerationDelta } from '../engine/types.js';
+import type { SamplingParams } from '../sampling/params.js';
+
+/**
+ * One request's generation on the engine, tied to the client: it stops when the
+ * client's signal fires (disconnect) or when `abort()` is called (stream cancelled).
+ */
+export class GenerationRun implements AsyncIterable<GenerationDelta> {
+  private constructor(
+    private readonly first: IteratorResult<GenerationDelta>,
+    private readonly rest: AsyncIterator<GenerationDelta>,
+    private readonly controller: AbortController,
+    private readonly detachClient: () => void,
+  ) {}
+
+  /**
+   * Submits the request and waits for its first delta, so that whatever the engine
+   * refuses (or fails on) surfaces before any response status has been sent.
+   */
+  static async start(
+    engine: Engine,
+    promptTokenIds: number[],
+    params: SamplingParams,
+    clientSignal?: AbortSignal,
+  ): Promise<GenerationRun> {
+    const controller = new AbortController();
+    const onClientGone = () => controller.abort();
+    if (clientSignal?.aborted) controller.abort();
+    clientSignal?.addEventListener('abort', onClientGone, { once: true });
+    const detachClient = () => clientSignal?.removeEventListener('abort', onClientGone);
+    try {
+      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal })[Symbol.asyncIterator]();
+      const first = await iterator.next();
+      return new GenerationRun(first, iterator, controller, detachClient);
+    } catch (error) {
+      detachClient();
+      throw error;
+    }
+  }
+
+  abort(): void {
+    this.controller.abort();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<GenerationDelta> {
+    try {
+      if (this.first.done) return;
+      yield this.first.value;
+      for (;;) {
+        const next = await this.rest.next();
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      this.detachClient();
+      // Leaving early (consumer stopped, error downstream) must not leave the sequence running.
+      if (!this.controller.signal.aborted) this.controller.abort();
+      await this.rest.return?.();
+    }
+  }
+}
+
+/** Everything one finished sequence produced, for non-streaming responses. */
+export interface FinalOutput {
+  text: string;
+  tokenIds: number[];
+  finishReason: FinishReason | null;
+  stopReason: string | number | null;
+}
+
+export async function collectOutput(run: AsyncIterable<GenerationDelta>): Promise<FinalOutput> {
+  const output: FinalOutput = { text: '', tokenIds: [], finishReason: null, stopReason: null };
+  for await (const delta of run) {
+    output.text += delta.text;
+    output.tokenIds.push(...delta.tokenIds);
+    if (delta.finishReason !== null) {
+      output.finishReason = delta.finishReason;
+      output.stopReason = delta.stopReason;
+    }
+  }
+  return output;
+}

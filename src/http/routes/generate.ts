@@ -1,0 +1,38 @@
+import { Hono } from 'hono';
+import { MindieGenerateRequestSchema, mindiePromptText } from '../../protocol/mindie.js';
+import { checkPromptTokenLimit } from '../../protocol/prompt-limits.js';
+import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
+import { refuseUnsupported, unsupportedMindieFeatures } from '../../protocol/unsupported.js';
+import { parseRequest } from '../../protocol/validate.js';
+import { GenerationRun } from '../generation.js';
+import { readJsonBody } from '../request-body.js';
+import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { generateNonStreaming, generateStream } from '../serving-generate.js';
+import { checkModel } from '../serving-models.js';
+import { sseResponse } from '../sse.js';
+
+/** POST /generate: MindIE's text / streaming inference API (vLLM 0.6.4 legacy format). */
+export function generateRoutes(ctx: ServingContext): Hono {
+  const routes = new Hono();
+  const { engine } = ctx;
+
+  routes.post('/generate', async (c) => {
+    const request = parseRequest(MindieGenerateRequestSchema, await readJsonBody(c.req.raw));
+    // `model` names a LoRA adapter; the only weights served are the base model's.
+    checkModel(request.model, engine.info);
+    refuseUnsupported(unsupportedMindieFeatures(request));
+
+    const promptText = mindiePromptText(request.prompt);
+    const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
+    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
+    const params = mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length);
+
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    if (request.stream) {
+      return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled }), () => run.abort());
+    }
+    return c.json(await generateNonStreaming(run, promptText));
+  });
+
+  return routes;
+}

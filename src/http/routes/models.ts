@@ -1,0 +1,10 @@
+import { Hono } from 'hono';
+import { maxModelLen, type ServingContext } from '../serving-context.js';
+import { listModels } from '../serving-models.js';
+
+/** GET /v1/models: the one served model, in vLLM's ModelList shape. */
+export function modelsRoutes(ctx: ServingContext): Hono {
+  const routes = new Hono();
+  routes.get('/v1/models', (c) => c.json(listModels(ctx.engine.info, maxModelLen(ctx))));
+  return routes;
+}

@@ -1,0 +1,38 @@
+import { Hono } from 'hono';
+import { parseRequest } from '../../protocol/validate.js';
+import { readJsonBody } from '../request-body.js';
+import { maxModelLen, type ServingContext } from '../serving-context.js';
+import { checkModel } from '../serving-models.js';
+import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving-tokenization.js';
+import {
+  DetokenizeRequestSchema,
+  TokenizeChatRequestSchema,
+  TokenizeCompletionRequestSchema,
+} from '../tokenization-schemas.js';
+
+/** POST /tokenize and POST /detokenize, vLLM's tokenizer endpoints. */
+export function tokenizeRoutes(ctx: ServingContext): Hono {
+  const routes = new Hono();
+  const { engine } = ctx;
+
+  routes.post('/tokenize', async (c) => {
+    const body = await readJsonBody(c.req.raw);
+    // vLLM accepts either form; a "messages" field means the chat form.
+    if (body !== null && typeof body === 'object' && 'messages' in body) {
+      const request = parseRequest(TokenizeChatRequestSchema, body);
+      checkModel(request.model, engine.info);
+      return c.json(tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx)));
+    }
+    const request = parseRequest(TokenizeCompletionRequestSchema, body);
+    checkModel(request.model, engine.info);
+    return c.json(tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
+  });
+
+  routes.post('/detokenize', async (c) => {
+    const request = parseRequest(DetokenizeRequestSchema, await readJsonBody(c.req.raw));
+    checkModel(request.model, engine.info);
+    return c.json(detokenize(request, engine.tokenizer));
+  });
+
+  return routes;
+}

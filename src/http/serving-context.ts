@@ -1,0 +1,38 @@
+import type { ServerConfig } from '../config/server-config.js';
+import type { Engine } from '../engine/types.js';
+import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
+import type { SamplingContext } from '../protocol/sampling-params.js';
+import type { ChatTemplate } from '../tokenizer/chat-template.js';
+
+/** What every route needs: the engine, the server's limits and the chat template. */
+export interface ServingContext {
+  engine: Engine;
+  config: ServerConfig;
+  /** null when the model ships none: chat requests are then refused with a 400. */
+  chatTemplate: ChatTemplate | null;
+}
+
+export function promptLimits(ctx: ServingContext): PromptLimits {
+  return {
+    maxInputTokenLen: ctx.config.maxInputTokenLen,
+    maxSeqLen: ctx.config.maxSeqLen,
+    maxModelLen: ctx.engine.info.maxModelLen,
+  };
+}
+
+/** The context length the OpenAI endpoints report: the model's, lowered by maxSeqLen. */
+export function maxModelLen(ctx: ServingContext): number {
+  return servedMaxModelLen(promptLimits(ctx));
+}
+
+export function samplingContext(ctx: ServingContext): SamplingContext {
+  const { engine, config } = ctx;
+  return {
+    generationDefaults: engine.generationDefaults,
+    maxIterTimes: config.maxIterTimes,
+    maxModelLen: engine.info.maxModelLen,
+    maxSeqLen: config.maxSeqLen,
+    eosTokenIds: engine.tokenizer.eosTokenIds,
+    vocabSize: engine.info.vocabSize,
+  };
+}

@@ -1,0 +1,49 @@
+import type { ChatTemplate } from '../tokenizer/chat-template.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { buildChatPrompt } from './chat-prompt.js';
+import { badRequest } from './errors.js';
+import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
+
+export interface TokenizeResponse {
+  count: number;
+  max_model_len: number;
+  tokens: number[];
+}
+
+export function tokenizeCompletion(
+  request: TokenizeCompletionRequest,
+  tokenizer: Tokenizer,
+  maxModelLen: number,
+): TokenizeResponse {
+  const tokens = tokenizer.encode(request.prompt, { addSpecialTokens: request.add_special_tokens });
+  return { count: tokens.length, max_model_len: maxModelLen, tokens };
+}
+
+/** Tokenizes messages exactly as /v1/chat/completions would feed them to the model. */
+export function tokenizeChat(
+  request: TokenizeChatRequest,
+  tokenizer: Tokenizer,
+  template: ChatTemplate | null,
+  maxModelLen: number,
+): TokenizeResponse {
+  if (request.add_generation_prompt && request.continue_final_message) {
+    throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
+  }
+  const { tokenIds } = buildChatPrompt(template, tokenizer, request.messages, {
+    addGenerationPrompt: request.add_generation_prompt,
+    continueFinalMessage: request.continue_final_message,
+    templateVariables: request.chat_template_kwargs,
+    addSpecialTokens: request.add_special_tokens,
+    templateOverride: request.chat_template,
+  });
+  return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
+}
+
+export function detokenize(request: DetokenizeRequest, tokenizer: Tokenizer): { prompt: string } {
+  request.tokens.forEach((id, i) => {
+    if (id >= tokenizer.vocabSize) {
+      throw badRequest(`Token id ${id} is out of vocabulary (valid ids are 0 to ${tokenizer.vocabSize - 1}).`, `tokens[${i}]`);
+    }
+  });
+  return { prompt: tokenizer.decode(request.tokens, { skipSpecialTokens: false }) };
+}

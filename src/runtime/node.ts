@@ -1,0 +1,115 @@
+/**
+ * `npm start`: the HTTP server under Node. Configuration: defaults < config file (the
+ * path in CONFIG, else ./config.json when present) < environment (HOST, PORT,
+ * MODEL_DIR, SERVED_MODEL_NAME).
+ */
+import { readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { resolveServerConfig, type ServerConfig } from '../config/server-config.js';
+import type { Engine } from '../engine/types.js';
+import { createApp } from '../http/app.js';
+import { createNodeEngine } from './node-engine.js';
+
+/** How long in-flight requests get to finish on SIGINT/SIGTERM before the process exits anyway. */
+const SHUTDOWN_GRACE_MS = 5000;
+
+class StartupError extends Error {}
+
+async function readConfigFile(env: NodeJS.ProcessEnv): Promise<unknown> {
+  const explicit = env.CONFIG !== undefined && env.CONFIG.trim() !== '';
+  const path = explicit ? env.CONFIG!.trim() : 'config.json';
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    if (!explicit && (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new StartupError(`Cannot read the configuration file "${path}": ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new StartupError(`The configuration file "${path}" is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<{ server: ServerType; url: string }> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
+      server.off('error', reject);
+      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+      resolve({ server, url: `http://${host}:${info.port}` });
+    });
+    server.once('error', (error) =>
+      reject(new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`)),
+    );
+  });
+}
+
+function installShutdown(server: ServerType, engine: Engine): void {
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      console.log(`${signal} again: exiting now.`);
+      process.exit(1);
+    }
+    stopping = true;
+    console.log(`${signal} received: no new connections; finishing in-flight requests...`);
+    const forceExit = setTimeout(() => {
+      console.log(`Requests still running after ${SHUTDOWN_GRACE_MS} ms: exiting.`);
+      process.exit(0);
+    }, SHUTDOWN_GRACE_MS);
+    forceExit.unref();
+    server.close(async () => {
+      await engine.dispose();
+      console.log('Server stopped.');
+      process.exit(0);
+    });
+    // Keep-alive connections with no request in flight would otherwise hold close() open.
+    if ('closeIdleConnections' in server) server.closeIdleConnections();
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+async function main(): Promise<void> {
+  let config: ServerConfig;
+  try {
+    config = resolveServerConfig({ file: await readConfigFile(process.env), env: process.env });
+  } catch (error) {
+    throw error instanceof StartupError ? error : new StartupError((error as Error).message);
+  }
+
+  let engine: Engine;
+  try {
+    engine = await createNodeEngine({
+      modelDir: config.modelDir,
+      servedModelName: config.servedModelName,
+      limits: {
+        maxRunningSequences: config.maxRunningSequences,
+        maxBatchedTokens: config.maxBatchedTokens,
+        maxWaitingRequests: config.maxWaitingRequests,
+        waitingDeadlineMs: config.waitingDeadlineMs,
+      },
+    });
+  } catch (error) {
+    throw new StartupError((error as Error).message);
+  }
+
+  let app: ReturnType<typeof createApp>;
+  try {
+    app = createApp({ engine, config });
+  } catch (error) {
+    throw new StartupError((error as Error).message);
+  }
+  const { server, url } = await listen(app, config);
+  installShutdown(server, engine);
+  console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
+  console.log(`Listening on ${url}`);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof StartupError) console.error(error.message);
+  else console.error('Startup failed:', error);
+  process.exit(1);
+});

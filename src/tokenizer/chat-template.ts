@@ -1,0 +1,131 @@
+import { Template } from '@huggingface/jinja';
+
+/**
+ * One chat message as the template sees it: content already flattened to text; other
+ * fields (name, tool_calls, tool_call_id) pass through for templates that read them.
+ */
+export interface ChatTemplateMessage {
+  role: string;
+  content: string;
+  [field: string]: unknown;
+}
+
+export interface ChatTemplateOptions {
+  /** Append the opening of an assistant turn so the model answers (HF add_generation_prompt). */
+  addGenerationPrompt: boolean;
+  /**
+   * Leave the final message open so the model continues it: the rendered text is cut
+   * right after that message's content, dropping whatever the template closes it with
+   * (EOS, end-of-turn markers). Same rule as transformers' apply_chat_template.
+   */
+  continueFinalMessage: boolean;
+  /** Extra template variables (vLLM's chat_template_kwargs). */
+  kwargs?: Record<string, unknown>;
+}
+
+/** Raised for a conversation the template refuses or cannot render: the client's fault. */
+export class ChatTemplateError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ChatTemplateError';
+  }
+}
+
+/**
+ * A compiled Jinja chat template with the special-token strings it is rendered with.
+ * The template writes BOS itself (`{{ bos_token }}`), so its output must be encoded
+ * without adding special tokens again.
+ */
+export class ChatTemplate {
+  private readonly compiled: Template;
+
+  constructor(
+    readonly source: string,
+    readonly bosToken: string,
+    readonly eosToken: string,
+  ) {
+    // Parse now so a broken template fails at startup, not on the first chat request.
+    this.compiled = new Template(source);
+  }
+
+  render(messages: readonly ChatTemplateMessage[], options: ChatTemplateOptions): string {
+    if (options.addGenerationPrompt && options.continueFinalMessage) {
+      throw new ChatTemplateError('Cannot set both `continue_final_message` and `add_generation_prompt` to True.');
+    }
+    const finalMessage = messages.at(-1);
+    if (options.continueFinalMessage && finalMessage === undefined) {
+      throw new ChatTemplateError('`continue_final_message` needs at least one message to continue.');
+    }
+    let rendered: string;
+    try {
+      rendered = this.compiled.render({
+        bos_token: this.bosToken,
+        eos_token: this.eosToken,
+        ...options.kwargs,
+        messages: messages.map((message) => ({ ...message })),
+        add_generation_prompt: options.addGenerationPrompt,
+      });
+    } catch (error) {
+      // Templates reject conversations with raise_exception(...) (e.g. roles must alternate).
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ChatTemplateError(`The chat template could not render these messages: ${reason}`);
+    }
+    return options.continueFinalMessage && finalMessage ? cutAfterFinalMessage(rendered, finalMessage.content) : rendered;
+  }
+}
+
+function cutAfterFinalMessage(rendered: string, content: string): string {
+  // Templates often strip or trim the content; fall back to the trimmed form as transformers does.
+  for (const needle of [content, content.trim()]) {
+    if (needle === '') continue;
+    const at = rendered.lastIndexOf(needle);
+    if (at >= 0) return rendered.slice(0, at + needle.length);
+  }
+  if (content.trim() === '') return rendered;
+  throw new ChatTemplateError(
+    '`continue_final_message` is set but the final message does not appear in the chat after applying the chat template.',
+  );
+}
+
+/** A token given as a plain string or as an AddedToken object ({"content": "<s>", ...}). */
+function tokenString(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') {
+    return (value as { content: string }).content;
+  }
+  return undefined;
+}
+
+/**
+ * The template source in tokenizer_config.json: a string, or a list of named templates
+ * (transformers' multi-template format) of which "default" is the chat one.
+ */
+function templateSource(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    const named = value.filter(
+      (entry): entry is { name: string; template: string } =>
+        !!entry && typeof entry === 'object' && typeof entry.name === 'string' && typeof entry.template === 'string',
+    );
+    return named.find((entry) => entry.name === 'default')?.template;
+  }
+  return undefined;
+}
+
+/**
+ * Builds the chat template of a model from its tokenizer_config.json; null when the
+ * model has none. `fallbackTokens` supplies BOS/EOS strings the config leaves out
+ * (e.g. from the tokenizer's vocabulary).
+ */
+export function chatTemplateFromTokenizerConfig(
+  tokenizerConfig: Record<string, unknown>,
+  fallbackTokens: { bosToken?: string; eosToken?: string } = {},
+): ChatTemplate | null {
+  const source = templateSource(tokenizerConfig.chat_template);
+  if (source === undefined) return null;
+  return new ChatTemplate(
+    source,
+    tokenString(tokenizerConfig.bos_token) ?? fallbackTokens.bosToken ?? '',
+    tokenString(tokenizerConfig.eos_token) ?? fallbackTokens.eosToken ?? '',
+  );
+}

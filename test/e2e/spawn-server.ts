@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface RunningServer {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  /** Sends `signal` and resolves with the exit code. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+}
+
+export interface ExitedServer {
+  code: number | null;
+  output: string;
+}
+
+const TSX = 'node_modules/.bin/tsx';
+
+function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  const child = spawn(TSX, ['src/runtime/node.ts'], {
+    env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (data: Buffer) => (output += data.toString()));
+  child.stderr!.on('data', (data: Buffer) => (output += data.toString()));
+  return { child, output: () => output };
+}
+
+/** `npm start` as a user runs it (tsx src/runtime/node.ts), on a free port. */
+export function spawnServer(env: Record<string, string> = {}): Promise<RunningServer> {
+  const { child, output } = start(env);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output()}`)), 30_000);
+    const onData = () => {
+      const match = /Listening on (http:\/\/\S+)/.exec(output());
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      resolve({
+        url: match[1]!,
+        child,
+        output,
+        stop: (signal = 'SIGTERM') => {
+          if (child.exitCode === null) child.kill(signal);
+          return exited;
+        },
+      });
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with code ${code} before listening:\n${output()}`));
+    });
+  });
+}
+
+/** Runs the server expecting it to refuse to start. */
+export function spawnFailingServer(env: Record<string, string>): Promise<ExitedServer> {
+  const { child, output } = start(env);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not exit:\n${output()}`));
+    }, 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output: output() });
+    });
+  });
+}
