@@ -1,39 +1,132 @@
 /**
- * `npm run bench`: prints throughput figures (medians of several runs) and writes them
- * as JSON to bench/results/latest.json. Figures, never pass/fail: the machines are noisy.
+ * `npm run bench`: throughput and latency figures (medians of several runs), printed as
+ * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
+ * machines are noisy, so the load average is printed with them.
+ *
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http to run one part.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { benchEngine } from './engine.js';
-import { formatTable } from './stats.js';
+import { benchEngine, type EngineBenchResult } from './engine.js';
+import { concurrent, nonStreaming, startServer, streaming, type ConcurrencyResult } from './http.js';
+import { formatTable, median } from './stats.js';
 
 const modelDir = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const runs = Number(process.env.BENCH_RUNS ?? 5);
 const maxTokens = Number(process.env.BENCH_TOKENS ?? 128);
+const only = process.env.BENCH_ONLY;
 
-async function main() {
-  const loadBefore = loadavg()[0];
-  console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadBefore.toFixed(2)}`);
-  console.log(`engine only (no HTTP): greedy, ignore_eos, ${maxTokens} tokens per request, median of ${runs} runs\n`);
-  const engine = await benchEngine({ modelDir, backends: ['native', 'wasm'], batches: [1, 8, 32], maxTokens, runs });
+async function engineSection(): Promise<EngineBenchResult[]> {
+  console.log(`\n## Engine alone (no HTTP): greedy, ignore_eos, ${maxTokens} tokens per request, median of ${runs} runs\n`);
+  const results = await benchEngine({ modelDir, backends: ['native', 'wasm'], batches: [1, 8, 32], maxTokens, runs });
   console.log(
     formatTable(
-      engine.map((r) => ({
+      results.map((r) => ({
         backend: r.backend === 'native' ? 'onnxruntime-node' : 'onnxruntime-web (wasm)',
         'concurrent requests': r.batch,
-        'tokens/s (median)': Math.round(r.tokensPerSecond),
+        'tokens/s': Math.round(r.tokensPerSecond),
         'min..max': `${Math.round(Math.min(...r.runs))}..${Math.round(Math.max(...r.runs))}`,
       })),
     ),
   );
-  const byBackend = (backend: string, batch: number) => engine.find((r) => r.backend === backend && r.batch === batch)?.tokensPerSecond ?? NaN;
-  console.log(`\nratios: wasm/native at batch 1 = ${(byBackend('wasm', 1) / byBackend('native', 1)).toFixed(2)}, native batch 8 / batch 1 = ${(byBackend('native', 8) / byBackend('native', 1)).toFixed(2)}`);
-  const results = { date: new Date().toISOString(), loadAverage: { before: loadBefore, after: loadavg()[0] }, maxTokens, runs, engine };
+  return results;
+}
+
+interface HttpResults {
+  nonStreamingTokensPerSecond: number;
+  streamingDecodeTokensPerSecond: number;
+  ttftMs: number;
+  concurrency: ConcurrencyResult[];
+  peakRssMiB: number;
+}
+
+async function httpSection(): Promise<HttpResults> {
+  console.log(`\n## Over HTTP: the real server on loopback, /v1/completions, greedy, ignore_eos, ${maxTokens} tokens, median of ${runs} runs\n`);
+  const server = await startServer({ MODEL_DIR: modelDir, SERVED_MODEL_NAME: 'bench' });
+  try {
+    const model = 'bench';
+    await nonStreaming(server.url, model, 16); // warm-up
+    const single: number[] = [];
+    const decode: number[] = [];
+    const ttft: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      single.push(await nonStreaming(server.url, model, maxTokens));
+      const timing = await streaming(server.url, model, maxTokens);
+      ttft.push(timing.ttft);
+      decode.push((timing.tokens - 1) / ((timing.total - timing.ttft) / 1000));
+    }
+    const concurrency: ConcurrencyResult[] = [];
+    for (const level of [1, 8, 32, 64]) {
+      const levelRuns: ConcurrencyResult[] = [];
+      for (let i = 0; i < runs; i++) levelRuns.push(await concurrent(server.url, model, level, maxTokens));
+      concurrency.push({
+        concurrency: level,
+        aggregateTokensPerSecond: median(levelRuns.map((r) => r.aggregateTokensPerSecond)),
+        ttftP50: median(levelRuns.map((r) => r.ttftP50)),
+        itlP50: median(levelRuns.map((r) => r.itlP50)),
+        itlP95: median(levelRuns.map((r) => r.itlP95)),
+      });
+    }
+    const results: HttpResults = {
+      nonStreamingTokensPerSecond: median(single),
+      streamingDecodeTokensPerSecond: median(decode),
+      ttftMs: median(ttft),
+      concurrency,
+      peakRssMiB: server.peakRssMiB(),
+    };
+    console.log(
+      formatTable([
+        { figure: 'single request, non-streaming', value: `${Math.round(results.nonStreamingTokensPerSecond)} tok/s` },
+        { figure: 'single request, streaming decode', value: `${Math.round(results.streamingDecodeTokensPerSecond)} tok/s` },
+        { figure: 'time to first token', value: `${results.ttftMs.toFixed(2)} ms` },
+        { figure: 'server peak RSS', value: `${results.peakRssMiB.toFixed(0)} MiB` },
+      ]),
+    );
+    console.log('');
+    console.log(
+      formatTable(
+        concurrency.map((c) => ({
+          'concurrent streams': c.concurrency,
+          'aggregate tok/s': Math.round(c.aggregateTokensPerSecond),
+          'TTFT p50 ms': c.ttftP50,
+          'inter-token p50 ms': c.itlP50,
+          'inter-token p95 ms': c.itlP95,
+        })),
+      ),
+    );
+    return results;
+  } finally {
+    await server.stop();
+  }
+}
+
+async function main() {
+  const loadBefore = loadavg()[0];
+  console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadBefore.toFixed(2)} before the run`);
+  const engine = only === 'http' ? [] : await engineSection();
+  const http = only === 'engine' ? null : await httpSection();
+  const engineAt = (backend: string, batch: number) => engine.find((r) => r.backend === backend && r.batch === batch)?.tokensPerSecond;
+  console.log('\n## Ratios\n');
+  const native1 = engineAt('native', 1);
+  const wasm1 = engineAt('wasm', 1);
+  const native8 = engineAt('native', 8);
+  if (native1 && wasm1) console.log(`wasm / native, engine at batch 1: ${(wasm1 / native1).toFixed(2)}`);
+  if (native1 && native8) console.log(`native batch 8 / batch 1 (engine): ${(native8 / native1).toFixed(2)}`);
+  if (http && native1) {
+    console.log(`HTTP non-streaming / engine at batch 1: ${(http.nonStreamingTokensPerSecond / native1).toFixed(2)} (HTTP + scheduler overhead ${((1 - http.nonStreamingTokensPerSecond / native1) * 100).toFixed(0)}%)`);
+  }
+  if (http) {
+    const single = http.concurrency.find((c) => c.concurrency === 1)?.aggregateTokensPerSecond;
+    const at32 = http.concurrency.find((c) => c.concurrency === 32)?.aggregateTokensPerSecond;
+    if (single && at32) console.log(`aggregate at 32 streams / 1 stream: ${(at32 / single).toFixed(2)}`);
+  }
+  const loadAfter = loadavg()[0];
+  console.log(`\nload average after the run: ${loadAfter.toFixed(2)}`);
   const outDir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(`${outDir}/latest.json`, JSON.stringify(results, null, 2));
-  console.log(`\nwritten: bench/results/latest.json`);
+  writeFileSync(`${outDir}/latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: { before: loadBefore, after: loadAfter }, maxTokens, runs, engine, http }, null, 2));
+  console.log('written: bench/results/latest.json');
 }
 
 main().catch((error) => {
