@@ -1,0 +1,42 @@
+/**
+ * Fetched bytes → decoded, tensor-ready data, by the format sniffed from the bytes.
+ */
+import type { MediaConfig } from '../config.js';
+import { MediaError, mediaError } from '../errors.js';
+import type { DecodedMedia, FetchedMedia } from '../types.js';
+import { decodeAudio } from './audio.js';
+import { decodeJpegImage, decodePngImage } from './image.js';
+import { decodeVideo } from './video.js';
+
+export type DecodeOptions = Pick<MediaConfig, 'maxImagePixels' | 'audioSampleRate' | 'maxAudioSeconds' | 'videoFrames'>;
+
+/** Throws MediaError only: a decoder's own exception on hostile input is a 400, not a 500. */
+export async function decodeMedia(media: FetchedMedia, options: DecodeOptions): Promise<DecodedMedia> {
+  try {
+    return await decodeByFormat(media, options);
+  } catch (error) {
+    if (error instanceof MediaError) throw error;
+    const detail = error instanceof Error ? error.message : String(error);
+    throw mediaError('decode_failed', `the ${media.format.toUpperCase()} ${media.kind} could not be decoded (${detail})`);
+  }
+}
+
+async function decodeByFormat(media: FetchedMedia, options: DecodeOptions): Promise<DecodedMedia> {
+  const limits = { maxPixels: options.maxImagePixels };
+  switch (media.format) {
+    case 'jpeg':
+      return decodeJpegImage(media.bytes, limits);
+    case 'png':
+      return decodePngImage(media.bytes, limits);
+    case 'wav':
+    case 'mp3':
+    case 'flac':
+      return decodeAudio(media.bytes, media.format, { sampleRate: options.audioSampleRate, maxSeconds: options.maxAudioSeconds });
+    case 'mp4':
+    case 'avi':
+    case 'wmv':
+      return decodeVideo(media.bytes, media.format, { ...limits, frames: options.videoFrames });
+    default:
+      throw mediaError('format_not_allowed', `no decoder for ${String(media.format)}`);
+  }
+}
