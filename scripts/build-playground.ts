@@ -1,0 +1,59 @@
+/**
+ * Bundles the playground page's script (src/runtime/browser-playground.ts and what it
+ * imports: the UI in public/src, and lazily the in-page engine with onnxruntime-web)
+ * into dist/playground/. Runs before `npm start` (prestart) and from the e2e test; it
+ * takes about a second. The page's HTML and CSS are served from public/ as they are.
+ *
+ *   npm run build:playground
+ */
+import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const PLAYGROUND_ENTRY = `${ROOT}src/runtime/browser-playground.ts`;
+export const PLAYGROUND_OUT_DIR = `${ROOT}dist/playground`;
+
+export interface BuildResult {
+  outDir: string;
+  /** Output file → size in bytes. */
+  files: Record<string, number>;
+}
+
+export async function buildPlayground(options: { minify?: boolean } = {}): Promise<BuildResult> {
+  await rm(PLAYGROUND_OUT_DIR, { recursive: true, force: true });
+  const result = await build({
+    entryPoints: { playground: PLAYGROUND_ENTRY },
+    outdir: PLAYGROUND_OUT_DIR,
+    bundle: true,
+    // The in-page engine (hono, tokenizer, onnxruntime-web) is a separate chunk, loaded
+    // only when a visitor switches to in-page mode.
+    splitting: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['es2022', 'chrome113', 'firefox115', 'safari16.4'],
+    minify: options.minify ?? true,
+    sourcemap: 'linked',
+    metafile: true,
+    legalComments: 'linked',
+    logLevel: 'warning',
+    chunkNames: 'chunks/[name]-[hash]',
+  });
+  const files: Record<string, number> = {};
+  for (const [path, output] of Object.entries(result.metafile.outputs)) files[path] = output.bytes;
+  return { outDir: PLAYGROUND_OUT_DIR, files };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const started = performance.now();
+  buildPlayground()
+    .then(({ files }) => {
+      const scripts = Object.entries(files).filter(([path]) => path.endsWith('.js'));
+      const kb = scripts.reduce((sum, [, bytes]) => sum + bytes, 0) / 1024;
+      console.log(`Playground built: ${scripts.length} scripts, ${kb.toFixed(0)} kB, in ${(performance.now() - started).toFixed(0)} ms`);
+    })
+    .catch((error: unknown) => {
+      console.error('Playground build failed:', error instanceof Error ? error.message : error);
+      process.exit(1);
+    });
+}
