@@ -2,7 +2,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { ServerConfig } from '../config/server-config.js';
-import type { Engine } from '../engine/types.js';
+import type { Engine, ModelInfo } from '../engine/types.js';
+import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
 import { chatRoutes } from './routes/chat.js';
@@ -22,6 +23,13 @@ export interface AppDeps {
    * chat off (400 on /v1/chat/completions).
    */
   chatTemplate?: ChatTemplate | null;
+  /**
+   * Fetches the media parts of requests. Left out: the runtime-neutral fetcher with the
+   * default media config, whose whitelist is empty (remote media is refused with a
+   * message naming ALLOWED_MEDIA_DOMAINS_ENV) and which reads no local files. Node
+   * passes createNodeMediaFetcher(mediaConfigFromEnv(process.env)).
+   */
+  mediaFetcher?: MediaFetcher;
 }
 
 /**
@@ -40,6 +48,8 @@ export function createApp(deps: AppDeps): Hono {
     engine: deps.engine,
     config: deps.config,
     chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine),
+    mediaFetcher: deps.mediaFetcher ?? createMediaFetcher(resolveMediaConfig()),
+    acceptedMedia: engineAcceptedMedia(deps.engine),
   };
 
   const app = new Hono();
@@ -88,4 +98,13 @@ function engineChatTemplate(engine: Engine): ChatTemplate | null {
   } catch (error) {
     throw new Error(`The model's chat template (tokenizer_config.json "chat_template") is not valid Jinja: ${(error as Error).message}`);
   }
+}
+
+/**
+ * The media kinds the engine's model takes, when its info declares them (a multimodal
+ * engine sets `info.acceptedMedia`); none otherwise: every model served today is
+ * text-only, so media parts are fetched, decoded and then refused.
+ */
+function engineAcceptedMedia(engine: Engine): readonly MediaKind[] {
+  return (engine.info as ModelInfo & { acceptedMedia?: readonly MediaKind[] }).acceptedMedia ?? [];
 }

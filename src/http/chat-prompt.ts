@@ -20,8 +20,9 @@ export interface ChatPrompt {
 }
 
 /**
- * Text parts are joined with newlines (vLLM's "string" content format); media parts
- * need a multimodal model and are refused.
+ * Text parts are joined with newlines (vLLM's "string" content format). Media parts
+ * have no place in a text-only template: /v1/chat/completions has already fetched and
+ * refused them (serving-media.ts); /tokenize, which fetches nothing, is refused here.
  */
 export function toTemplateMessages(messages: readonly ChatMessage[]): ChatTemplateMessage[] {
   return messages.map((message, i) => {

@@ -1,15 +1,20 @@
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
+import type { MediaFetcher, MediaKind } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
 
-/** What every route needs: the engine, the server's limits and the chat template. */
+/** What every route needs: the engine, the server's limits, the chat template and media input. */
 export interface ServingContext {
   engine: Engine;
   config: ServerConfig;
   /** null when the model ships none: chat requests are then refused with a 400. */
   chatTemplate: ChatTemplate | null;
+  /** Fetches and checks the media parts of a request (image_url, audio_url, ...). */
+  mediaFetcher: MediaFetcher;
+  /** Media kinds the served model takes; empty for a text-only model. */
+  acceptedMedia: readonly MediaKind[];
 }
 
 export function promptLimits(ctx: ServingContext): PromptLimits {

@@ -19,6 +19,7 @@ import {
   codePointLength,
   floatIn,
   intIn,
+  isObject,
   nonEmptyStr,
   optional,
   str,
@@ -33,10 +34,30 @@ export const MINDIE_STOP_MAX_CHARS = 32 * 1024;
 /** Upper bound of n and best_of. */
 export const MINDIE_MAX_SEQUENCES = 128;
 
+/**
+ * A media part's URL or path: the spec's string form, or the OpenAI object form
+ * {"url": "..."} that clients built for chat send too. The shape is kept (not flattened
+ * to a string) so that errors about the media name the field the client wrote.
+ */
+const mediaReference = checkedField((input, report): string | { url: string } => {
+  if (typeof input === 'string') {
+    if (input === '') report('must not be empty');
+    return input;
+  }
+  if (isObject(input)) {
+    const url = input.url;
+    if (typeof url !== 'string') report('must be a non-empty string', { path: ['url'], input: url });
+    else if (url === '') report('must not be empty', { path: ['url'], input: url });
+    return { url: url as string };
+  }
+  report('must be a non-empty string or an object with a non-empty "url"');
+  return '';
+});
+
 const MindieTextPartSchema = z.object({ type: z.literal('text'), text: nonEmptyStr });
-const MindieImagePartSchema = z.object({ type: z.literal('image_url'), image_url: nonEmptyStr });
-const MindieVideoPartSchema = z.object({ type: z.literal('video_url'), video_url: nonEmptyStr });
-const MindieAudioPartSchema = z.object({ type: z.literal('audio_url'), audio_url: nonEmptyStr });
+const MindieImagePartSchema = z.object({ type: z.literal('image_url'), image_url: mediaReference });
+const MindieVideoPartSchema = z.object({ type: z.literal('video_url'), video_url: mediaReference });
+const MindieAudioPartSchema = z.object({ type: z.literal('audio_url'), audio_url: mediaReference });
 
 export const MindiePromptPartSchema = z.discriminatedUnion('type', [
   MindieTextPartSchema,

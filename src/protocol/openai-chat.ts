@@ -2,8 +2,8 @@
  * Request schema of `POST /v1/chat/completions` (vLLM's ChatCompletionRequest).
  *
  * Messages keep fields the schema does not know (templates may read them); content parts
- * of every OpenAI/vLLM kind are accepted here, and the serving layer refuses non-text
- * parts for a text-only model (see unsupported.ts).
+ * of every OpenAI/vLLM kind are accepted here. The serving layer fetches and decodes
+ * media parts (src/media) and refuses those the served model cannot take.
  */
 import { z } from 'zod';
 import { SENTENCE } from './issues.js';
@@ -25,7 +25,7 @@ export const ContentPartSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('input_audio'),
     input_audio: z.object(
-      { data: requiredString, format: z.enum(['wav', 'mp3'], { error: 'must be "wav" or "mp3"' }) },
+      { data: requiredString, format: z.enum(['wav', 'mp3', 'flac'], { error: 'must be "wav", "mp3" or "flac"' }) },
       { error: 'must be an object with "data" and "format"' },
     ),
   }),

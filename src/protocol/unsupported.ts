@@ -1,12 +1,13 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
  * does not implement yet: multiple sequences, beam search, logprobs, structured output,
- * tool calling, media input. The serving layer lists them and refuses the request with a
- * clear 400 instead of silently ignoring a parameter. Each entry names the parameter, so
- * a route that implements one of them can drop it from the list.
+ * tool calling. The serving layer lists them and refuses the request with a clear 400
+ * instead of silently ignoring a parameter. Each entry names the parameter, so a route
+ * that implements one of them can drop it from the list. (Media parts are not listed:
+ * the serving layer fetches and decodes them, then refuses what the model cannot take.)
  */
 import { invalidRequest } from './errors.js';
-import { mindieMediaParts, type MindieGenerateRequest } from './mindie.js';
+import type { MindieGenerateRequest } from './mindie.js';
 import { guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
 import { effectiveToolChoice, type ChatCompletionRequest } from './openai-chat.js';
@@ -73,29 +74,11 @@ export function unsupportedChatFeatures(req: ChatCompletionRequest): Unsupported
   } else if (typeof toolChoice === 'object') {
     out.push({ param: 'tool_choice', message: 'A named tool_choice needs structured output, which is not supported yet.' });
   }
-  req.messages.forEach((message, i) => {
-    if (!Array.isArray(message.content)) return;
-    (message.content as { type: string }[]).forEach((part, j) => {
-      if (part.type !== 'text' && part.type !== 'refusal') {
-        out.push({
-          param: `messages[${i}].content[${j}]`,
-          message: `This model accepts text only; content parts of type "${part.type}" are not supported.`,
-        });
-      }
-    });
-  });
   return out;
 }
 
 export function unsupportedMindieFeatures(req: MindieGenerateRequest): UnsupportedFeature[] {
-  const out = multipleSequences(req.n, req.best_of);
-  for (const part of mindieMediaParts(req.prompt)) {
-    out.push({
-      param: `prompt[${part.index}]`,
-      message: `This model accepts text only; prompt parts of type "${part.type}" are not supported.`,
-    });
-  }
-  return out;
+  return multipleSequences(req.n, req.best_of);
 }
 
 /** Throws the first feature as ProtocolError('invalid_request'). */

@@ -1,7 +1,8 @@
 /**
  * `npm start`: the HTTP server under Node. Configuration: defaults < config file (the
  * path in CONFIG, else ./config.json when present) < environment (HOST, PORT,
- * MODEL_DIR, SERVED_MODEL_NAME).
+ * MODEL_DIR, SERVED_MODEL_NAME). Media input: ALLOWED_MEDIA_DOMAINS_ENV and MEDIA_*
+ * (docs/media.md).
  */
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +10,10 @@ import { serve, type ServerType } from '@hono/node-server';
 import { resolveServerConfig, type ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import { createApp } from '../http/app.js';
+import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
+import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
 import { createNodeEngine } from './node-engine.js';
+import { playgroundRoutes } from './node-static.js';
 
 /** How long in-flight requests get to finish on SIGINT/SIGTERM before the process exits anyway. */
 const SHUTDOWN_GRACE_MS = 5000;
@@ -31,6 +35,11 @@ async function readConfigFile(env: NodeJS.ProcessEnv): Promise<unknown> {
   } catch (error) {
     throw new StartupError(`The configuration file "${path}" is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** A start-up error message on one line, without the media module's own "media config:" prefix. */
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').replace(/^media config: /, '').trim();
 }
 
 function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<{ server: ServerType; url: string }> {
@@ -79,6 +88,22 @@ async function main(): Promise<void> {
   } catch (error) {
     throw error instanceof StartupError ? error : new StartupError((error as Error).message);
   }
+  let mediaConfig: MediaConfig;
+  try {
+    mediaConfig = mediaConfigFromEnv(process.env);
+  } catch (error) {
+    throw new StartupError(`Invalid media configuration: ${oneLine((error as Error).message)}`);
+  }
+  // The spec's reserve is for downloaded media, so it only matters once remote media is
+  // allowed. A warning, not a failure: media is held in memory, and the reserve is a worst case.
+  if (mediaConfig.allowedDomains.length > 0) {
+    const diskWarning = await checkMediaDiskSpace(
+      mediaConfig.mediaDir,
+      config.maxRunningSequences + config.maxWaitingRequests,
+      mediaConfig.maxBytes,
+    ).catch((error: unknown) => `media: cannot measure the free space of ${mediaConfig.mediaDir}: ${(error as Error).message}`);
+    if (diskWarning !== null) console.warn(`Warning: ${diskWarning}`);
+  }
 
   let engine: Engine;
   try {
@@ -98,7 +123,9 @@ async function main(): Promise<void> {
 
   let app: ReturnType<typeof createApp>;
   try {
-    app = createApp({ engine, config });
+    app = createApp({ engine, config, mediaFetcher: createNodeMediaFetcher(mediaConfig) });
+    // The playground page at / and its assets; API routes keep priority.
+    app.route('/', playgroundRoutes({ modelDir: config.modelDir }));
   } catch (error) {
     throw new StartupError((error as Error).message);
   }

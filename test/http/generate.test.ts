@@ -116,7 +116,25 @@ describe('POST /generate, refusals', () => {
     expect(bestOf).toMatch(/not supported yet/);
   });
 
-  it('refuses a prompt list with media parts', async () => {
+  it('decodes an image part, then refuses it because the model is text-only', async () => {
+    // A 1×1 red PNG (8-bit RGB): signature, IHDR, IDAT (zlib of the row 00 ff 00 00), IEND.
+    const png =
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
+    const message = await expectError(
+      postJson(testApp(engine), '/generate', {
+        prompt: [
+          { type: 'text', text: 'Describe' },
+          { type: 'image_url', image_url: `data:image/png;base64,${png}` },
+        ],
+      }),
+      400,
+      'BadRequestError',
+      'prompt[1].image_url',
+    );
+    expect(message).toBe('prompt[1].image_url: this model accepts text only; the image was fetched and decoded, but the model cannot use it');
+  });
+
+  it('refuses a local media path where this app has no local files (the default fetcher)', async () => {
     const message = await expectError(
       postJson(testApp(engine), '/generate', {
         prompt: [
@@ -126,9 +144,9 @@ describe('POST /generate, refusals', () => {
       }),
       400,
       'BadRequestError',
-      'prompt[1]',
+      'prompt[1].image_url',
     );
-    expect(message).toMatch(/image_url/);
+    expect(message).toMatch(/^prompt\[1\]\.image_url: local media files cannot be read in this runtime/);
   });
 
   it('refuses an unknown LoRA adapter with 404', async () => {

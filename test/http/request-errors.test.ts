@@ -109,7 +109,7 @@ describe('features not supported yet → 400 naming the parameter', () => {
     await expectError(postJson(testApp(engine), '/v1/chat/completions', { ...chat, ...extra }), 400, 'BadRequestError', param);
   });
 
-  it('/v1/chat/completions image content part', async () => {
+  it('/v1/chat/completions remote image with the default (empty) media whitelist', async () => {
     const messages = [
       {
         role: 'user',
@@ -123,9 +123,11 @@ describe('features not supported yet → 400 naming the parameter', () => {
       postJson(testApp(engine), '/v1/chat/completions', { ...chat, messages }),
       400,
       'BadRequestError',
-      'messages[0].content[1]',
+      'messages[0].content[1].image_url.url',
     );
-    expect(message).toMatch(/image_url/);
+    expect(message).toBe(
+      'messages[0].content[1].image_url.url: the host "example.com" is not in ALLOWED_MEDIA_DOMAINS_ENV (the list is empty: remote media is disabled)',
+    );
   });
 
   it('/v1/chat/completions text content parts are accepted', async () => {

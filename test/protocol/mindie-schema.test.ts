@@ -151,6 +151,26 @@ describe('MindIE /generate request: normalisation', () => {
     expect(mindieMediaParts(multimodal.prompt)).toEqual([{ index: 1, type: 'image_url' }]);
   });
 
+  it('accepts the OpenAI object form {"url": ...} for media parts too, keeping its shape', () => {
+    const req = parseMindie(`{"prompt": [
+      {"type": "text", "text": "a"},
+      {"type": "image_url", "image_url": {"url": "https://h/x.png", "detail": "low"}},
+      {"type": "video_url", "video_url": {"url": "v.mp4"}},
+      {"type": "audio_url", "audio_url": "a.wav"}]}`);
+    expect(req.prompt).toEqual([
+      { type: 'text', text: 'a' },
+      { type: 'image_url', image_url: { url: 'https://h/x.png' } },
+      { type: 'video_url', video_url: { url: 'v.mp4' } },
+      { type: 'audio_url', audio_url: 'a.wav' },
+    ]);
+    expect(mindiePromptText(req.prompt)).toBe('a');
+    expect(mindieMediaParts(req.prompt)).toEqual([
+      { index: 1, type: 'image_url' },
+      { index: 2, type: 'video_url' },
+      { index: 3, type: 'audio_url' },
+    ]);
+  });
+
   it('validates each multimodal part for shape', () => {
     const cases: [string, string][] = [
       ['[{"type": "text", "text": ""}]', 'prompt[0].text'],
@@ -158,11 +178,27 @@ describe('MindIE /generate request: normalisation', () => {
       ['[{"type": "text", "text": "a"}, {"type": "video_url", "video_url": ""}]', 'prompt[1].video_url'],
       ['[{"type": "audio_url", "audio_url": 5}]', 'prompt[0].audio_url'],
       ['[{"type": "hologram", "url": "x"}]', 'prompt[0].type'],
+      ['[{"type": "image_url", "image_url": {"url": ""}}]', 'prompt[0].image_url.url'],
+      ['[{"type": "image_url", "image_url": {"href": "x"}}]', 'prompt[0].image_url.url'],
+      ['[{"type": "video_url", "video_url": {"url": 5}}]', 'prompt[0].video_url.url'],
+      ['[{"type": "audio_url", "audio_url": ["a.wav"]}]', 'prompt[0].audio_url'],
+      ['[{"type": "image_url"}]', 'prompt[0].image_url'],
     ];
     for (const [literal, param] of cases) {
       const error = expectInvalidRequest(() => parseMindie(withParam('prompt', literal)));
       expect(error.param).toBe(param);
       expect(error.message.startsWith(param)).toBe(true);
     }
+  });
+
+  it('states the rule for a media reference in the message', () => {
+    const empty = expectInvalidRequest(() => parseMindie(withParam('prompt', '[{"type": "video_url", "video_url": ""}]')));
+    expect(empty.message).toMatch(/^prompt\[0\]\.video_url must not be empty/);
+    const emptyUrl = expectInvalidRequest(() => parseMindie(withParam('prompt', '[{"type": "image_url", "image_url": {"url": ""}}]')));
+    expect(emptyUrl.message).toMatch(/^prompt\[0\]\.image_url\.url must not be empty/);
+    const missingUrl = expectInvalidRequest(() => parseMindie(withParam('prompt', '[{"type": "image_url", "image_url": {}}]')));
+    expect(missingUrl.message).toMatch(/^prompt\[0\]\.image_url\.url must be a non-empty string/);
+    const wrongType = expectInvalidRequest(() => parseMindie(withParam('prompt', '[{"type": "audio_url", "audio_url": 5}]')));
+    expect(wrongType.message).toMatch(/^prompt\[0\]\.audio_url must be a non-empty string or an object with a non-empty "url"/);
   });
 });

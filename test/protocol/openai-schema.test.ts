@@ -215,6 +215,7 @@ describe('chat messages', () => {
       {"role": "developer", "content": [{"type": "text", "text": "d"}]},
       {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "http://x/y.png", "detail": "low"}},
         {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}, {"type": "audio_url", "audio_url": {"url": "a.mp3"}},
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "mp3"}}, {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "flac"}},
         {"type": "video_url", "video_url": {"url": "v.mp4"}}]},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
       {"role": "tool", "content": "42", "tool_call_id": "c1"},
@@ -242,6 +243,11 @@ describe('chat messages', () => {
     const error = expectInvalidRequest(() => msg(messages));
     expect(error.param).toBe(param);
     expect(error.message.startsWith(param)).toBe(true);
+  });
+
+  it('lists the accepted input_audio formats, flac included', () => {
+    const error = expectInvalidRequest(() => msg('[{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "x", "format": "ogg"}}]}]'));
+    expect(error.message).toMatch(/^messages\[0\]\.content\[0\]\.input_audio\.format must be "wav", "mp3" or "flac"/);
   });
 });
 

@@ -9,6 +9,7 @@ import { GenerationRun } from '../generation.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
+import { loadChatRequestMedia } from '../serving-media.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -23,6 +24,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedChatFeatures(request));
+    // Media parts are fetched and decoded before the model may refuse them (text-only today).
+    await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
 
     // Templates see tools and documents as transformers passes them (tool_choice "none" only).
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };

@@ -8,6 +8,7 @@ import { GenerationRun } from '../generation.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
+import { loadGenerateMedia } from '../serving-media.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -21,6 +22,8 @@ export function generateRoutes(ctx: ServingContext): Hono {
     // `model` names a LoRA adapter; the only weights served are the base model's.
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedMindieFeatures(request));
+    // Media parts are fetched and decoded before the model may refuse them (text-only today).
+    await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
     const promptText = mindiePromptText(request.prompt);
     const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
