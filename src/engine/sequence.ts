@@ -1,3 +1,4 @@
+import type { Guide } from '../guided/guide.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { Sampler } from '../sampling/sampler.js';
 import { createRng } from '../sampling/rng.js';
@@ -31,6 +32,8 @@ export class Sequence {
   cachedLength = 0;
 
   private readonly sampler: Sampler;
+  /** Structured output state, when the request asked for it. */
+  private readonly guide: Guide | null;
   private readonly detokenizer: IncrementalDetokenizer;
   private readonly stopChecker: StopStringChecker;
   private readonly stopTokenIds: ReadonlySet<number>;
@@ -43,10 +46,12 @@ export class Sequence {
     tokenizer: Tokenizer,
     private readonly limits: SequenceLimits,
   ) {
+    this.guide = params.guide?.createGuide() ?? null;
     this.sampler = new Sampler(params, {
       vocabSize: limits.vocabSize,
       eosTokenIds: limits.eosTokenIds,
       rng: createRng(params.seed),
+      guide: this.guide ?? undefined,
     });
     this.detokenizer = new IncrementalDetokenizer(tokenizer, {
       skipSpecialTokens: params.skipSpecialTokens,
@@ -75,9 +80,17 @@ export class Sequence {
   append(tokenId: number, logprob: number): GenerationDelta {
     this.outputTokenIds.push(tokenId);
     this.sampler.accept(tokenId);
+    try {
+      this.guide?.accept(tokenId);
+    } catch (error) {
+      this.fail(error);
+      return { index: this.index, tokenIds: [tokenId], logprobs: [logprob], text: '', finishReason: 'abort', stopReason: null };
+    }
+    // The grammar is complete (it accepted a stop token): the sequence ends as on EOS.
+    const grammarDone = this.guide?.isTerminated() ?? false;
     const outputLength = this.outputTokenIds.length;
-    const mayStop = outputLength >= this.params.minTokens;
-    const isEos = this.eosTokenIds.has(tokenId);
+    const mayStop = outputLength >= this.params.minTokens || grammarDone;
+    const isEos = this.eosTokenIds.has(tokenId) || grammarDone;
     const isStopToken = this.stopTokenIds.has(tokenId);
 
     let text = '';
@@ -120,6 +133,7 @@ export class Sequence {
   /** Ends the sequence because the model failed. */
   fail(error: unknown): void {
     this.finishReason = 'abort';
+    this.guide?.dispose();
     this.deltas.fail(error);
   }
 
@@ -139,6 +153,7 @@ export class Sequence {
     this.deltas.push(delta);
     if (delta.finishReason !== null) {
       this.finishReason = delta.finishReason;
+      this.guide?.dispose();
       this.deltas.close();
     }
     return delta;

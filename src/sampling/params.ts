@@ -1,3 +1,5 @@
+import type { GuideFactory } from '../guided/guide.js';
+
 /**
  * Normalized sampling parameters: what the engine runs on, after every API's request has
  * been validated and its defaults resolved (request → generation_config → server config →
@@ -34,6 +36,13 @@ export interface SamplingParams {
   ignoreEos: boolean;
   /** Drop special tokens (BOS/EOS/...) from the returned text. */
   skipSpecialTokens: boolean;
+  /**
+   * Structured output (guided_json / guided_regex / guided_choice / response_format): a
+   * grammar from src/guided's compileGuide. Each sequence creates its own guide from it;
+   * tokens the grammar cannot continue with are masked before every other processor, and
+   * the sequence ends with "stop" once the grammar is complete.
+   */
+  guide?: GuideFactory;
 }
 
 /** vLLM's threshold below which a temperature means greedy decoding. */

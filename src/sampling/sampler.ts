@@ -1,3 +1,4 @@
+import type { LogitsMask } from '../guided/guide.js';
 import type { LogitsProcessor } from './logits-processor.js';
 import { isGreedy, type SamplingParams } from './params.js';
 import { MinPProcessor } from './processors/min-p.js';
@@ -20,6 +21,8 @@ export interface SamplerOptions {
   eosTokenIds: readonly number[];
   /** Defaults to createRng(params.seed). */
   rng?: Rng;
+  /** The sequence's guided-decoding state: applied first, as vLLM applies logits processors before penalties. */
+  guide?: LogitsMask;
 }
 
 export interface SampledToken {
@@ -45,6 +48,7 @@ export class Sampler {
   private readonly greedy: boolean;
   private readonly vocabSize: number;
   private rng: Rng | undefined;
+  private readonly guide: LogitsMask | undefined;
 
   constructor(
     private readonly params: SamplingParams,
@@ -54,6 +58,7 @@ export class Sampler {
     this.vocabSize = vocabSize;
     this.greedy = isGreedy(params);
     this.rng = options.rng;
+    this.guide = options.guide;
 
     if (params.minTokens > 0) {
       this.processors.push(
@@ -87,6 +92,7 @@ export class Sampler {
       throw new RangeError(`expected ${this.vocabSize} logits, got ${logits.length}`);
     }
     this.history.sync(history);
+    this.guide?.maskLogits(logits);
     for (const processor of this.processors) processor.process(logits, this.history);
 
     // Argmax with the lowest id on ties (strict ">"); NaN entries never win.
@@ -99,6 +105,9 @@ export class Sampler {
       }
     }
     if (!(max > -Infinity) || max === Infinity) {
+      // Only a stop token fits the grammar but min_tokens bans it: the grammar wins.
+      const forced = max === -Infinity ? (this.guide?.firstAllowedToken() ?? -1) : -1;
+      if (forced >= 0) return { tokenId: forced, logprob: 0 };
       throw new Error(`cannot sample: no finite logit (max is ${max})`);
     }
     // Unnormalised probabilities, kept for the draw; banned (and NaN) tokens skip the exp.

@@ -1,0 +1,129 @@
+import type { CompiledGrammar, GrammarCompiler } from '@mlc-ai/web-xgrammar';
+import { ProtocolError } from '../protocol/errors.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+import { GuidedDecodingError } from './errors.js';
+import type { GuideFactory } from './guide.js';
+import { requestGrammar } from './request-grammar.js';
+import { guidedParam, type GuidedDecodingRequest } from './request.js';
+import { tokenVocabulary } from './token-vocabulary.js';
+import { Utf8MaskFilter } from './utf8-filter.js';
+import { BitmaskReader } from './xgrammar-bitmask.js';
+import { XGrammarGuide, type GuideContext, type MatcherHandle } from './xgrammar-guide.js';
+import { loadXGrammar, type XGrammarApi } from './xgrammar-runtime.js';
+
+type MatcherConstructor = new (compiled: unknown, stopTokens: undefined, terminateWithoutStop: boolean, maxRollback: number) => MatcherHandle;
+
+export interface CompileGuideOptions {
+  /** Logits row length when the model pads its vocabulary beyond the tokenizer's. */
+  vocabSize?: number;
+}
+
+/** Compiled grammars kept per tokenizer (least recently used dropped first). */
+export const GUIDE_CACHE_SIZE = 128;
+
+interface TokenizerState {
+  api: XGrammarApi;
+  compiler: GrammarCompiler;
+  context: GuideContext;
+  /** The embind matcher class, so guides can be created synchronously. */
+  matcherClass: MatcherConstructor | null;
+  factories: Map<string, Promise<GuideFactory>>;
+}
+
+const states = new WeakMap<Tokenizer, Map<number, Promise<TokenizerState>>>();
+
+const grammarFinalizer =
+  typeof FinalizationRegistry === 'undefined' ? null : new FinalizationRegistry<CompiledGrammar>((compiled) => compiled.dispose());
+
+async function createState(tokenizer: Tokenizer, vocabSize: number): Promise<TokenizerState> {
+  const { api, memories } = await loadXGrammar();
+  const vocabulary = tokenVocabulary(tokenizer, vocabSize);
+  const info = await api.TokenizerInfo.createTokenizerInfo(
+    [...vocabulary.encoded],
+    vocabulary.type,
+    vocabulary.prependSpace,
+    vocabulary.size,
+    [...vocabulary.stopTokenIds],
+  );
+  // XGrammar's own cache is keyed by grammar text; ours (per request key) sits in front.
+  const compiler = await api.GrammarCompiler.createGrammarCompiler(info, false);
+  return {
+    api,
+    compiler,
+    context: { vocabSize, reader: new BitmaskReader(memories), utf8: new Utf8MaskFilter(vocabulary) },
+    matcherClass: null,
+    factories: new Map(),
+  };
+}
+
+function tokenizerState(tokenizer: Tokenizer, vocabSize: number): Promise<TokenizerState> {
+  let bySize = states.get(tokenizer);
+  if (!bySize) states.set(tokenizer, (bySize = new Map()));
+  let state = bySize.get(vocabSize);
+  if (!state) {
+    state = createState(tokenizer, vocabSize);
+    state.catch(() => bySize.delete(vocabSize));
+    bySize.set(vocabSize, state);
+  }
+  return state;
+}
+
+async function compileFactory(state: TokenizerState, request: GuidedDecodingRequest, ebnf: string): Promise<GuideFactory> {
+  const compiled = await state.compiler.compileGrammar(ebnf);
+  if (state.matcherClass === null) {
+    // The package only creates matchers asynchronously; its embind class does so directly.
+    const probe = await state.api.GrammarMatcher.createGrammarMatcher(compiled);
+    state.matcherClass = (probe as unknown as { handle: MatcherHandle }).handle.constructor as MatcherConstructor;
+    probe.dispose();
+  }
+  const { matcherClass, context } = state;
+  const factory: GuideFactory = {
+    request,
+    createGuide: () => new XGrammarGuide(new matcherClass(compiled.handle, undefined, false, -1), context),
+  };
+  // Matchers keep their own reference to the grammar, so it can go with the factory.
+  grammarFinalizer?.register(factory, compiled);
+  return factory;
+}
+
+/**
+ * Compiles a guided-decoding request for a tokenizer, once: later calls with an equal
+ * request get the cached factory. Refused requests (unsupported feature, invalid schema
+ * or pattern, two kinds at once upstream) throw ProtocolError('invalid_request') naming
+ * the problem and the request field.
+ */
+export async function compileGuide(
+  request: GuidedDecodingRequest,
+  tokenizer: Tokenizer,
+  options: CompileGuideOptions = {},
+): Promise<GuideFactory> {
+  const param = guidedParam(request);
+  let grammar;
+  try {
+    grammar = requestGrammar(request);
+  } catch (error) {
+    if (error instanceof GuidedDecodingError) throw new ProtocolError('invalid_request', `Invalid ${param}: ${error.message}.`, param);
+    throw error;
+  }
+  const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
+  const state = await tokenizerState(tokenizer, vocabSize);
+  const { factories } = state;
+  let factory = factories.get(grammar.key);
+  if (factory) {
+    factories.delete(grammar.key); // re-inserted below as most recently used
+  } else {
+    factory = compileFactory(state, request, grammar.ebnf);
+    factory.catch(() => factories.delete(grammar.key));
+  }
+  factories.set(grammar.key, factory);
+  while (factories.size > GUIDE_CACHE_SIZE) factories.delete(factories.keys().next().value!);
+  return factory;
+}
+
+/**
+ * Starts XGrammar and prepares the tokenizer's vocabulary ahead of the first guided
+ * request (otherwise that request pays for it, ~100 ms).
+ */
+export async function warmUpGuidedDecoding(tokenizer: Tokenizer, options: CompileGuideOptions = {}): Promise<void> {
+  await tokenizerState(tokenizer, options.vocabSize ?? tokenizer.vocabSize);
+}

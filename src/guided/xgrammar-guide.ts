@@ -1,0 +1,116 @@
+import type { Guide } from './guide.js';
+import type { Utf8MaskFilter } from './utf8-filter.js';
+import { UTF8_BOUNDARY, UTF8_INVALID } from './utf8.js';
+import type { BitmaskReader, EmbindIntVector } from './xgrammar-bitmask.js';
+
+/** The embind GrammarMatcher object under @mlc-ai/web-xgrammar's wrapper (its `handle`). */
+export interface MatcherHandle {
+  GetNextTokenBitmask(vocabSize: number): EmbindIntVector;
+  AcceptToken(tokenId: number, verbose: boolean): boolean;
+  IsTerminated(): boolean;
+  delete(): void;
+}
+
+/** What every guide of one tokenizer shares. */
+export interface GuideContext {
+  /** Logits row length; also the bitmask length in bits (rounded up to words). */
+  readonly vocabSize: number;
+  readonly reader: BitmaskReader;
+  readonly utf8: Utf8MaskFilter;
+}
+
+const finalizer =
+  typeof FinalizationRegistry === 'undefined' ? null : new FinalizationRegistry<MatcherHandle>((handle) => handle.delete());
+
+/**
+ * A guide on an XGrammar matcher: XGrammar's mask for the grammar, ANDed with the UTF-8
+ * filter. The mask is computed once per step, on first use.
+ */
+export class XGrammarGuide implements Guide {
+  private readonly mask: Int32Array;
+  private maskValid = false;
+  private utf8State = UTF8_BOUNDARY;
+  private terminated = false;
+  private handle: MatcherHandle | null;
+
+  constructor(
+    handle: MatcherHandle,
+    private readonly context: GuideContext,
+  ) {
+    this.handle = handle;
+    this.mask = new Int32Array(Math.ceil(context.vocabSize / 32));
+    // A guide dropped without dispose() still frees its WebAssembly memory eventually.
+    finalizer?.register(this, handle, this);
+  }
+
+  allowedMask(): Int32Array {
+    if (this.maskValid) return this.mask;
+    const handle = this.live();
+    if (this.terminated) this.mask.fill(0);
+    else {
+      const vector = handle.GetNextTokenBitmask(this.context.vocabSize);
+      try {
+        this.context.reader.read(vector, this.mask);
+      } finally {
+        vector.delete();
+      }
+      this.context.utf8.apply(this.mask, this.utf8State);
+      // Bits past the vocabulary (padding of the last word) are never tokens.
+      const tail = this.context.vocabSize & 31;
+      if (tail !== 0) this.mask[this.mask.length - 1] &= (1 << tail) - 1;
+    }
+    this.maskValid = true;
+    return this.mask;
+  }
+
+  isAllowed(tokenId: number): boolean {
+    if (tokenId < 0 || tokenId >= this.context.vocabSize) return false;
+    return (this.allowedMask()[tokenId >>> 5] & (1 << (tokenId & 31))) !== 0;
+  }
+
+  maskLogits(logits: Float32Array): void {
+    const mask = this.allowedMask();
+    const n = Math.min(logits.length, this.context.vocabSize);
+    for (let word = 0; word * 32 < n; word++) {
+      const bits = mask[word];
+      if (bits === -1) continue;
+      const end = Math.min(n, word * 32 + 32);
+      for (let id = word * 32; id < end; id++) if ((bits & (1 << (id & 31))) === 0) logits[id] = -Infinity;
+    }
+    logits.fill(-Infinity, n);
+  }
+
+  firstAllowedToken(): number {
+    const mask = this.allowedMask();
+    for (let word = 0; word < mask.length; word++) {
+      if (mask[word] !== 0) return word * 32 + (31 - Math.clz32(mask[word] & -mask[word]));
+    }
+    return -1;
+  }
+
+  accept(tokenId: number): void {
+    if (!this.isAllowed(tokenId)) throw new Error(`token ${tokenId} is not allowed by the guided-decoding grammar here`);
+    const handle = this.live();
+    if (!handle.AcceptToken(tokenId, false)) throw new Error(`the guided-decoding grammar rejected token ${tokenId}`);
+    this.utf8State = this.context.utf8.advance(this.utf8State, tokenId);
+    if (this.utf8State === UTF8_INVALID) throw new Error(`token ${tokenId} breaks the UTF-8 encoding of the output`);
+    this.terminated = handle.IsTerminated();
+    this.maskValid = false;
+  }
+
+  isTerminated(): boolean {
+    return this.terminated;
+  }
+
+  dispose(): void {
+    if (this.handle === null) return;
+    finalizer?.unregister(this);
+    this.handle.delete();
+    this.handle = null;
+  }
+
+  private live(): MatcherHandle {
+    if (this.handle === null) throw new Error('this guide was disposed');
+    return this.handle;
+  }
+}
