@@ -6,6 +6,7 @@ import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
+import type { GuideCompiler } from './guided-decoding.js';
 import { chatRoutes } from './routes/chat.js';
 import { completionsRoutes } from './routes/completions.js';
 import { generateRoutes } from './routes/generate.js';
@@ -30,6 +31,12 @@ export interface AppDeps {
    * passes createNodeMediaFetcher(mediaConfigFromEnv(process.env)).
    */
   mediaFetcher?: MediaFetcher;
+  /**
+   * Compiles structured-output constraints (guided_json, response_format, ...). Left out:
+   * requests that ask for one get a 400 naming the field. The runtime provides it because
+   * XGrammar's WebAssembly loads differently in each; Node passes nodeGuideCompiler(engine).
+   */
+  guideCompiler?: GuideCompiler | null;
 }
 
 /**
@@ -50,6 +57,7 @@ export function createApp(deps: AppDeps): Hono {
     chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine),
     mediaFetcher: deps.mediaFetcher ?? createMediaFetcher(resolveMediaConfig()),
     acceptedMedia: engineAcceptedMedia(deps.engine),
+    guideCompiler: deps.guideCompiler ?? null,
   };
 
   const app = new Hono();

@@ -4,6 +4,7 @@ import type { MediaFetcher, MediaKind } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
+import type { GuideCompiler } from './guided-decoding.js';
 
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
 export interface ServingContext {
@@ -15,6 +16,8 @@ export interface ServingContext {
   mediaFetcher: MediaFetcher;
   /** Media kinds the served model takes; empty for a text-only model. */
   acceptedMedia: readonly MediaKind[];
+  /** Compiles structured-output constraints; null: such requests get a 400. */
+  guideCompiler: GuideCompiler | null;
 }
 
 export function promptLimits(ctx: ServingContext): PromptLimits {

@@ -105,7 +105,10 @@ const ResponseFormatSchema = z.object(
   { error: 'must be an object' },
 );
 
-/** vLLM's guided-decoding extensions; accepted by the schemas, refused by the server for now. */
+/**
+ * vLLM's guided-decoding extensions. The schemas check their shapes; the serving layer
+ * compiles them (src/http/guided-decoding.ts) and refuses guided_grammar.
+ */
 export const GUIDED_DECODING_FIELDS = ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar'] as const;
 
 export const openAISamplingShape = {

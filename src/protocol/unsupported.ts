@@ -1,14 +1,16 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
- * does not implement yet: multiple sequences, beam search, logprobs, structured output,
- * tool calling. The serving layer lists them and refuses the request with a clear 400
+ * does not implement yet: multiple sequences, beam search, logprobs, tool calling. The
+ * serving layer lists them and refuses the request with a clear 400
  * instead of silently ignoring a parameter. Each entry names the parameter, so a route
  * that implements one of them can drop it from the list. (Media parts are not listed:
- * the serving layer fetches and decodes them, then refuses what the model cannot take.)
+ * the serving layer fetches and decodes them, then refuses what the model cannot take.
+ * Nor is structured output: src/http/guided-decoding.ts compiles it, and refuses the
+ * constraints it cannot serve by name.)
  */
 import { invalidRequest } from './errors.js';
 import type { MindieGenerateRequest } from './mindie.js';
-import { guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
+import type { OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
 import { effectiveToolChoice, type ChatCompletionRequest } from './openai-chat.js';
 
@@ -30,9 +32,6 @@ function multipleSequences(n: number | undefined, bestOf: number | undefined): U
 function commonOpenAI(req: OpenAISamplingFields): UnsupportedFeature[] {
   const out = multipleSequences(req.n, req.best_of);
   if (req.use_beam_search) out.push({ param: 'use_beam_search', message: 'Beam search (use_beam_search) is not supported yet.' });
-  for (const field of guidedDecodingFields(req)) {
-    out.push({ param: field, message: `Structured output (${field}) is not supported yet.` });
-  }
   if (req.logit_bias !== undefined && req.logit_bias.size > 0) {
     out.push({ param: 'logit_bias', message: 'logit_bias is not supported yet.' });
   }

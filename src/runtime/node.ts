@@ -13,6 +13,7 @@ import { createApp } from '../http/app.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
 import { createNodeEngine } from './node-engine.js';
+import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
 
 /** How long in-flight requests get to finish on SIGINT/SIGTERM before the process exits anyway. */
@@ -121,9 +122,15 @@ async function main(): Promise<void> {
     throw new StartupError((error as Error).message);
   }
 
+  // Before listening, so the first structured-output request does not pay for it. Plain
+  // generation does not need XGrammar: a failure here only leaves guided requests to retry it.
+  await warmUpNodeGuides(engine).catch((error: unknown) =>
+    console.warn(`Warning: structured output could not be prepared (guided requests will retry): ${(error as Error).message}`),
+  );
+
   let app: ReturnType<typeof createApp>;
   try {
-    app = createApp({ engine, config, mediaFetcher: createNodeMediaFetcher(mediaConfig) });
+    app = createApp({ engine, config, mediaFetcher: createNodeMediaFetcher(mediaConfig), guideCompiler: nodeGuideCompiler(engine) });
     // The playground page at / and its assets; API routes keep priority.
     app.route('/', playgroundRoutes({ modelDir: config.modelDir }));
   } catch (error) {

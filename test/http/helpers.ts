@@ -5,6 +5,7 @@ import { parseServerConfig, type ServerConfig } from '../../src/config/server-co
 import { createApp } from '../../src/http/app.js';
 import type { Engine } from '../../src/engine/types.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 
 export const MODEL_DIR = 'models/stories260k';
 export const MODEL = 'stories260k';
@@ -18,8 +19,13 @@ export function loadEngine(): Promise<Engine> {
   return createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL });
 }
 
+/** The app as `npm start` builds it (structured output on XGrammar included), on `engine`. */
 export function testApp(engine: Engine, config: Partial<ServerConfig> = {}): Hono {
-  return createApp({ engine, config: parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, ...config }) });
+  return createApp({
+    engine,
+    config: parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, ...config }),
+    guideCompiler: nodeGuideCompiler(engine),
+  });
 }
 
 export function postJson(app: Hono, path: string, body: unknown, init: RequestInit = {}): Promise<Response> {

@@ -91,9 +91,9 @@ describe('features not supported yet → 400 naming the parameter', () => {
     ['use_beam_search', { use_beam_search: true }],
     ['logprobs', { logprobs: 2 }],
     ['echo', { echo: true }],
-    ['guided_json', { guided_json: { type: 'object' } }],
-    ['guided_regex', { guided_regex: '[a-z]+' }],
-    ['response_format', { response_format: { type: 'json_object' } }],
+    // Structured output works (test/http/guided.test.ts) except for these two.
+    ['guided_grammar', { guided_grammar: 'root ::= "a"' }],
+    ['guided_whitespace_pattern', { guided_json: { type: 'object' }, guided_whitespace_pattern: '[ ]?' }],
   ])('/v1/completions %s', async (param, extra) => {
     const message = await expectError(postJson(testApp(engine), '/v1/completions', { ...completion, ...extra }), 400, 'BadRequestError', param);
     expect(message).toMatch(/not (currently )?supported|requires|needs/);
@@ -104,7 +104,8 @@ describe('features not supported yet → 400 naming the parameter', () => {
     ['logprobs', { logprobs: true }, 'logprobs'],
     // Tools without tool_choice mean "auto", which needs a tool-call parser.
     ['tools', { tools: [{ type: 'function', function: { name: 'f' } }] }, 'tool_choice'],
-    ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 's', schema: {} } } }, 'response_format'],
+    // A JSON Schema keyword the grammar compiler does not implement is refused, not ignored.
+    ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 's', schema: { type: 'string', format: 'date' } } } }, 'response_format'],
   ])('/v1/chat/completions %s', async (_name, extra, param) => {
     await expectError(postJson(testApp(engine), '/v1/chat/completions', { ...chat, ...extra }), 400, 'BadRequestError', param);
   });

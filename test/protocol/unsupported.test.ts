@@ -32,8 +32,6 @@ describe('features accepted by the schemas but not served yet', () => {
     [', "n": 2, "temperature": 1', ['n']],
     [', "best_of": 2', ['best_of']],
     [', "use_beam_search": true, "n": 2, "temperature": 0', ['n', 'use_beam_search']],
-    [', "guided_json": {"type": "object"}', ['guided_json']],
-    [', "response_format": {"type": "json_object"}', ['response_format']],
     [', "logit_bias": {"5": 10}', ['logit_bias']],
     [', "logprobs": 1', ['logprobs']],
     [', "prompt_logprobs": 0', ['prompt_logprobs']],
@@ -43,6 +41,17 @@ describe('features accepted by the schemas but not served yet', () => {
     [', "priority": 1', ['priority']],
   ])('completions%s', (extra, expected) => {
     expect(params(completion(extra))).toEqual(expected);
+  });
+
+  // Structured output is the serving layer's: it compiles the constraint and refuses, by
+  // name, what it cannot serve (test/http/guided.test.ts). Listing it here would refuse it all.
+  it('leaves structured output to the serving layer', () => {
+    expect(completion(', "guided_json": {"type": "object"}')).toEqual([]);
+    expect(completion(', "guided_regex": "a+", "guided_whitespace_pattern": "[ ]?"')).toEqual([]);
+    expect(completion(', "guided_grammar": "root ::= x"')).toEqual([]);
+    expect(chat(', "response_format": {"type": "json_object"}')).toEqual([]);
+    expect(chat(', "guided_choice": ["a", "b"], "response_format": {"type": "text"}')).toEqual([]);
+    expect(params(chat(', "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}, "n": 2, "temperature": 1'))).toEqual(['n']);
   });
 
   it('flags a batch of prompts but not one token-id prompt', () => {

@@ -6,6 +6,7 @@ import { refuseUnsupported, unsupportedChatFeatures } from '../../protocol/unsup
 import { parseRequest } from '../../protocol/validate.js';
 import { buildChatPrompt } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
+import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
@@ -24,6 +25,9 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedChatFeatures(request));
+    // Structured output is compiled with the rest of validation: a constraint the server
+    // cannot serve is refused before any prompt work.
+    const guide = await requestGuide(ctx.guideCompiler, request);
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
 
@@ -40,7 +44,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     });
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
-    const params = chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length);
+    const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
     const job = {

@@ -5,6 +5,7 @@ import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedCompletionFeatures } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
+import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
@@ -22,6 +23,9 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(CompletionRequestSchema, await readJsonBody(c.req.raw));
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedCompletionFeatures(request));
+    // Structured output is compiled with the rest of validation: a constraint the server
+    // cannot serve is refused before any prompt work.
+    const guide = await requestGuide(ctx.guideCompiler, request);
 
     // unsupportedCompletionFeatures leaves exactly one prompt.
     const prompt = completionPrompts(request.prompt)[0]!;
@@ -34,7 +38,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     }
     promptTokenIds = truncatePromptTokens(promptTokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'prompt');
-    const params = completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length);
+    const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
     const job = {

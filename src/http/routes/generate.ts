@@ -5,6 +5,7 @@ import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedMindieFeatures } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
+import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
@@ -18,17 +19,22 @@ export function generateRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/generate', async (c) => {
-    const request = parseRequest(MindieGenerateRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(MindieGenerateRequestSchema, body);
     // `model` names a LoRA adapter; the only weights served are the base model's.
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedMindieFeatures(request));
+    // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
+    // (guided_json, guided_regex, guided_choice, response_format), read from the body as
+    // sent since the MindIE schema does not list them (parsing succeeded: it is an object).
+    const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields);
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
     const promptText = mindiePromptText(request.prompt);
     const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
-    const params = mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length);
+    const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
     if (request.stream) {
