@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { buildGenerationConfig, buildHfConfig, LLAMA2C_RMS_NORM_EPS } from './hf-config.js';
-import { buildLlamaGraph } from './llama-onnx-graph.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from './llama-onnx-graph.js';
 import { readLlama2cCheckpoint } from './llama2c-checkpoint.js';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.js';
 import { encodeOnnxModel } from './onnx-writer.js';
@@ -17,12 +17,23 @@ export const PRODUCER_VERSION = '0.1.0';
 /** Relative path -> contents, in the layout transformers.js / Optimum use. */
 export type ConvertedFiles = Record<string, string | Uint8Array>;
 
-export function convertLlama2cModel(checkpoint: Uint8Array, tokenizer: Uint8Array): ConvertedFiles {
+export interface ConvertOptions {
+  /** Graph flavour (see llama-onnx-graph.ts); `fused` by default. */
+  ops?: GraphOps;
+}
+
+export function convertLlama2cModel(
+  checkpoint: Uint8Array,
+  tokenizer: Uint8Array,
+  options: ConvertOptions = {},
+): ConvertedFiles {
   const ckpt = readLlama2cCheckpoint(checkpoint);
   const { seqLen } = ckpt.header;
+  const ops = options.ops ?? 'fused';
   const ropeTheta = inferRopeTheta(ckpt.freqCisReal, ckpt.freqCisImag, seqLen, ckpt.headDim);
-  const graph = buildLlamaGraph(ckpt, { rmsNormEps: LLAMA2C_RMS_NORM_EPS });
+  const graph = buildLlamaGraph(ckpt, { rmsNormEps: LLAMA2C_RMS_NORM_EPS, ops });
   const onnx = encodeOnnxModel({
+    extraOpsets: EXTRA_OPSETS[ops],
     irVersion: ONNX_IR_VERSION,
     opsetVersion: ONNX_OPSET,
     producerName: PRODUCER_NAME,

@@ -44,16 +44,29 @@ export class GraphBuilder {
 
   /** A small shared constant, deduplicated by value (shape tensors, axes, scalars). */
   int64Constant(values: readonly number[], scalar = false): string {
-    const key = `i64:${scalar}:${values.join(',')}`;
+    return this.integerConstant(OnnxDataType.INT64, values, scalar);
+  }
+
+  int32Constant(values: readonly number[], scalar = false): string {
+    return this.integerConstant(OnnxDataType.INT32, values, scalar);
+  }
+
+  private integerConstant(
+    dataType: typeof OnnxDataType.INT64 | typeof OnnxDataType.INT32,
+    values: readonly number[],
+    scalar: boolean,
+  ): string {
+    const bits = dataType === OnnxDataType.INT64 ? 64 : 32;
+    const key = `i${bits}:${scalar}:${values.join(',')}`;
     const existing = this.constantsByKey.get(key);
     if (existing) return existing;
     if (scalar && values.length !== 1) throw new Error('a scalar holds exactly one value');
-    const bytes = new Uint8Array(values.length * 8);
+    const bytes = new Uint8Array(values.length * (bits / 8));
     const view = new DataView(bytes.buffer);
-    values.forEach((v, i) => view.setBigInt64(i * 8, BigInt(v), true));
+    values.forEach((v, i) => (bits === 64 ? view.setBigInt64(i * 8, BigInt(v), true) : view.setInt32(i * 4, v, true)));
     const name = this.initializer(
-      `const_i64_${scalar ? 'scalar_' : ''}${values.join('_').replaceAll('-', 'm')}`,
-      OnnxDataType.INT64,
+      `const_i${bits}_${scalar ? 'scalar_' : ''}${values.join('_').replaceAll('-', 'm')}`,
+      dataType,
       scalar ? [] : [values.length],
       bytes,
     );
@@ -75,19 +88,27 @@ export class GraphBuilder {
   node(
     opType: string,
     inputs: readonly string[],
-    options: { scope: string; attributes?: Attributes; outputs?: number | readonly string[]; label?: string },
+    options: {
+      scope: string;
+      attributes?: Attributes;
+      outputs?: number | readonly string[];
+      label?: string;
+      domain?: string;
+    },
   ): string[] {
     const name = this.uniqueNodeName(`${options.scope}/${options.label ?? opType}`);
     const outputs =
       typeof options.outputs === 'object'
         ? [...options.outputs]
         : Array.from({ length: options.outputs ?? 1 }, (_, i) => `${name}_output_${i}`);
-    for (const o of outputs) this.claim(o);
+    // An empty name leaves an optional output unused (ONNX convention).
+    for (const o of outputs) if (o !== '') this.claim(o);
     const attributes: OnnxAttribute[] = Object.entries(options.attributes ?? {}).map(([n, value]) => ({
       name: n,
       value,
     }));
-    this.nodes.push({ opType, name, inputs, outputs, attributes });
+    const domain = options.domain ? { domain: options.domain } : {};
+    this.nodes.push({ opType, name, inputs, outputs, attributes, ...domain });
     return outputs;
   }
 

@@ -38,6 +38,8 @@ export interface OnnxNode {
   inputs: readonly string[];
   outputs: readonly string[];
   attributes?: readonly OnnxAttribute[];
+  /** Operator set domain; the default ai.onnx domain when absent (e.g. 'com.microsoft' for contrib ops). */
+  domain?: string;
 }
 
 /** A dimension is a fixed size or a symbolic name (dim_param). */
@@ -64,6 +66,8 @@ export interface OnnxModel {
   producerVersion: string;
   docString?: string;
   metadata?: Readonly<Record<string, string>>;
+  /** Versions of further operator set domains the nodes use, e.g. { 'com.microsoft': 1 }. */
+  extraOpsets?: Readonly<Record<string, number>>;
   graph: OnnxGraph;
 }
 
@@ -85,6 +89,12 @@ export function encodeOnnxModel(model: OnnxModel): Uint8Array {
     o.string(1, ''); // default domain (ai.onnx)
     o.int(2, model.opsetVersion);
   });
+  for (const [domain, version] of Object.entries(model.extraOpsets ?? {})) {
+    w.message(8, (o) => {
+      o.string(1, domain);
+      o.int(2, version);
+    });
+  }
   for (const [key, value] of Object.entries(model.metadata ?? {})) {
     w.message(14, (m) => {
       m.string(1, key);
@@ -108,6 +118,7 @@ function writeNode(w: ProtobufWriter, node: OnnxNode): void {
   w.string(3, node.name);
   w.string(4, node.opType);
   for (const a of node.attributes ?? []) w.message(5, (m) => writeAttribute(m, a));
+  if (node.domain) w.string(7, node.domain);
 }
 
 function writeAttribute(w: ProtobufWriter, attr: OnnxAttribute): void {

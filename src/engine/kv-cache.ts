@@ -1,3 +1,5 @@
+import type { Tensor } from './ort-runtime.js';
+
 /**
  * A batch's key/value cache: for every layer, key and value tensors laid out as the
  * model's past_key_values inputs want them, [batch, kvHeads, length, headDim], float32.
@@ -16,6 +18,11 @@ export interface KvCache {
   headDim: number;
   keys: Float32Array[];
   values: Float32Array[];
+  /**
+   * The same data as runtime tensors, when the cache is a model step's `present` outputs:
+   * fed back as the next step's past as they are, without wrapping the arrays again.
+   */
+  tensors?: { keys: Tensor[]; values: Tensor[] };
 }
 
 export function emptyKvCache(numLayers: number, batch: number, heads: number, headDim: number): KvCache {

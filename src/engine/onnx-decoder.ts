@@ -26,10 +26,21 @@ export interface DecoderOutput {
  * A decoder-only model exported with the Optimum / transformers.js contract: inputs
  * input_ids, attention_mask, position_ids, past_key_values.N.key/value; outputs logits,
  * present.N.key/value.
+ *
+ * A decode step of a small model costs little more than the runtime's fixed overhead, so
+ * `run` does as little as it can around session.run: names are built once, a step's
+ * present tensors go back in as the next step's past unchanged, and empty pasts and the
+ * cache-branch flags are created once.
  */
 export class OnnxDecoder {
   private readonly hasPositionIds: boolean;
   private readonly hasCacheBranchFlag: boolean;
+  private readonly pastKeyNames: string[];
+  private readonly pastValueNames: string[];
+  private readonly presentKeyNames: string[];
+  private readonly presentValueNames: string[];
+  private readonly cacheBranch: { on: Tensor; off: Tensor };
+  private readonly emptyPastByBatch = new Map<number, Tensor>();
 
   private constructor(
     private readonly ort: OrtRuntime,
@@ -48,6 +59,15 @@ export class OnnxDecoder {
     this.hasPositionIds = inputs.has('position_ids');
     // Optimum's merged decoders switch between their no-cache and cache branches with this flag.
     this.hasCacheBranchFlag = inputs.has('use_cache_branch');
+    const layers = Array.from({ length: spec.numLayers }, (_, layer) => layer);
+    this.pastKeyNames = layers.map((layer) => `past_key_values.${layer}.key`);
+    this.pastValueNames = layers.map((layer) => `past_key_values.${layer}.value`);
+    this.presentKeyNames = layers.map((layer) => `present.${layer}.key`);
+    this.presentValueNames = layers.map((layer) => `present.${layer}.value`);
+    this.cacheBranch = {
+      on: new ort.Tensor('bool', Uint8Array.of(1), [1]),
+      off: new ort.Tensor('bool', Uint8Array.of(0), [1]),
+    };
   }
 
   static async create(
@@ -69,26 +89,67 @@ export class OnnxDecoder {
       attention_mask: new ort.Tensor('int64', input.attentionMask, [batch, total]),
     };
     if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', input.positionIds, [batch, seqLen]);
-    if (this.hasCacheBranchFlag) feeds.use_cache_branch = new ort.Tensor('bool', new Uint8Array([past.length > 0 ? 1 : 0]), [1]);
-    const pastDims = [batch, past.heads, past.length, past.headDim];
-    for (let layer = 0; layer < spec.numLayers; layer++) {
-      feeds[`past_key_values.${layer}.key`] = new ort.Tensor('float32', past.keys[layer], pastDims);
-      feeds[`past_key_values.${layer}.value`] = new ort.Tensor('float32', past.values[layer], pastDims);
-    }
+    if (this.hasCacheBranchFlag) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
+    this.feedPast(feeds, past);
     const outputs = await this.session.run(feeds);
+    const keyTensors: Tensor[] = [];
+    const valueTensors: Tensor[] = [];
     const keys: Float32Array[] = [];
     const values: Float32Array[] = [];
     for (let layer = 0; layer < spec.numLayers; layer++) {
-      keys.push(outputs[`present.${layer}.key`].data as Float32Array);
-      values.push(outputs[`present.${layer}.value`].data as Float32Array);
+      const key = outputs[this.presentKeyNames[layer]];
+      const value = outputs[this.presentValueNames[layer]];
+      keyTensors.push(key);
+      valueTensors.push(value);
+      keys.push(key.data as Float32Array);
+      values.push(value.data as Float32Array);
     }
     return {
       logits: outputs.logits.data as Float32Array,
-      present: { batch, length: total, heads: past.heads, headDim: past.headDim, keys, values },
+      present: {
+        batch,
+        length: total,
+        heads: past.heads,
+        headDim: past.headDim,
+        keys,
+        values,
+        tensors: { keys: keyTensors, values: valueTensors },
+      },
     };
   }
 
   async dispose(): Promise<void> {
     await this.session.release();
+  }
+
+  private feedPast(feeds: Record<string, Tensor>, past: KvCache): void {
+    const { numLayers } = this.spec;
+    if (past.length === 0) {
+      // Every layer's empty past is the same zero-size tensor.
+      const empty = this.emptyPast(past);
+      for (let layer = 0; layer < numLayers; layer++) {
+        feeds[this.pastKeyNames[layer]] = empty;
+        feeds[this.pastValueNames[layer]] = empty;
+      }
+      return;
+    }
+    const dims = [past.batch, past.heads, past.length, past.headDim];
+    const wrap = (tensor: Tensor | undefined, data: Float32Array) =>
+      // Reused only while it still wraps this very array: a cache rebuilt from the arrays
+      // (a repack, or one copied with its old tensors) is wrapped afresh.
+      tensor !== undefined && tensor.data === data ? tensor : new this.ort.Tensor('float32', data, dims);
+    for (let layer = 0; layer < numLayers; layer++) {
+      feeds[this.pastKeyNames[layer]] = wrap(past.tensors?.keys[layer], past.keys[layer]);
+      feeds[this.pastValueNames[layer]] = wrap(past.tensors?.values[layer], past.values[layer]);
+    }
+  }
+
+  private emptyPast(past: KvCache): Tensor {
+    let empty = this.emptyPastByBatch.get(past.batch);
+    if (!empty) {
+      empty = new this.ort.Tensor('float32', new Float32Array(0), [past.batch, past.heads, 0, past.headDim]);
+      this.emptyPastByBatch.set(past.batch, empty);
+    }
+    return empty;
   }
 }

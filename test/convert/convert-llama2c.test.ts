@@ -93,4 +93,27 @@ describe('convert-llama2c CLI', () => {
     const run = promisify(execFile)(tsx, ['scripts/convert-llama2c.ts', 'only-one-arg'], { cwd: REPO_ROOT });
     await expect(run).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('usage:') });
   });
+
+  it('refuses an unknown graph flavour', async () => {
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    const args = ['--ops=turbo', sharedModelFile('stories260K.bin'), sharedModelFile('tok512.bin'), outDir];
+    const run = promisify(execFile)(tsx, ['scripts/convert-llama2c.ts', ...args], { cwd: REPO_ROOT });
+    await expect(run).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--ops=fused|gqa|portable') });
+  });
+
+  it('writes the portable flavour with --ops=portable: standard ops only, same logits', async () => {
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    const portableDir = join(outDir, 'portable');
+    const args = ['--ops=portable', sharedModelFile('stories260K.bin'), sharedModelFile('tok512.bin'), portableDir];
+    await promisify(execFile)(tsx, ['scripts/convert-llama2c.ts', ...args], { cwd: REPO_ROOT });
+    const portableBytes = await readFile(join(portableDir, 'onnx', 'model.onnx'));
+    const defaultBytes = await readFile(join(outDir, 'onnx', 'model.onnx'));
+    // The operator set domain is written into the model: the default uses it, portable does not.
+    expect(defaultBytes.includes('com.microsoft')).toBe(true);
+    expect(portableBytes.includes('com.microsoft')).toBe(false);
+    const input = { inputIds: [[1, 403, 407, 261, 378]] };
+    const portable = await (await DecoderHarness.create(ort, portableBytes)).step(input);
+    const fused = await (await DecoderHarness.create(ort, defaultBytes)).step(input);
+    expect(maxAbsDiff(portable.logits, fused.logits)).toBeLessThan(1e-4);
+  });
 });

@@ -4,7 +4,11 @@ import { describe, expect, it } from 'vitest';
 import { GraphBuilder } from '../../scripts/convert/graph-builder.js';
 import { encodeOnnxModel, OnnxDataType } from '../../scripts/convert/onnx-writer.js';
 
-function encode(build: (g: GraphBuilder) => void, metadata?: Record<string, string>): Uint8Array {
+function encode(
+  build: (g: GraphBuilder) => void,
+  metadata?: Record<string, string>,
+  extraOpsets?: Record<string, number>,
+): Uint8Array {
   const g = new GraphBuilder('test_graph');
   build(g);
   return encodeOnnxModel({
@@ -13,6 +17,7 @@ function encode(build: (g: GraphBuilder) => void, metadata?: Record<string, stri
     producerName: 'writer-test',
     producerVersion: '1',
     metadata,
+    extraOpsets,
     graph: g.build(),
   });
 }
@@ -72,6 +77,41 @@ describe('encodeOnnxModel', () => {
     expect(text).toContain('writer-test');
     expect(text).toContain('unit test');
     await expect(ort.InferenceSession.create(bytes)).resolves.toBeDefined();
+  });
+
+  it('serialises a contrib-domain node with an unused optional output, and int32 constants', async () => {
+    const bytes = encode(
+      (g) => {
+        const x = g.input('x', OnnxDataType.FLOAT, [1, 4]);
+        const skip = g.input('skip', OnnxDataType.FLOAT, [1, 4]);
+        const gamma = g.floats('gamma', [4], Float32Array.of(1, 2, 3, 4));
+        // Outputs 1 and 2 (mean, inv_std_var) are left out with empty names.
+        g.node('SkipSimplifiedLayerNormalization', [x, skip, gamma], {
+          scope: '/n',
+          domain: 'com.microsoft',
+          attributes: { epsilon: { float: 1e-5 } },
+          outputs: ['y', '', '', 'sum'],
+        });
+        g.node('Add', [g.op('Cast', ['sum'], '/c', { to: OnnxDataType.INT32 }), g.int32Constant([5])], {
+          scope: '/a',
+          outputs: ['shifted'],
+        });
+        g.output('y', OnnxDataType.FLOAT, [1, 4]);
+        g.output('sum', OnnxDataType.FLOAT, [1, 4]);
+        g.output('shifted', OnnxDataType.INT32, [1, 4]);
+      },
+      undefined,
+      { 'com.microsoft': 1 },
+    );
+    const session = await ort.InferenceSession.create(bytes);
+    const { y, sum, shifted } = await session.run({
+      x: new ort.Tensor('float32', Float32Array.of(1, -2, 3, 0), [1, 4]),
+      skip: new ort.Tensor('float32', Float32Array.of(1, 0, -1, 2), [1, 4]),
+    });
+    expect(Array.from(sum.data as Float32Array)).toEqual([2, -2, 2, 2]);
+    // RMS of [2, -2, 2, 2] is 2, so y = sum / 2 * gamma.
+    Array.from(y.data as Float32Array).forEach((v, i) => expect(v).toBeCloseTo([1, -2, 3, 4][i], 4));
+    expect(Array.from(shifted.data as Int32Array)).toEqual([7, 3, 7, 7]);
   });
 
   it('rejects duplicate value names at build time', () => {

@@ -1,5 +1,13 @@
+import { fileURLToPath } from 'node:url';
+import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { repackKvCache, type KvCache } from '../../src/engine/kv-cache.js';
+import { emptyKvCache, repackKvCache, type KvCache } from '../../src/engine/kv-cache.js';
+import { modelSpecFromConfig } from '../../src/engine/model-spec.js';
+import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
+import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
+import { readModelDir } from '../../src/runtime/model-dir.js';
+
+const MODEL_DIR = fileURLToPath(new URL('../../models/stories260k/', import.meta.url));
 
 /** A cache whose every element encodes (layer, row, head, slot, dim) so copies can be traced. */
 function tracedCache(batch: number, length: number, heads = 2, headDim = 3, layers = 2): KvCache {
@@ -56,8 +64,48 @@ describe('repackKvCache', () => {
         }
   });
 
+  it('leaves out the runtime tensors of its sources, which describe their old layout', () => {
+    const a = tracedCache(1, 3);
+    // A step's present outputs carry their tensors so the next step can feed them unchanged.
+    const withTensors: KvCache = { ...a, tensors: { keys: [], values: [] } };
+    const packed = repackKvCache([{ cache: withTensors, row: 0, realLength: 3 }], 4, withTensors);
+    expect(packed.tensors).toBeUndefined();
+    expect(at(packed, 1, 0, 1, 3, 2, 'v')).toBe(at(a, 1, 0, 1, 2, 2, 'v'));
+  });
+
   it('refuses a row longer than the target', () => {
     const a = tracedCache(1, 5);
     expect(() => repackKvCache([{ cache: a, row: 0, realLength: 5 }], 4, a)).toThrow(/does not fit/);
+  });
+});
+
+describe('OnnxDecoder and a cache’s runtime tensors', () => {
+  it('feeds a step’s present tensors back unchanged, but never stale ones for new arrays', async () => {
+    const files = await readModelDir(MODEL_DIR);
+    const spec = modelSpecFromConfig(files.config, files.generationConfig);
+    const decoder = await OnnxDecoder.create(ort as unknown as OrtRuntime, files.onnx, spec);
+    const empty = emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim);
+    const ids = (values: number[]) => BigInt64Array.from(values, (v) => BigInt(v));
+    const prompt = await decoder.run({
+      batch: 1,
+      seqLen: 3,
+      inputIds: ids([1, 403, 407]),
+      positionIds: ids([0, 1, 2]),
+      attentionMask: ids([1, 1, 1]),
+      past: empty,
+    });
+    expect(prompt.present.tensors?.keys[0].data).toBe(prompt.present.keys[0]);
+    const step = (past: KvCache) =>
+      decoder.run({ batch: 1, seqLen: 1, inputIds: ids([261]), positionIds: ids([3]), attentionMask: ids([1, 1, 1, 1]), past });
+    const reused = await step(prompt.present);
+    // Same data, wrapped afresh (as after a repack): the same logits.
+    const rewrapped = await step({ ...prompt.present, tensors: undefined });
+    expect(reused.logits).toEqual(rewrapped.logits);
+    // New arrays with the old tensors still attached: the new arrays must win.
+    const zeroed = { ...prompt.present, keys: prompt.present.keys.map((k) => new Float32Array(k.length)) };
+    const fromZeroKeys = await step(zeroed);
+    expect(fromZeroKeys.logits).not.toEqual(reused.logits);
+    expect(fromZeroKeys.logits).toEqual((await step({ ...zeroed, tensors: undefined })).logits);
+    await decoder.dispose();
   });
 });

@@ -1,0 +1,87 @@
+/**
+ * The `fused` decoder graph (the default): the skeleton of llama-graph-blocks.ts, whose
+ * com.microsoft SkipSimplifiedLayerNormalization nodes fold each residual Add into the next
+ * RMSNorm, with attention from plain ops plus one com.microsoft RotaryEmbedding per layer.
+ * Both onnxruntime-node and onnxruntime-web (WASM) run it.
+ *
+ * Why attention is not one GroupQueryAttention node (the `gqa` flavour): onnxruntime's CPU
+ * kernel loops over (batch, query head) pairs with one tiny GEMM each and copies the cache
+ * once per query head, so beyond a few concurrent streams it is slower than these batched
+ * MatMuls, which run the query heads that share a kv head as one matrix: they are stacked
+ * on the sequence axis ([B, kv_heads, group * S, d], a plain Reshape in HF head order) and
+ * the shared bias is tiled to match once per step.
+ *
+ * q, k and v come from one MatMul (q pre-scaled by 1/sqrt(head_dim)); RotaryEmbedding rotates
+ * q and k together at the positions in position_ids, from the checkpoint's own cos/sin tables.
+ */
+import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
+import type { GraphBuilder } from './graph-builder.js';
+import type { OnnxGraph } from './onnx-writer.js';
+import { concatColumns, transpose } from './llama-weights.js';
+import { buildGroupedAttentionBias } from './llama-attention-bias.js';
+import { buildSkipNormDecoder, MS_DOMAIN, type AttentionBlock } from './llama-graph-blocks.js';
+import type { DecoderInputs } from './llama-graph-io.js';
+import { permuteRowsForHfRope } from './rope.js';
+
+export function buildFusedLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number): OnnxGraph {
+  return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => groupedAttention(g, ckpt, inputs));
+}
+
+function groupedAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs): AttentionBlock {
+  const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
+  const { headDim, kvDim } = ckpt;
+  const attentionBias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
+  // RotaryEmbedding's caches are [max_position, head_dim / 2]: exactly llama2.c's freq_cis tables.
+  const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.freqCisReal);
+  const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.freqCisImag);
+  const qkvShape = g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]);
+  const qkvSplit = g.int64Constant([nHeads + nKvHeads, nKvHeads]);
+  const qkSplit = g.int64Constant([nHeads, nKvHeads]);
+  const groupedQueryShape = g.int64Constant([0, nKvHeads, -1, headDim]);
+  const headsShape = g.int64Constant([0, nHeads, -1, headDim]);
+  const mergedShape = g.int64Constant([0, 0, dim]);
+  const scale = 1 / Math.sqrt(headDim);
+
+  return ({ layer, index, xNorm, scope, prefix }) => {
+    const q = permuteRowsForHfRope(layer.wq, nHeads, headDim, dim).map((x) => x * scale);
+    const k = permuteRowsForHfRope(layer.wk, nKvHeads, headDim, dim);
+    const qkvWeight = concatColumns(
+      [transpose(q, dim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)],
+      dim,
+    );
+    const qkvW = g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, dim + 2 * kvDim], qkvWeight);
+    const qkv = g.op('MatMul', [xNorm, qkvW], scope, undefined, 'qkv_proj/MatMul');
+    const qkvHeads = g.op('Reshape', [qkv, qkvShape], scope);
+    const headsFirst = g.op('Transpose', [qkvHeads], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
+    const [qk, v] = g.node('Split', [headsFirst, qkvSplit], { scope, attributes: { axis: 1 }, outputs: 2 });
+    const [qkRotated] = g.node('RotaryEmbedding', [qk, inputs.positionIds, cosCache, sinCache], {
+      scope,
+      domain: MS_DOMAIN,
+      attributes: { interleaved: 0 },
+    });
+    const [qRot, kRot] = g.node('Split', [qkRotated, qkSplit], { scope, attributes: { axis: 1 }, outputs: 2 });
+
+    const past = inputs.past[index];
+    const [presentKey] = g.node('Concat', [past.key, kRot], {
+      scope,
+      attributes: { axis: 2 },
+      outputs: [`present.${index}.key`],
+    });
+    const [presentValue] = g.node('Concat', [past.value, v], {
+      scope,
+      attributes: { axis: 2 },
+      outputs: [`present.${index}.value`],
+    });
+
+    const qGrouped = g.op('Reshape', [qRot, groupedQueryShape], scope); // [B, kv, group*S, d]
+    const keyT = g.op('Transpose', [presentKey], scope, { perm: [0, 1, 3, 2] }); // folded into the MatMul
+    const scores = g.op('MatMul', [qGrouped, keyT], scope);
+    const probs = g.op('Softmax', [g.op('Add', [scores, attentionBias], scope)], scope, { axis: -1 });
+    const context = g.op('MatMul', [probs, presentValue], scope); // [B, kv, group*S, d]
+    const contextHeads = g.op('Reshape', [context, headsShape], scope); // [B, heads, S, d]
+    const contextSeqFirst = g.op('Transpose', [contextHeads], scope, { perm: [0, 2, 1, 3] });
+    const contextMerged = g.op('Reshape', [contextSeqFirst, mergedShape], scope);
+    const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [dim, dim], transpose(layer.wo, dim, dim));
+    return g.op('MatMul', [contextMerged, woT], scope, undefined, 'o_proj/MatMul');
+  };
+}

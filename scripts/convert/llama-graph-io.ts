@@ -1,0 +1,63 @@
+/**
+ * The decoder graph's interface, shared by every graph flavour: the layout of Optimum /
+ * transformers.js "with past" Llama exports. Inputs input_ids, attention_mask,
+ * position_ids, past_key_values.{i}.key/value; outputs logits and present.{i}.key/value
+ * (present = concat(past, new) on the sequence axis).
+ *
+ * Semantics every flavour keeps: key k is visible to query q when k <= past + q and
+ * attention_mask[b, k] == 1 (so rows may be left-padded or hold masked holes), and
+ * positions come only from position_ids.
+ */
+import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
+import type { GraphBuilder } from './graph-builder.js';
+import { OnnxDataType } from './onnx-writer.js';
+import { transpose } from './llama-weights.js';
+
+/** Additive bias for masked scores: float32 lowest, not -inf, so fully masked rows stay finite. */
+export const MASK_BIAS = -3.4028234663852886e38;
+
+export const DIM_NAMES = {
+  batch: 'batch_size',
+  sequence: 'sequence_length',
+  past: 'past_sequence_length',
+  total: 'past_sequence_length + sequence_length',
+} as const;
+
+export interface DecoderInputs {
+  inputIds: string;
+  attentionMask: string;
+  positionIds: string;
+  past: Array<{ key: string; value: string }>;
+}
+
+export function declareDecoderInputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): DecoderInputs {
+  const { batch, sequence, past, total } = DIM_NAMES;
+  const { nLayers, nKvHeads } = ckpt.header;
+  return {
+    inputIds: g.input('input_ids', OnnxDataType.INT64, [batch, sequence]),
+    attentionMask: g.input('attention_mask', OnnxDataType.INT64, [batch, total]),
+    positionIds: g.input('position_ids', OnnxDataType.INT64, [batch, sequence]),
+    past: Array.from({ length: nLayers }, (_, i) => ({
+      key: g.input(`past_key_values.${i}.key`, OnnxDataType.FLOAT, [batch, nKvHeads, past, ckpt.headDim]),
+      value: g.input(`past_key_values.${i}.value`, OnnxDataType.FLOAT, [batch, nKvHeads, past, ckpt.headDim]),
+    })),
+  };
+}
+
+/** Declares logits and present.*; the nodes producing them must use exactly these names. */
+export function declareDecoderOutputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): void {
+  const { batch, sequence, total } = DIM_NAMES;
+  const { nLayers, nKvHeads, vocabSize } = ckpt.header;
+  g.output('logits', OnnxDataType.FLOAT, [batch, sequence, vocabSize]);
+  for (let i = 0; i < nLayers; i++) {
+    g.output(`present.${i}.key`, OnnxDataType.FLOAT, [batch, nKvHeads, total, ckpt.headDim]);
+    g.output(`present.${i}.value`, OnnxDataType.FLOAT, [batch, nKvHeads, total, ckpt.headDim]);
+  }
+}
+
+/** The output projection: tied to the embedding (a Transpose onnxruntime folds at load) or its own weight. */
+export function lmHeadWeight(g: GraphBuilder, ckpt: Llama2cCheckpoint, embedding: string): string {
+  const { dim, vocabSize } = ckpt.header;
+  if (ckpt.header.sharedClassifier) return g.op('Transpose', [embedding], '/lm_head', { perm: [1, 0] });
+  return g.floats('lm_head.weight', [dim, vocabSize], transpose(ckpt.classifier, vocabSize, dim));
+}
