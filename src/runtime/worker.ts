@@ -1,0 +1,32 @@
+/**
+ * The Worker entry (`npm run dev`, `wrangler deploy`): the same HTTP app as `npm start`,
+ * with the embedded model run by onnxruntime-web's WebAssembly backend in the Worker
+ * itself, or, when UPSTREAM_URL or an UPSTREAM service binding is configured, with
+ * generation delegated to that server while tokenizing and validation stay here.
+ * Configuration comes from the Worker's vars and secrets (see worker-env.ts).
+ */
+import { LocalEngine } from '../engine/local-engine.js';
+import { upstreamFromEnv } from './worker-env.js';
+import { createWorkerHandler } from './worker-handler.js';
+import { embeddedModelFiles } from './worker-model.js';
+import { workerOrt } from './worker-ort.js';
+import { workerRemoteEngine } from './worker-remote.js';
+import { EMBEDDED_MODEL_DIR } from './worker-tokenizer-files.js';
+
+export default createWorkerHandler(async (env, config) => {
+  const upstream = upstreamFromEnv(env);
+  if (upstream !== null) return { engine: workerRemoteEngine(upstream, config), sharedStepLoop: false };
+  const engine = await LocalEngine.create({
+    ort: workerOrt(),
+    files: embeddedModelFiles(),
+    servedModelName: config.servedModelName,
+    sessionOptions: { graphOptimizationLevel: 'all' },
+    limits: {
+      maxRunningSequences: config.maxRunningSequences,
+      maxBatchedTokens: config.maxBatchedTokens,
+      maxWaitingRequests: config.maxWaitingRequests,
+      waitingDeadlineMs: config.waitingDeadlineMs,
+    },
+  });
+  return { engine, sharedStepLoop: true };
+}, EMBEDDED_MODEL_DIR);

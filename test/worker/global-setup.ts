@@ -1,0 +1,47 @@
+/**
+ * Runs in Node before the workerd tests: the real Node server (onnxruntime-node, the
+ * same app as `npm start`) on a free loopback port, for the Worker to delegate to and
+ * for the tests to compare against. `/__test/stats` reports its engine's counters so a
+ * test can see that a cancelled stream stopped generation upstream.
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono } from 'hono';
+import type { TestProject } from 'vitest/node';
+import { parseServerConfig } from '../../src/config/server-config.js';
+import { createApp } from '../../src/http/app.js';
+import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { MODEL_DIR } from '../helpers/model.js';
+
+/** What test/worker/ort-wasm-binding.ts compiles in place of the pool's slow .wasm import. */
+const ORT_WASM_PATH = createRequire(import.meta.url).resolve('onnxruntime-web/ort-wasm-simd-threaded.wasm');
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    nodeServerUrl: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: 'stories260k', port: 0 });
+  const engine = await createNodeEngine({ modelDir: config.modelDir, servedModelName: config.servedModelName });
+  const app = createApp({ engine, config });
+  const withStats = new Hono();
+  withStats.get('/__test/stats', (c) => c.json(engine.stats()));
+  withStats.get('/__test/ort-wasm', async () => new Response(await readFile(ORT_WASM_PATH)));
+  withStats.all('*', (c) => app.fetch(c.req.raw));
+  let server: ServerType | undefined;
+  const port = await new Promise<number>((resolve) => {
+    server = serve({ fetch: withStats.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => resolve(info.port));
+  });
+  project.provide('nodeServerUrl', `http://127.0.0.1:${port}`);
+  return async () => {
+    await new Promise<void>((resolve) => {
+      server!.close(() => resolve());
+      if ('closeAllConnections' in server!) server!.closeAllConnections();
+    });
+    await engine.dispose();
+  };
+}
