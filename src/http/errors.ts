@@ -1,3 +1,4 @@
+import { UpstreamError } from '../engine/remote-errors.js';
 import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
 import { ProtocolError, type ProtocolErrorKind } from '../protocol/errors.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
@@ -71,6 +72,10 @@ export function mapError(error: unknown): MappedError {
   }
   if (error instanceof EngineOverloadedError) {
     return shaped(503, 'ServiceUnavailableError', error.message, null, { 'retry-after': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof UpstreamError) {
+    // The delegate engine's upstream failed: a gateway error, not a fault of this server or the request.
+    return shaped(502, 'BadGatewayError', error.message, null, {});
   }
   console.error('Unexpected error while serving a request:', error);
   const reason = error instanceof Error && error.message ? error.message : 'unknown error';
