@@ -2,16 +2,16 @@ import type { InferenceSession } from 'onnxruntime-common';
 import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
-import { BatchRunner } from './batch-runner.js';
+import { BatchRunner, type JoiningRow } from './batch-runner.js';
+import { BeamSearchGroup } from './beam-search.js';
 import { EngineOverloadedError, EngineRequestError } from './errors.js';
-import type { KvCache } from './kv-cache.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
-import { Sequence } from './sequence.js';
-import type { Engine, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
+import { SamplingGroup, type RequestGroup } from './sequence-group.js';
+import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
 import { yieldToEventLoop } from './yield.js';
 
 export interface LocalEngineOptions {
@@ -25,17 +25,22 @@ export interface LocalEngineOptions {
 
 /**
  * Generation on onnxruntime in this process. One step loop serves every request: it
- * prefills newly arrived sequences, then decodes all running ones together, one model
- * call per step, and lets the event loop breathe between steps.
+ * prefills newly arrived prompts (once per request, however many sequences it asks
+ * for), then decodes all running sequences together, one model call per step, and lets
+ * the event loop breathe between steps. A request is a group of rows in the batch: its
+ * n (or best_of) sampled sequences, or its beams.
  */
 export class LocalEngine implements Engine {
   readonly info: ModelInfo;
+  readonly features: EngineFeatures = { multipleSequences: true, beamSearch: true, logprobs: true };
   readonly generationDefaults: Partial<SamplingParams>;
   /** tokenizer_config.json, for the chat template and special tokens. */
   readonly tokenizerConfig: Record<string, unknown>;
 
   readonly limits: SchedulerLimits;
-  private readonly waiting: Sequence[] = [];
+  private readonly waiting: RequestGroup[] = [];
+  /** Requests prefilled and not finished yet. */
+  private readonly running = new Set<RequestGroup>();
   private readonly runner: BatchRunner;
   private loop: Promise<void> | null = null;
   private counters = { steps: 0, generatedTokens: 0 };
@@ -77,22 +82,22 @@ export class LocalEngine implements Engine {
         Math.max(1, Math.ceil(this.limits.waitingDeadlineMs / 10_000)),
       );
     }
-    const sequence = this.createSequence(request);
+    const group = this.createGroup(request);
     const { signal } = request;
-    const onAbort = () => this.abort(sequence);
+    const onAbort = () => this.abort(group);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    this.waiting.push(sequence);
+    this.waiting.push(group);
     this.ensureLoop();
     const engine = this;
     return {
       async *[Symbol.asyncIterator]() {
         try {
-          yield* sequence.deltas;
+          yield* group.deltas;
         } finally {
           signal?.removeEventListener('abort', onAbort);
-          // A consumer that stops reading (client gone, error downstream) ends the sequence.
-          if (!sequence.finished) engine.abort(sequence);
+          // A consumer that stops reading (client gone, error downstream) ends the request.
+          if (!group.finished) engine.abort(group);
         }
       },
     };
@@ -103,12 +108,12 @@ export class LocalEngine implements Engine {
   }
 
   async dispose(): Promise<void> {
-    for (const sequence of [...this.waiting, ...this.runner.sequences]) this.abort(sequence);
+    for (const group of [...this.waiting, ...this.running]) this.abort(group);
     await this.loop;
     await this.decoder.dispose();
   }
 
-  private createSequence(request: GenerateRequest): Sequence {
+  private createGroup(request: GenerateRequest): RequestGroup {
     const { promptTokenIds, params } = request;
     const { vocabSize, maxPositionEmbeddings } = this.spec;
     if (promptTokenIds.length === 0) throw new EngineRequestError('The prompt is empty: it must contain at least one token.');
@@ -122,23 +127,29 @@ export class LocalEngine implements Engine {
         `The prompt has ${promptTokenIds.length} tokens; this model's context is ${maxPositionEmbeddings} tokens, which leaves no room to generate.`,
       );
     }
-    return new Sequence(0, promptTokenIds, params, this.tokenizer, {
-      vocabSize,
-      maxModelLen: maxPositionEmbeddings,
-      eosTokenIds: this.spec.eosTokenIds,
-    });
+    const n = params.n ?? 1;
+    const bestOf = params.bestOf ?? n;
+    if (!Number.isInteger(n) || n < 1 || !Number.isInteger(bestOf) || bestOf < n) {
+      throw new EngineRequestError(`n must be an integer >= 1 and best_of an integer >= n, got n=${n} and best_of=${bestOf}.`);
+    }
+    const limits = { vocabSize, maxModelLen: maxPositionEmbeddings, eosTokenIds: this.spec.eosTokenIds };
+    if (!params.useBeamSearch) return new SamplingGroup(promptTokenIds, params, this.tokenizer, limits);
+    if (params.guide !== undefined) {
+      throw new EngineRequestError('Structured output cannot be combined with beam search: use sampling (use_beam_search false).');
+    }
+    return new BeamSearchGroup(promptTokenIds, params, this.tokenizer, limits);
   }
 
-  private abort(sequence: Sequence): void {
-    if (sequence.finished) return;
-    const queued = this.waiting.indexOf(sequence);
+  private abort(group: RequestGroup): void {
+    if (group.finished) return;
+    const queued = this.waiting.indexOf(group);
     if (queued >= 0) {
       this.waiting.splice(queued, 1);
-      sequence.abort();
+      group.abort();
       return;
     }
-    // Running: the loop ends it before the next step, so its row leaves the batch at once.
-    sequence.abortRequested = true;
+    // Running: the loop ends it before the next step, so its rows leave the batch at once.
+    group.abortRequested = true;
   }
 
   private ensureLoop(): void {
@@ -151,8 +162,9 @@ export class LocalEngine implements Engine {
 
   private async runLoop(): Promise<void> {
     while (this.waiting.length > 0 || this.runner.size > 0) {
-      for (const sequence of this.runner.sequences) {
-        if (sequence.abortRequested && !sequence.finished) sequence.abort();
+      for (const group of this.running) {
+        if (group.abortRequested && !group.finished) group.abort();
+        if (group.finished) this.running.delete(group);
       }
       const joining = await this.prefillWaiting();
       this.runner.admitAndEvict(joining);
@@ -168,23 +180,27 @@ export class LocalEngine implements Engine {
     }
   }
 
-  private async prefillWaiting(): Promise<Array<{ sequence: Sequence; cache: KvCache }>> {
+  private async prefillWaiting(): Promise<JoiningRow[]> {
     this.refuseOverdue();
-    const joining: Array<{ sequence: Sequence; cache: KvCache }> = [];
+    const joining: JoiningRow[] = [];
     // Every running sequence costs one token in the coming step; prompts share the rest.
     let budget = this.limits.maxBatchedTokens - this.runner.size;
-    while (this.waiting.length > 0 && this.runner.size + joining.length < this.limits.maxRunningSequences) {
+    while (this.waiting.length > 0) {
       const next = this.waiting[0];
       const idle = this.runner.size === 0 && joining.length === 0;
-      // An idle engine always takes one request, so a prompt longer than the budget still runs.
+      // An idle engine always takes one request, so a prompt longer than the budget, or a
+      // request with more sequences than the batch holds, still runs.
+      if (!idle && this.runner.size + joining.length + next.width > this.limits.maxRunningSequences) break;
       if (!idle && next.promptTokenIds.length > budget) break;
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const cache = await this.runner.prefill(next);
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds);
         this.counters.steps += 1;
-        this.counters.generatedTokens += 1;
-        if (!next.finished) joining.push({ sequence: next, cache });
+        const { rows, generated } = next.start(logits);
+        this.counters.generatedTokens += generated;
+        if (!next.finished) this.running.add(next);
+        for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
       } catch (error) {
         next.fail(error);
       }
@@ -197,10 +213,10 @@ export class LocalEngine implements Engine {
     const now = Date.now();
     const deadline = this.limits.waitingDeadlineMs;
     for (let i = this.waiting.length - 1; i >= 0; i--) {
-      const sequence = this.waiting[i];
-      if (now - sequence.enqueuedAt > deadline) {
+      const group = this.waiting[i];
+      if (now - group.enqueuedAt > deadline) {
         this.waiting.splice(i, 1);
-        sequence.fail(
+        group.fail(
           new EngineOverloadedError(`The request waited more than ${deadline} ms for a free slot. Retry later.`, 1),
         );
       }

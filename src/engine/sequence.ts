@@ -1,12 +1,12 @@
 import type { Guide } from '../guided/guide.js';
 import type { SamplingParams } from '../sampling/params.js';
-import { Sampler } from '../sampling/sampler.js';
-import { createRng } from '../sampling/rng.js';
+import { Sampler, type SampledToken } from '../sampling/sampler.js';
+import { createRng, type Rng } from '../sampling/rng.js';
 import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
-import { DeltaQueue } from './delta-queue.js';
+import type { BatchRow } from './batch-row.js';
 import { StopStringChecker } from './stop-checker.js';
-import type { FinishReason, GenerationDelta } from './types.js';
+import type { FinishReason, GenerationDelta, TokenLogprob } from './types.js';
 
 export interface SequenceLimits {
   vocabSize: number;
@@ -15,21 +15,31 @@ export interface SequenceLimits {
   eosTokenIds: readonly number[];
 }
 
+/** Where a sequence's output goes: its request's group. */
+export interface SequenceSink {
+  emit(delta: GenerationDelta): void;
+  /** The sequence cannot go on (its grammar refused a token): the request fails. */
+  fail(error: unknown): void;
+}
+
+export interface SequenceOptions {
+  sink: SequenceSink;
+  /** Defaults to createRng(params.seed); each of a request's n sequences gets its own. */
+  rng?: Rng;
+}
+
 /**
  * One sequence being generated: its tokens, its sampler, and the output processing of
  * vLLM's stop checker (EOS, stop token ids, stop strings, max tokens, context length)
  * and detokenizer. The step loop owns the model side (its KV row); this owns the rest.
  */
-export class Sequence {
+export class Sequence implements BatchRow {
   readonly outputTokenIds: number[] = [];
-  readonly deltas = new DeltaQueue<GenerationDelta>();
   finishReason: FinishReason | null = null;
-  /** Set when the client went away; the loop finishes the sequence at its next step. */
-  abortRequested = false;
-  /** When the request was queued (Date.now()), for the admission deadline. */
-  readonly enqueuedAt = Date.now();
   /** Slots of this sequence in the model's KV cache (prompt + fed output tokens). */
   cachedLength = 0;
+  /** Sum of the logprobs of the tokens appended so far. */
+  cumulativeLogprob = 0;
 
   private readonly sampler: Sampler;
   /** Structured output state, when the request asked for it. */
@@ -38,6 +48,7 @@ export class Sequence {
   private readonly stopChecker: StopStringChecker;
   private readonly stopTokenIds: ReadonlySet<number>;
   private readonly eosTokenIds: ReadonlySet<number>;
+  private readonly sink: SequenceSink;
 
   constructor(
     readonly index: number,
@@ -45,12 +56,14 @@ export class Sequence {
     readonly params: SamplingParams,
     tokenizer: Tokenizer,
     private readonly limits: SequenceLimits,
+    options: SequenceOptions,
   ) {
+    this.sink = options.sink;
     this.guide = params.guide?.createGuide() ?? null;
     this.sampler = new Sampler(params, {
       vocabSize: limits.vocabSize,
       eosTokenIds: limits.eosTokenIds,
-      rng: createRng(params.seed),
+      rng: options.rng ?? createRng(params.seed),
       guide: this.guide ?? undefined,
     });
     this.detokenizer = new IncrementalDetokenizer(tokenizer, {
@@ -72,13 +85,23 @@ export class Sequence {
   }
 
   /** Samples the next token from this sequence's logits row (which it may overwrite). */
-  sample(logits: Float32Array): { tokenId: number; logprob: number } {
+  sample(logits: Float32Array): SampledToken {
     return this.sampler.sample(logits, this);
   }
 
-  /** Records a sampled token, decides whether the sequence ends, and publishes the delta. */
-  append(tokenId: number, logprob: number): GenerationDelta {
+  /** Samples the next token from `logits` and appends it. */
+  step(logits: Float32Array): GenerationDelta {
+    const { tokenId, logprob, topLogprobs } = this.sample(logits);
+    return this.append(tokenId, logprob, topLogprobs);
+  }
+
+  /**
+   * Records a token, decides whether the sequence ends, and publishes the delta.
+   * `topLogprobs`: the alternatives to report with it (params.logprobs).
+   */
+  append(tokenId: number, logprob: number, topLogprobs?: TokenLogprob[]): GenerationDelta {
     this.outputTokenIds.push(tokenId);
+    this.cumulativeLogprob += logprob;
     this.sampler.accept(tokenId);
     try {
       this.guide?.accept(tokenId);
@@ -122,19 +145,45 @@ export class Sequence {
       finishReason = 'stop';
       stopReason = this.pendingStop;
     }
-    return this.publish({ index: this.index, tokenIds: [tokenId], logprobs: [logprob], text, finishReason, stopReason });
+    const delta: GenerationDelta = {
+      index: this.index,
+      tokenIds: [tokenId],
+      logprobs: [logprob],
+      text,
+      finishReason,
+      stopReason,
+      cumulativeLogprob: this.cumulativeLogprob,
+    };
+    if (topLogprobs !== undefined) delta.topLogprobs = [topLogprobs];
+    return this.publish(delta);
   }
 
   /** Ends the sequence because its client went away. */
   abort(): GenerationDelta {
-    return this.publish({ index: this.index, tokenIds: [], logprobs: [], text: '', finishReason: 'abort', stopReason: null });
+    return this.publish({
+      index: this.index,
+      tokenIds: [],
+      logprobs: [],
+      text: '',
+      finishReason: 'abort',
+      stopReason: null,
+      cumulativeLogprob: this.cumulativeLogprob,
+    });
   }
 
-  /** Ends the sequence because the model failed. */
+  /** Ends the sequence because the model (or its grammar) failed; the request fails with `error`. */
   fail(error: unknown): void {
+    if (this.finished) return;
     this.finishReason = 'abort';
     this.guide?.dispose();
-    this.deltas.fail(error);
+    this.sink.fail(error);
+  }
+
+  /** Ends the sequence without telling anyone: its request already failed or was dropped. */
+  discard(): void {
+    if (this.finished) return;
+    this.finishReason = 'abort';
+    this.guide?.dispose();
   }
 
   private pendingStop: string | null = null;
@@ -150,12 +199,11 @@ export class Sequence {
   }
 
   private publish(delta: GenerationDelta): GenerationDelta {
-    this.deltas.push(delta);
     if (delta.finishReason !== null) {
       this.finishReason = delta.finishReason;
       this.guide?.dispose();
-      this.deltas.close();
     }
+    this.sink.emit(delta);
     return delta;
   }
 }

@@ -18,8 +18,22 @@ export interface GenerateRequest {
  * string, is held back and released later (or dropped when the stop string matches).
  * The concatenation of all `text` fields equals the final output text.
  */
+/** A token with its log-probability. */
+export interface TokenLogprob {
+  tokenId: number;
+  logprob: number;
+}
+
+/** One prompt position's logprobs (SamplingParams.promptLogprobs). */
+export interface PromptTokenLogprob extends TokenLogprob {
+  /** 1-based rank of the prompt token in the model's distribution at that position. */
+  rank: number;
+  /** The most likely tokens there, best first (rank i + 1 at index i). */
+  top: TokenLogprob[];
+}
+
 export interface GenerationDelta {
-  /** Sequence index within the request (0 until n > 1 lands). */
+  /** Sequence index within the request: 0 .. n-1. */
   index: number;
   /** Tokens sampled this step (one per step today). */
   tokenIds: number[];
@@ -32,6 +46,19 @@ export interface GenerationDelta {
    * null for EOS, length or abort.
    */
   stopReason: string | number | null;
+  /**
+   * When SamplingParams.logprobs is set: per token of `tokenIds`, the top alternatives
+   * (that many), best first, under the same distribution as `logprobs`.
+   */
+  topLogprobs?: TokenLogprob[][];
+  /** Sum of the sequence's token logprobs so far, this delta's tokens included. */
+  cumulativeLogprob?: number;
+  /**
+   * When SamplingParams.promptLogprobs is set, on the first delta of each sequence: one
+   * entry per prompt token, null for the first (nothing predicts it). Raw model
+   * distribution: no sampling processor applies to the prompt.
+   */
+  promptLogprobs?: Array<PromptTokenLogprob | null>;
 }
 
 export interface ModelInfo {
@@ -51,9 +78,25 @@ export interface EngineStats {
   generatedTokens: number;
 }
 
+/**
+ * What an engine serves beyond one sampled sequence per request. The HTTP layer refuses,
+ * with a 400 naming the parameter, any of these an engine does not declare (a remote
+ * delegate that forwards one sequence must not silently drop the rest).
+ */
+export interface EngineFeatures {
+  /** SamplingParams.n / bestOf above 1. */
+  multipleSequences: boolean;
+  /** SamplingParams.useBeamSearch. */
+  beamSearch: boolean;
+  /** SamplingParams.logprobs (top alternatives) and promptLogprobs. */
+  logprobs: boolean;
+}
+
 /** What the HTTP layer talks to. Implementations: the local onnxruntime engine, a remote delegate. */
 export interface Engine {
   readonly info: ModelInfo;
+  /** Absent: none of them. */
+  readonly features?: EngineFeatures;
   readonly tokenizer: Tokenizer;
   /** Model defaults from generation_config.json, used when a request leaves a parameter out. */
   readonly generationDefaults: Partial<SamplingParams>;

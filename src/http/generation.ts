@@ -1,4 +1,4 @@
-import type { Engine, FinishReason, GenerationDelta } from '../engine/types.js';
+import type { Engine, FinishReason, GenerationDelta, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
 import type { SamplingParams } from '../sampling/params.js';
 
 /**
@@ -62,21 +62,48 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
 
 /** Everything one finished sequence produced, for non-streaming responses. */
 export interface FinalOutput {
+  /** The sequence's index in the request (0 .. n-1). */
+  index: number;
   text: string;
   tokenIds: number[];
+  logprobs: number[];
+  /** Per token, when the request asked for alternatives. */
+  topLogprobs: TokenLogprob[][] | null;
+  promptLogprobs: Array<PromptTokenLogprob | null> | null;
+  cumulativeLogprob: number | null;
   finishReason: FinishReason | null;
   stopReason: string | number | null;
 }
 
-export async function collectOutput(run: AsyncIterable<GenerationDelta>): Promise<FinalOutput> {
-  const output: FinalOutput = { text: '', tokenIds: [], finishReason: null, stopReason: null };
+/** Runs a request to the end: one output per returned sequence, in index order. */
+export async function collectOutputs(run: AsyncIterable<GenerationDelta>): Promise<FinalOutput[]> {
+  const outputs = new Map<number, FinalOutput>();
   for await (const delta of run) {
+    let output = outputs.get(delta.index);
+    if (output === undefined) {
+      output = {
+        index: delta.index,
+        text: '',
+        tokenIds: [],
+        logprobs: [],
+        topLogprobs: null,
+        promptLogprobs: null,
+        cumulativeLogprob: null,
+        finishReason: null,
+        stopReason: null,
+      };
+      outputs.set(delta.index, output);
+    }
     output.text += delta.text;
     output.tokenIds.push(...delta.tokenIds);
+    output.logprobs.push(...delta.logprobs);
+    if (delta.topLogprobs !== undefined) (output.topLogprobs ??= []).push(...delta.topLogprobs);
+    if (delta.promptLogprobs !== undefined) output.promptLogprobs = delta.promptLogprobs;
+    if (delta.cumulativeLogprob !== undefined) output.cumulativeLogprob = delta.cumulativeLogprob;
     if (delta.finishReason !== null) {
       output.finishReason = delta.finishReason;
       output.stopReason = delta.stopReason;
     }
   }
-  return output;
+  return [...outputs.values()].sort((a, b) => a.index - b.index);
 }

@@ -1,6 +1,15 @@
 import type { FinishReason, GenerationDelta } from '../engine/types.js';
+import {
+  GeneratedTokenReporter,
+  completionLogprobs,
+  promptPositionReports,
+  vllmPromptLogprobs,
+  type CompletionLogprobs,
+  type PositionReport,
+  type TokenNaming,
+} from '../protocol/openai-logprobs.js';
 import { streamingErrorPayload } from './errors.js';
-import { collectOutput } from './generation.js';
+import { collectOutputs } from './generation.js';
 import { unixSeconds } from './ids.js';
 import { usageInfo, type StreamUsageOptions, type UsageInfo } from './usage.js';
 
@@ -12,12 +21,18 @@ export interface CompletionJob {
   model: string;
   promptTokenCount: number;
   usage: StreamUsageOptions;
+  /** How tokens are named in logprobs; needed when `logprobs` or `echo` is set. */
+  tokens?: TokenNaming;
+  /** The request's `logprobs`: alternatives per token in the logprobs object; undefined: no object. */
+  logprobs?: number;
+  /** `echo`: the prompt's text, put before each choice's text (and its tokens before the logprobs). */
+  echoText?: string;
 }
 
 interface CompletionChoice {
   index: number;
   text: string;
-  logprobs: null;
+  logprobs: CompletionLogprobs | null;
   finish_reason: FinishReason | null;
   stop_reason: string | number | null;
 }
@@ -27,7 +42,7 @@ export interface CompletionResponse {
   object: 'text_completion';
   created: number;
   model: string;
-  choices: Array<CompletionChoice & { prompt_logprobs: null }>;
+  choices: Array<CompletionChoice & { prompt_logprobs: ReturnType<typeof vllmPromptLogprobs> | null }>;
   usage: UsageInfo;
 }
 
@@ -40,41 +55,82 @@ export interface CompletionChunk {
   usage?: UsageInfo | null;
 }
 
-/** Runs a completion to the end and builds vLLM's CompletionResponse. */
+/** The prompt's positions for echo and prompt_logprobs, computed once per response. */
+function promptReportsOnce(job: CompletionJob): (promptLogprobs: GenerationDelta['promptLogprobs'] | null) => PositionReport[] {
+  let reports: PositionReport[] | null = null;
+  return (promptLogprobs) => {
+    reports ??= promptPositionReports(job.tokens!, promptLogprobs ?? []);
+    return reports;
+  };
+}
+
+function generatedReporter(job: CompletionJob): GeneratedTokenReporter {
+  return new GeneratedTokenReporter(job.tokens!);
+}
+
+/** Runs a completion to the end and builds vLLM's CompletionResponse: one choice per returned sequence. */
 export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, job: CompletionJob): Promise<CompletionResponse> {
-  const output = await collectOutput(run);
+  const outputs = await collectOutputs(run);
+  const promptReports = promptReportsOnce(job);
+  const choices = outputs.map((output) => {
+    let logprobs: CompletionLogprobs | null = null;
+    if (job.logprobs !== undefined) {
+      const generated = generatedReporter(job).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined);
+      // vLLM: with echo the prompt's tokens come first, the first of them without a logprob.
+      const positions = job.echoText !== undefined ? [...promptReports(output.promptLogprobs), ...generated] : generated;
+      logprobs = completionLogprobs(positions, job.logprobs, 0);
+    }
+    return {
+      index: output.index,
+      text: (job.echoText ?? '') + output.text,
+      logprobs,
+      finish_reason: output.finishReason,
+      stop_reason: output.stopReason,
+      prompt_logprobs: output.promptLogprobs !== null ? vllmPromptLogprobs(promptReports(output.promptLogprobs)) : null,
+    };
+  });
+  const completionTokens = outputs.reduce((sum, output) => sum + output.tokenIds.length, 0);
   return {
     id: job.id,
     object: 'text_completion',
     created: unixSeconds(),
     model: job.model,
-    choices: [
-      {
-        index: 0,
-        text: output.text,
-        logprobs: null,
-        finish_reason: output.finishReason,
-        stop_reason: output.stopReason,
-        prompt_logprobs: null,
-      },
-    ],
-    usage: usageInfo(job.promptTokenCount, output.tokenIds.length),
+    choices,
+    usage: usageInfo(job.promptTokenCount, completionTokens),
   };
 }
 
 /**
- * The SSE payloads of a streamed completion: one chunk per engine step (vLLM sends a
- * chunk per step even when the step's text is held back), finish_reason on the last,
- * optional usage chunk, then [DONE]. An engine failure mid-stream becomes an error
- * event followed by [DONE], as in vLLM.
+ * The SSE payloads of a streamed completion: one chunk per engine step and sequence
+ * (vLLM sends a chunk per step even when the step's text is held back), each naming its
+ * choice by index, finish_reason on each choice's last, optional usage chunk, then
+ * [DONE]. With echo, a choice's first chunk starts with the prompt. An engine failure
+ * mid-stream becomes an error event followed by [DONE], as in vLLM.
  */
 export async function* completionStream(run: AsyncIterable<GenerationDelta>, job: CompletionJob): AsyncGenerator<string> {
   const { id } = job;
   const created = unixSeconds();
+  const promptReports = promptReportsOnce(job);
+  const reporters = new Map<number, GeneratedTokenReporter>();
+  const offsets = new Map<number, number>();
   let completionTokens = 0;
   try {
     for await (const delta of run) {
       completionTokens += delta.tokenIds.length;
+      const first = !offsets.has(delta.index);
+      const echo = first && job.echoText !== undefined;
+      let logprobs: CompletionLogprobs | null = null;
+      if (job.logprobs !== undefined) {
+        let reporter = reporters.get(delta.index);
+        if (reporter === undefined) reporters.set(delta.index, (reporter = generatedReporter(job)));
+        const generated = reporter.report(delta.tokenIds, delta.logprobs, delta.topLogprobs);
+        const positions = echo ? [...promptReports(delta.promptLogprobs), ...generated] : generated;
+        const offset = offsets.get(delta.index) ?? 0;
+        logprobs = completionLogprobs(positions, job.logprobs, offset);
+        offsets.set(delta.index, positions.reduce((end, position) => end + position.text.length, offset));
+      } else {
+        offsets.set(delta.index, 0);
+      }
       const chunk: CompletionChunk = {
         id,
         object: 'text_completion',
@@ -83,8 +139,8 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
         choices: [
           {
             index: delta.index,
-            text: delta.text,
-            logprobs: null,
+            text: echo ? job.echoText + delta.text : delta.text,
+            logprobs,
             finish_reason: delta.finishReason,
             stop_reason: delta.stopReason,
           },

@@ -4,10 +4,10 @@
  * depend on resolved values (greedy vs n/best_of, beam search, context length) are
  * checked here, throwing ProtocolError('invalid_request').
  */
-import { GREEDY_TEMPERATURE_EPSILON, defaultSamplingParams, isGreedy, type SamplingParams } from '../sampling/params.js';
+import { GREEDY_TEMPERATURE_EPSILON, MAX_LOGPROBS, defaultSamplingParams, isGreedy, type SamplingParams } from '../sampling/params.js';
 import { invalidRequest } from './errors.js';
 import type { MindieGenerateRequest } from './mindie.js';
-import { OPENAI_DEFAULT_MAX_TOKENS, type OpenAISamplingFields } from './openai-common.js';
+import { OPENAI_DEFAULT_MAX_TOKENS, guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
 import { requestedChatMaxTokens, type ChatCompletionRequest } from './openai-chat.js';
 
@@ -87,6 +87,7 @@ export function mindieToSamplingParams(
       'temperature',
     );
   }
+  if (req.stream) checkStreamableBestOf(n, bestOf);
 
   // The spec caps output at min(max_tokens, maxIterTimes); the context that is left caps
   // it further instead of failing the request.
@@ -110,7 +111,43 @@ export function mindieToSamplingParams(
     includeStopStrInOutput: req.include_stop_str_in_output,
     ignoreEos: req.ignore_eos,
     skipSpecialTokens: req.skip_special_tokens,
+    n,
+    bestOf,
   };
+}
+
+/**
+ * With best_of > n the n sequences returned are the best by cumulative logprob, known
+ * only once all best_of have finished, so there is nothing to stream. (vLLM 0.6's
+ * OpenAI server silently answers such a request without streaming; a streaming client
+ * cannot parse that, so it is refused instead.)
+ */
+function checkStreamableBestOf(n: number, bestOf: number): void {
+  if (bestOf !== n) {
+    throw invalidRequest(
+      `best_of must equal n when streaming: the best ${n} of ${bestOf} sequences are only known once all have finished (got n=${n}, best_of=${bestOf}). Set stream to false, or best_of to n.`,
+      'best_of',
+    );
+  }
+}
+
+/** Which logprobs an OpenAI request asks for, and under which parameter names. */
+interface RequestedLogprobs {
+  /** Alternatives per generated token (the engine's SamplingParams.logprobs). */
+  logprobs?: number;
+  logprobsParam: string;
+  promptLogprobs?: number;
+}
+
+/** vLLM's engine limit (max_logprobs, 20 by default) on both kinds. */
+function checkLogprobLimits(requested: RequestedLogprobs, promptLogprobsParam: string): void {
+  const over = (count: number | undefined) => count !== undefined && count > MAX_LOGPROBS;
+  if (over(requested.logprobs)) {
+    throw invalidRequest(`Cannot request more than ${MAX_LOGPROBS} logprobs.`, requested.logprobsParam);
+  }
+  if (over(requested.promptLogprobs)) {
+    throw invalidRequest(`Cannot request more than ${MAX_LOGPROBS} logprobs.`, promptLogprobsParam);
+  }
 }
 
 export function completionToSamplingParams(
@@ -118,7 +155,10 @@ export function completionToSamplingParams(
   ctx: SamplingContext,
   promptTokenCount: number,
 ): SamplingParams {
-  return openAIToSamplingParams(req, req.max_tokens, ctx, promptTokenCount, 'prompt');
+  // vLLM: echo with logprobs reports the prompt's logprobs too, as many alternatives per token.
+  const promptLogprobs = req.prompt_logprobs ?? (req.echo ? req.logprobs : undefined);
+  const requested = { logprobs: req.logprobs, logprobsParam: 'logprobs', promptLogprobs };
+  return openAIToSamplingParams(req, req.max_tokens, ctx, promptTokenCount, 'prompt', requested);
 }
 
 export function chatToSamplingParams(
@@ -126,7 +166,13 @@ export function chatToSamplingParams(
   ctx: SamplingContext,
   promptTokenCount: number,
 ): SamplingParams {
-  return openAIToSamplingParams(req, requestedChatMaxTokens(req), ctx, promptTokenCount, 'messages');
+  // vLLM 0.6: top_logprobs defaults to 0, so logprobs alone reports the chosen tokens only.
+  const requested = {
+    logprobs: req.logprobs ? (req.top_logprobs ?? 0) : undefined,
+    logprobsParam: 'top_logprobs',
+    promptLogprobs: req.prompt_logprobs,
+  };
+  return openAIToSamplingParams(req, requestedChatMaxTokens(req), ctx, promptTokenCount, 'messages', requested);
 }
 
 /**
@@ -139,9 +185,11 @@ function openAIToSamplingParams(
   ctx: SamplingContext,
   promptTokenCount: number,
   promptParam: 'prompt' | 'messages',
+  requested: RequestedLogprobs,
 ): SamplingParams {
   const knobs = resolveKnobs(req, ctx.generationDefaults);
   checkSequenceRules(req, knobs);
+  checkLogprobLimits(requested, 'prompt_logprobs');
 
   const limit = contextLength(ctx);
   let maxTokens: number;
@@ -179,6 +227,13 @@ function openAIToSamplingParams(
     includeStopStrInOutput: req.include_stop_str_in_output,
     ignoreEos: req.ignore_eos,
     skipSpecialTokens: req.skip_special_tokens,
+    n: req.n,
+    bestOf: req.best_of ?? req.n,
+    ...(req.use_beam_search
+      ? { useBeamSearch: true, lengthPenalty: req.length_penalty, earlyStopping: req.early_stopping }
+      : {}),
+    logprobs: requested.logprobs,
+    promptLogprobs: requested.promptLogprobs,
   };
 }
 
@@ -198,6 +253,18 @@ function checkSequenceRules(req: OpenAISamplingFields, knobs: ResolvedKnobs): vo
       throw invalidRequest(`top_p must be 1 when using beam search, got ${knobs.topP}.`, 'top_p');
     }
     if (knobs.topK !== -1) throw invalidRequest(`top_k must be -1 when using beam search, got ${knobs.topK}.`, 'top_k');
+    const guided = guidedDecodingFields(req);
+    if (guided.length > 0) {
+      // Beams fork mid-output, and a grammar's state cannot be copied.
+      throw invalidRequest(`Structured output (${guided[0]}) cannot be combined with beam search.`, 'use_beam_search');
+    }
+    if (req.stream) {
+      // vLLM 0.6's OpenAI server silently does not stream beam search; refused here instead.
+      throw invalidRequest(
+        'Beam search cannot stream: the best beams are only known once the search ends. Set stream to false.',
+        'use_beam_search',
+      );
+    }
     return;
   }
   if (Math.abs(req.length_penalty - 1) > GREEDY_TEMPERATURE_EPSILON) {
@@ -221,6 +288,7 @@ function checkSequenceRules(req: OpenAISamplingFields, knobs: ResolvedKnobs): vo
       throw invalidRequest(`${which} needs random sampling: top_k must not be 1.`, 'top_k');
     }
   }
+  if (req.stream) checkStreamableBestOf(n, bestOf);
 }
 
 /** vLLM: seed -1 means "random"; other negative int64 seeds map to the same uint64 bits. */

@@ -1,13 +1,15 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
- * does not implement yet: multiple sequences, beam search, logprobs, tool calling. The
- * serving layer lists them and refuses the request with a clear 400
- * instead of silently ignoring a parameter. Each entry names the parameter, so a route
+ * does not implement yet: logit_bias, priority, suffix, allowed_token_ids, several
+ * prompts per request, chat echo, tool calling. The serving layer lists them and refuses
+ * the request with a clear 400 instead of silently ignoring a parameter. Each entry names the parameter, so a route
  * that implements one of them can drop it from the list. (Media parts are not listed:
  * the serving layer fetches and decodes them, then refuses what the model cannot take.
  * Nor is structured output: src/http/guided-decoding.ts compiles it, and refuses the
  * constraints it cannot serve by name.)
  */
+import type { EngineFeatures } from '../engine/types.js';
+import type { SamplingParams } from '../sampling/params.js';
 import { invalidRequest } from './errors.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import type { OpenAISamplingFields } from './openai-common.js';
@@ -20,23 +22,10 @@ export interface UnsupportedFeature {
   message: string;
 }
 
-function multipleSequences(n: number | undefined, bestOf: number | undefined): UnsupportedFeature[] {
-  const out: UnsupportedFeature[] = [];
-  if ((n ?? 1) > 1) out.push({ param: 'n', message: `n > 1 is not supported yet: this server returns one sequence per prompt (got n=${n}).` });
-  if ((bestOf ?? 1) > 1) {
-    out.push({ param: 'best_of', message: `best_of > 1 is not supported yet: this server generates one sequence per prompt (got best_of=${bestOf}).` });
-  }
-  return out;
-}
-
 function commonOpenAI(req: OpenAISamplingFields): UnsupportedFeature[] {
-  const out = multipleSequences(req.n, req.best_of);
-  if (req.use_beam_search) out.push({ param: 'use_beam_search', message: 'Beam search (use_beam_search) is not supported yet.' });
+  const out: UnsupportedFeature[] = [];
   if (req.logit_bias !== undefined && req.logit_bias.size > 0) {
     out.push({ param: 'logit_bias', message: 'logit_bias is not supported yet.' });
-  }
-  if (req.prompt_logprobs !== undefined) {
-    out.push({ param: 'prompt_logprobs', message: 'prompt_logprobs is not supported yet.' });
   }
   if (req.priority !== 0) {
     out.push({ param: 'priority', message: `Got priority ${req.priority} but priority scheduling is not enabled.` });
@@ -46,8 +35,6 @@ function commonOpenAI(req: OpenAISamplingFields): UnsupportedFeature[] {
 
 export function unsupportedCompletionFeatures(req: CompletionRequest): UnsupportedFeature[] {
   const out = commonOpenAI(req);
-  if (req.logprobs !== undefined) out.push({ param: 'logprobs', message: 'logprobs is not supported yet.' });
-  if (req.echo) out.push({ param: 'echo', message: 'echo is not supported yet.' });
   if (req.suffix !== undefined) out.push({ param: 'suffix', message: 'suffix is not currently supported' });
   if (req.allowed_token_ids !== undefined) {
     out.push({ param: 'allowed_token_ids', message: 'allowed_token_ids is not supported yet.' });
@@ -60,8 +47,7 @@ export function unsupportedCompletionFeatures(req: CompletionRequest): Unsupport
 
 export function unsupportedChatFeatures(req: ChatCompletionRequest): UnsupportedFeature[] {
   const out = commonOpenAI(req);
-  if (req.logprobs) out.push({ param: 'logprobs', message: 'logprobs is not supported yet.' });
-  if (req.echo) out.push({ param: 'echo', message: 'echo is not supported yet.' });
+  if (req.echo) out.push({ param: 'echo', message: 'echo is not supported yet for chat completions.' });
   // With no tool-call parser (vLLM without --enable-auto-tool-choice), "auto" is refused
   // and a named tool needs guided decoding; "none" just hands the tools to the template.
   const toolChoice = effectiveToolChoice(req);
@@ -76,8 +62,25 @@ export function unsupportedChatFeatures(req: ChatCompletionRequest): Unsupported
   return out;
 }
 
-export function unsupportedMindieFeatures(req: MindieGenerateRequest): UnsupportedFeature[] {
-  return multipleSequences(req.n, req.best_of);
+/** Nothing today: n and best_of are served. Kept so the route checks MindIE requests like the others. */
+export function unsupportedMindieFeatures(_req: MindieGenerateRequest): UnsupportedFeature[] {
+  return [];
+}
+
+/**
+ * What the resolved parameters ask of the engine that it does not declare (see
+ * EngineFeatures), named by the request parameter.
+ */
+export function unsupportedByEngine(params: SamplingParams, features: EngineFeatures | undefined): UnsupportedFeature[] {
+  const out: UnsupportedFeature[] = [];
+  const refuse = (param: string, what: string) =>
+    out.push({ param, message: `${what} is not supported by this server's engine (it serves one sampled sequence per request).` });
+  if (params.useBeamSearch && !features?.beamSearch) refuse('use_beam_search', 'Beam search');
+  if ((params.n ?? 1) > 1 && !features?.multipleSequences) refuse('n', `n > 1 (got n=${params.n})`);
+  if ((params.bestOf ?? 1) > 1 && !features?.multipleSequences) refuse('best_of', `best_of > 1 (got best_of=${params.bestOf})`);
+  if (params.logprobs !== undefined && !features?.logprobs) refuse('logprobs', 'logprobs');
+  if (params.promptLogprobs !== undefined && !features?.logprobs) refuse('prompt_logprobs', 'prompt_logprobs');
+  return out;
 }
 
 /** Throws the first feature as ProtocolError('invalid_request'). */

@@ -43,7 +43,41 @@ export interface SamplingParams {
    * the sequence ends with "stop" once the grammar is complete.
    */
   guide?: GuideFactory;
+  /**
+   * Sequences returned per request (vLLM's n); 1 when absent. With random sampling they
+   * are drawn independently from the same prompt; with beam search they are the n best beams.
+   */
+  n?: number;
+  /**
+   * Sequences generated per request (vLLM's best_of, at least n; defaults to n). Without
+   * beam search, the n with the highest cumulative logprob are returned; with beam search
+   * it is the beam width.
+   */
+  bestOf?: number;
+  /** Beam search instead of sampling (vLLM 0.6's use_beam_search; temperature must be 0). */
+  useBeamSearch?: boolean;
+  /** Beam score = cumulative logprob / length^lengthPenalty (vLLM/HF); 1 when absent. */
+  lengthPenalty?: number;
+  /**
+   * When beam search stops (HF / vLLM semantics): true as soon as there are best_of finished
+   * beams; false when no live beam can beat the worst of them at its current length;
+   * 'never' when none could at the longest possible length. false when absent.
+   */
+  earlyStopping?: boolean | 'never';
+  /**
+   * Top alternatives reported per generated token (0..20), best first, beside the chosen
+   * token's own logprob; undefined reports nothing beyond `GenerationDelta.logprobs`.
+   */
+  logprobs?: number;
+  /**
+   * Logprobs of the prompt tokens (each with this many top alternatives), on the first
+   * delta of every sequence; undefined: none.
+   */
+  promptLogprobs?: number;
 }
+
+/** vLLM's default max_logprobs: the most alternatives a request may ask for per token. */
+export const MAX_LOGPROBS = 20;
 
 /** vLLM's threshold below which a temperature means greedy decoding. */
 export const GREEDY_TEMPERATURE_EPSILON = 1e-5;

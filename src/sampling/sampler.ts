@@ -1,3 +1,4 @@
+import type { TokenLogprob } from '../engine/types.js';
 import type { LogitsMask } from '../guided/guide.js';
 import type { LogitsProcessor } from './logits-processor.js';
 import { isGreedy, type SamplingParams } from './params.js';
@@ -8,6 +9,7 @@ import { RepetitionPenaltyProcessor } from './processors/repetition-penalty.js';
 import { TemperatureProcessor } from './processors/temperature.js';
 import { TopKProcessor } from './processors/top-k.js';
 import { TopPProcessor } from './processors/top-p.js';
+import { logSoftmaxInPlace, topLogprobs } from './logprobs.js';
 import { createRng, type Rng } from './rng.js';
 import { scratchFloat64 } from './scratch.js';
 import { TokenHistory, type SequenceHistory } from './token-history.js';
@@ -29,6 +31,11 @@ export interface SampledToken {
   tokenId: number;
   /** Log-probability of tokenId under the processed distribution (vLLM 0.6 semantics). */
   logprob: number;
+  /**
+   * With params.logprobs set: that many most likely tokens under the same distribution,
+   * best first (tokens the processors banned are left out).
+   */
+  topLogprobs?: TokenLogprob[];
 }
 
 /**
@@ -107,7 +114,11 @@ export class Sampler {
     if (!(max > -Infinity) || max === Infinity) {
       // Only a stop token fits the grammar but min_tokens bans it: the grammar wins.
       const forced = max === -Infinity ? (this.guide?.firstAllowedToken() ?? -1) : -1;
-      if (forced >= 0) return { tokenId: forced, logprob: 0 };
+      if (forced >= 0) {
+        const forcedToken: SampledToken = { tokenId: forced, logprob: 0 };
+        if (this.params.logprobs !== undefined) forcedToken.topLogprobs = this.params.logprobs > 0 ? [{ tokenId: forced, logprob: 0 }] : [];
+        return forcedToken;
+      }
       throw new Error(`cannot sample: no finite logit (max is ${max})`);
     }
     // Unnormalised probabilities, kept for the draw; banned (and NaN) tokens skip the exp.
@@ -121,7 +132,25 @@ export class Sampler {
     }
 
     const tokenId = this.greedy ? argmax : this.draw(weights, logits.length, total);
-    return { tokenId, logprob: logits[tokenId] - max - Math.log(total) };
+    const normalizer = max + Math.log(total);
+    const sampled: SampledToken = { tokenId, logprob: logits[tokenId] - normalizer };
+    if (this.params.logprobs !== undefined) sampled.topLogprobs = topLogprobs(logits, this.params.logprobs, normalizer);
+    return sampled;
+  }
+
+  /**
+   * Beam search's view of a step: runs the same processors as `sample` (for beam search,
+   * temperature 0: the guide, min_tokens and the penalties) and replaces `logits` with the
+   * log-softmax of the result, without drawing anything.
+   */
+  logprobs(logits: Float32Array, history: SequenceHistory): Float32Array {
+    if (logits.length !== this.vocabSize) {
+      throw new RangeError(`expected ${this.vocabSize} logits, got ${logits.length}`);
+    }
+    this.history.sync(history);
+    this.guide?.maskLogits(logits);
+    for (const processor of this.processors) processor.process(logits, this.history);
+    return logSoftmaxInPlace(logits);
   }
 
   /** Tells the sampler `tokenId` was appended to the sequence's outputTokenIds. */

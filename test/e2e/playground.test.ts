@@ -246,11 +246,12 @@ describe('playground page', () => {
     await setParam(page, 'top_p', '0.9');
     await inline.waitFor({ state: 'hidden' });
 
-    // n > 1: valid for the schema, refused by this server for now; the refusal lands on the field.
-    await setParam(page, 'n', '2');
+    // best_of > n while streaming: valid for the schema, refused by the server (the best n
+    // are only known at the end); the refusal lands on the field.
+    await setParam(page, 'best_of', '2');
     await page.getByRole('button', { name: 'Send' }).click();
-    await expect.poll(() => page.locator('#api-error .error-message').textContent(), WAIT).toContain('n > 1 is not supported yet');
-    expect(await page.locator('#param-n-error').textContent()).toContain('n > 1 is not supported yet');
+    await expect.poll(() => page.locator('#api-error .error-message').textContent(), WAIT).toContain('best_of must equal n when streaming');
+    expect(await page.locator('#param-best_of-error').textContent()).toContain('best_of must equal n when streaming');
     expect(errors).toEqual([]);
   });
 });

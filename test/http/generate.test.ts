@@ -109,11 +109,12 @@ describe('POST /generate, streaming', () => {
 });
 
 describe('POST /generate, refusals', () => {
-  it('refuses n > 1 and best_of > 1 as not supported yet', async () => {
-    const n = await expectError(postJson(testApp(engine), '/generate', { ...greedy, temperature: 1, n: 2, best_of: 2 }), 400, 'BadRequestError', 'n');
-    expect(n).toMatch(/not supported yet/);
-    const bestOf = await expectError(postJson(testApp(engine), '/generate', { ...greedy, temperature: 1, best_of: 2 }), 400, 'BadRequestError', 'best_of');
-    expect(bestOf).toMatch(/not supported yet/);
+  it('refuses n > 1 with greedy decoding, and best_of > n when streaming', async () => {
+    const greedyN = await expectError(postJson(testApp(engine), '/generate', { ...greedy, n: 2 }), 400, 'BadRequestError', 'temperature');
+    expect(greedyN).toMatch(/temperature must be greater than 0/);
+    const body = { ...greedy, temperature: 1, best_of: 2, stream: true };
+    const streamed = await expectError(postJson(testApp(engine), '/generate', body), 400, 'BadRequestError', 'best_of');
+    expect(streamed).toMatch(/best_of must equal n when streaming/);
   });
 
   it('decodes an image part, then refuses it because the model is text-only', async () => {

@@ -175,8 +175,8 @@ describe('POST /generate with media parts', () => {
   it('validates the rest of the request before fetching anything', async () => {
     const part = { type: 'image_url', image_url: url('/cat.png') };
     await expectError(generate([part], { temperature: -1 }), 400, 'BadRequestError', 'temperature');
-    const n = await expectError(generate([part], { n: 2, best_of: 2, temperature: 1 }), 400, 'BadRequestError', 'n');
-    expect(n).toMatch(/not supported yet/);
+    const bestOf = await expectError(generate([part], { n: 3, best_of: 2, temperature: 1 }), 400, 'BadRequestError', 'best_of');
+    expect(bestOf).toMatch(/best_of must be greater than or equal to n/);
     expect(hits['/cat.png']).toBeUndefined();
   });
 

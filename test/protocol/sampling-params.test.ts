@@ -60,6 +60,8 @@ describe('mindieToSamplingParams', () => {
       includeStopStrInOutput: false,
       ignoreEos: false,
       skipSpecialTokens: true,
+      n: 1,
+      bestOf: 1,
     } satisfies SamplingParams);
   });
 

@@ -6,8 +6,10 @@ import {
   refuseUnsupported,
   unsupportedChatFeatures,
   unsupportedCompletionFeatures,
+  unsupportedByEngine,
   unsupportedMindieFeatures,
 } from '../../src/protocol/unsupported.js';
+import { defaultSamplingParams } from '../../src/sampling/params.js';
 import { parseRequest } from '../../src/protocol/validate.js';
 import { expectInvalidRequest } from './expect-error.js';
 
@@ -29,13 +31,7 @@ describe('features accepted by the schemas but not served yet', () => {
   });
 
   it.each([
-    [', "n": 2, "temperature": 1', ['n']],
-    [', "best_of": 2', ['best_of']],
-    [', "use_beam_search": true, "n": 2, "temperature": 0', ['n', 'use_beam_search']],
     [', "logit_bias": {"5": 10}', ['logit_bias']],
-    [', "logprobs": 1', ['logprobs']],
-    [', "prompt_logprobs": 0', ['prompt_logprobs']],
-    [', "echo": true', ['echo']],
     [', "suffix": "x"', ['suffix']],
     [', "allowed_token_ids": [1]', ['allowed_token_ids']],
     [', "priority": 1', ['priority']],
@@ -51,7 +47,15 @@ describe('features accepted by the schemas but not served yet', () => {
     expect(completion(', "guided_grammar": "root ::= x"')).toEqual([]);
     expect(chat(', "response_format": {"type": "json_object"}')).toEqual([]);
     expect(chat(', "guided_choice": ["a", "b"], "response_format": {"type": "text"}')).toEqual([]);
-    expect(params(chat(', "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}, "n": 2, "temperature": 1'))).toEqual(['n']);
+    expect(chat(', "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}}, "n": 2, "temperature": 1')).toEqual([]);
+  });
+
+  it('serves several sequences, beam search and logprobs', () => {
+    expect(completion(', "n": 2, "best_of": 3, "temperature": 1')).toEqual([]);
+    expect(completion(', "use_beam_search": true, "n": 2, "temperature": 0, "length_penalty": 0.5')).toEqual([]);
+    expect(completion(', "logprobs": 1, "echo": true, "prompt_logprobs": 0')).toEqual([]);
+    expect(chat(', "logprobs": true, "top_logprobs": 2, "prompt_logprobs": 1, "n": 3, "temperature": 1')).toEqual([]);
+    expect(mindie('{"prompt": "hi", "n": 2, "best_of": 2, "temperature": 0.5}')).toEqual([]);
   });
 
   it('flags a batch of prompts but not one token-id prompt', () => {
@@ -64,11 +68,7 @@ describe('features accepted by the schemas but not served yet', () => {
     expect(params(chat(tools))).toEqual(['tool_choice']);
     expect(chat(tools)[0]!.message).toMatch(/"auto" tool choice/);
     expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual(['tool_choice']);
-    expect(params(chat(', "logprobs": true, "top_logprobs": 2'))).toEqual(['logprobs']);
-  });
-
-  it('flags MindIE multi-sequence requests', () => {
-    expect(params(mindie('{"prompt": "hi", "n": 2, "best_of": 2, "temperature": 0.5}'))).toEqual(['n', 'best_of']);
+    expect(params(chat(', "echo": true'))).toEqual(['echo']);
   });
 
   // Media is the serving layer's: it fetches and decodes each part, then refuses what the
@@ -76,15 +76,26 @@ describe('features accepted by the schemas but not served yet', () => {
   it('leaves media parts to the serving layer', () => {
     const media = '[{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "x"}}]}]';
     expect(chat('', media)).toEqual([]);
-    expect(chat(', "n": 2, "temperature": 1', media).map((f) => f.param)).toEqual(['n']);
+    expect(chat(', "echo": true', media).map((f) => f.param)).toEqual(['echo']);
     expect(mindie('{"prompt": [{"type": "text", "text": "a"}, {"type": "video_url", "video_url": "v.mp4"}]}')).toEqual([]);
-    expect(params(mindie('{"prompt": [{"type": "audio_url", "audio_url": {"url": "a.wav"}}], "n": 2, "best_of": 2, "temperature": 1}'))).toEqual(['n', 'best_of']);
+    expect(mindie('{"prompt": [{"type": "audio_url", "audio_url": {"url": "a.wav"}}], "n": 2, "best_of": 2, "temperature": 1}')).toEqual([]);
+  });
+
+  it('lists what the resolved parameters ask of an engine that does not declare it', () => {
+    const base = defaultSamplingParams({ n: 1, bestOf: 1 });
+    const all = { multipleSequences: true, beamSearch: true, logprobs: true };
+    const asked = { ...base, n: 2, bestOf: 3, logprobs: 0, promptLogprobs: 1 };
+    expect(unsupportedByEngine(base, undefined)).toEqual([]);
+    expect(unsupportedByEngine(asked, all)).toEqual([]);
+    expect(params(unsupportedByEngine(asked, undefined))).toEqual(['n', 'best_of', 'logprobs', 'prompt_logprobs']);
+    expect(params(unsupportedByEngine({ ...asked, useBeamSearch: true }, { ...all, beamSearch: false }))).toEqual(['use_beam_search']);
+    expect(params(unsupportedByEngine(asked, { ...all, logprobs: false }))).toEqual(['logprobs', 'prompt_logprobs']);
   });
 
   it('refuses the first feature as a 400 naming its parameter', () => {
     expect(() => refuseUnsupported([])).not.toThrow();
-    const error = expectInvalidRequest(() => refuseUnsupported(completion(', "best_of": 2, "echo": true')));
-    expect(error.param).toBe('best_of');
-    expect(error.message).toMatch(/best_of/);
+    const error = expectInvalidRequest(() => refuseUnsupported(completion(', "logit_bias": {"1": 2}, "suffix": "x"')));
+    expect(error.param).toBe('logit_bias');
+    expect(error.message).toMatch(/logit_bias/);
   });
 });

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { ChatCompletionRequestSchema } from '../../protocol/openai-chat.js';
 import { checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
-import { refuseUnsupported, unsupportedChatFeatures } from '../../protocol/unsupported.js';
+import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { buildChatPrompt } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
@@ -45,6 +45,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
+    refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
     const job = {
@@ -54,6 +55,9 @@ export function chatRoutes(ctx: ServingContext): Hono {
       // vLLM: the generated message continues the final one unless a new assistant turn was opened.
       role: request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role,
       usage: streamUsageOptions(request.stream_options),
+      n: request.n,
+      tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
+      logprobs: params.logprobs,
     };
     if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
     return c.json(await chatNonStreaming(run, job));

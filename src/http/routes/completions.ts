@@ -2,14 +2,14 @@ import { Hono } from 'hono';
 import { CompletionRequestSchema, completionPrompts } from '../../protocol/openai-completions.js';
 import { checkPromptTokenIds, checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { completionToSamplingParams } from '../../protocol/sampling-params.js';
-import { refuseUnsupported, unsupportedCompletionFeatures } from '../../protocol/unsupported.js';
+import { refuseUnsupported, unsupportedCompletionFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
-import { completeNonStreaming, completionStream } from '../serving-completion.js';
+import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -39,13 +39,22 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     promptTokenIds = truncatePromptTokens(promptTokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'prompt');
     const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
+    refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
-    const job = {
+    const job: CompletionJob = {
       id: responseId('cmpl', c.req.raw),
       model: engine.info.id,
       promptTokenCount: promptTokenIds.length,
       usage: streamUsageOptions(request.stream_options),
+      tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
+      logprobs: request.logprobs,
+      // vLLM echoes a token-id prompt as its decoded text.
+      echoText: request.echo
+        ? 'text' in prompt
+          ? prompt.text
+          : engine.tokenizer.decode(promptTokenIds, { skipSpecialTokens: false })
+        : undefined,
     };
     if (request.stream) return sseResponse(completionStream(run, job), () => run.abort());
     return c.json(await completeNonStreaming(run, job));

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { MindieGenerateRequestSchema, mindiePromptText } from '../../protocol/mindie.js';
 import { checkPromptTokenLimit } from '../../protocol/prompt-limits.js';
 import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
-import { refuseUnsupported, unsupportedMindieFeatures } from '../../protocol/unsupported.js';
+import { refuseUnsupported, unsupportedMindieFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
@@ -35,10 +35,11 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
+    refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
     if (request.stream) {
-      return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled }), () => run.abort());
+      return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }
     return c.json(await generateNonStreaming(run, promptText));
   });

@@ -1,0 +1,47 @@
+/**
+ * The contract between the batch runner and the requests whose sequences ride in its
+ * batch. The runner owns the model side (one forward per step for every row, the KV
+ * cache); a request's group owns everything else, and sees all its rows' logits at once
+ * after each forward: sampling groups pick a token per row, a beam search group ranks
+ * candidates across its rows and may fork them.
+ */
+
+/** One sequence as the runner sees it: a KV row and the token it feeds next. */
+export interface BatchRow {
+  /** The token the next decode step feeds for this row. */
+  readonly lastTokenId: number;
+  /** Slots of this row in the KV cache (prompt + fed output tokens); the runner advances it. */
+  cachedLength: number;
+  /** A finished row leaves the batch at the next repack. */
+  readonly finished: boolean;
+}
+
+/** A row's logits after one forward. */
+export interface StepRow {
+  row: BatchRow;
+  /** Its place in the batch (and in the cache the forward just produced). */
+  batchIndex: number;
+  /** Its logits; the group may overwrite them. */
+  logits: Float32Array;
+}
+
+/** A new row whose KV cache is a copy of an existing row's (a beam continuing in several ways). */
+export interface RowFork {
+  row: BatchRow;
+  /** The row it copies, by batch index in the cache of the step that was just run. */
+  parentBatchIndex: number;
+}
+
+export interface StepResult {
+  /** Tokens generated this step (for the engine's counters). */
+  generated: number;
+  /** New rows for the same group, joining at the next repack. */
+  forks: RowFork[];
+}
+
+export interface RowGroup {
+  /** Consumes one step's logits for the group's unfinished rows, in batch order. */
+  advance(rows: readonly StepRow[]): StepResult;
+  /** The model failed: end every row and report `error`. */
+  fail(error: unknown): void;
+}
