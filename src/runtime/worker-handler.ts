@@ -8,6 +8,7 @@ import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import { createApp } from '../http/app.js';
 import { errorResponse, HttpError } from '../http/errors.js';
+import type { GuideCompiler } from '../http/guided-decoding.js';
 import { checkBearerToken } from './worker-auth.js';
 import { serverConfigFromEnv, type WorkerEnv } from './worker-env.js';
 import { untilEngineIdle } from './worker-keepalive.js';
@@ -20,6 +21,8 @@ export interface WorkerEngine {
    * False when each request's generation runs on its own (RemoteEngine).
    */
   sharedStepLoop: boolean;
+  /** Compiles structured-output constraints for `engine`; without one, guided requests get a 400. */
+  guideCompiler?: GuideCompiler;
 }
 
 export type EngineFactory = (env: WorkerEnv, config: ServerConfig) => Promise<WorkerEngine>;
@@ -48,7 +51,7 @@ export function createWorkerHandler(createEngine: EngineFactory, modelDir: strin
   async function build(env: WorkerEnv): Promise<Served> {
     const config = serverConfigFromEnv(env, modelDir);
     const built = await createEngine(env, config);
-    return { ...built, app: createApp({ engine: built.engine, config }) };
+    return { ...built, app: createApp({ engine: built.engine, config, guideCompiler: built.guideCompiler }) };
   }
 
   return {

@@ -12,3 +12,12 @@ declare module '*.onnx' {
   const bytes: ArrayBuffer;
   export default bytes;
 }
+
+/**
+ * Written by scripts/extract-xgrammar-wasm.ts next to dist/xgrammar.wasm (the build step
+ * of wrangler.toml); declared here so type-checking does not depend on a build.
+ */
+declare module '*/xgrammar-wasm.json' {
+  const info: { byteLength: number; prefix: string };
+  export default info;
+}

@@ -3,10 +3,12 @@
  * with the embedded model run by onnxruntime-web's WebAssembly backend in the Worker
  * itself, or, when UPSTREAM_URL or an UPSTREAM service binding is configured, with
  * generation delegated to that server while tokenizing and validation stay here.
+ * Structured output runs on XGrammar from the uploaded dist/xgrammar.wasm (worker-guides.ts).
  * Configuration comes from the Worker's vars and secrets (see worker-env.ts).
  */
 import { LocalEngine } from '../engine/local-engine.js';
 import { upstreamFromEnv } from './worker-env.js';
+import { workerGuideCompiler } from './worker-guides.js';
 import { createWorkerHandler } from './worker-handler.js';
 import { embeddedModelFiles } from './worker-model.js';
 import { workerOrt } from './worker-ort.js';
@@ -28,5 +30,5 @@ export default createWorkerHandler(async (env, config) => {
       waitingDeadlineMs: config.waitingDeadlineMs,
     },
   });
-  return { engine, sharedStepLoop: true };
+  return { engine, sharedStepLoop: true, guideCompiler: workerGuideCompiler(engine) };
 }, EMBEDDED_MODEL_DIR);

@@ -1,8 +1,9 @@
 /**
  * Runs in Node before the workerd tests: the real Node server (onnxruntime-node, the
  * same app as `npm start`) on a free loopback port, for the Worker to delegate to and
- * for the tests to compare against. `/__test/stats` reports its engine's counters so a
- * test can see that a cancelled stream stopped generation upstream.
+ * for the tests to compare against (structured output included, as `npm start` has it).
+ * `/__test/stats` reports its engine's counters so a test can see that a cancelled
+ * stream stopped generation upstream.
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -13,6 +14,8 @@ import type { TestProject } from 'vitest/node';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import { createApp } from '../../src/http/app.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
+import { extractXGrammarWasm } from '../../scripts/extract-xgrammar-wasm.js';
 import { MODEL_DIR } from '../helpers/model.js';
 
 /** What test/worker/ort-wasm-binding.ts compiles in place of the pool's slow .wasm import. */
@@ -25,9 +28,11 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // What wrangler's [build] command does before `wrangler dev`: the Worker imports dist/xgrammar.wasm.
+  await extractXGrammarWasm();
   const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: 'stories260k', port: 0 });
   const engine = await createNodeEngine({ modelDir: config.modelDir, servedModelName: config.servedModelName });
-  const app = createApp({ engine, config });
+  const app = createApp({ engine, config, guideCompiler: nodeGuideCompiler(engine) });
   const withStats = new Hono();
   withStats.get('/__test/stats', (c) => c.json(engine.stats()));
   withStats.get('/__test/ort-wasm', async () => new Response(await readFile(ORT_WASM_PATH)));
