@@ -46,7 +46,8 @@ async function httpSection(): Promise<HttpResults> {
   const server = await startServer({ MODEL_DIR: modelDir, SERVED_MODEL_NAME: 'bench' });
   try {
     const model = 'bench';
-    await nonStreaming(server.url, model, 16); // warm-up
+    // Warm-up (JIT of the server's hot paths), as for the engine section.
+    for (let i = 0; i < 6; i++) await concurrent(server.url, model, 8, maxTokens);
     const single: number[] = [];
     const decode: number[] = [];
     const ttft: number[] = [];
