@@ -1,35 +1,26 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { golden } from '../http/helpers.js';
-import { spawnServer, type RunningServer } from './spawn-server.js';
+import { servedOpenAIClient } from './spawn-server.js';
 
 const MODEL = 'stories260k';
-let server: RunningServer;
-let client: OpenAI;
-
-beforeAll(async () => {
-  server = await spawnServer();
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-needed', maxRetries: 0 });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const served = servedOpenAIClient();
 
 describe('the official openai client against `npm start`', () => {
   it('lists the served model', async () => {
-    const models = await client.models.list();
+    const models = await served.client.models.list();
     expect(models.data.map((model) => model.id)).toEqual([MODEL]);
   });
 
   it('completions: greedy output is the golden continuation', async () => {
-    const completion = await client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: 0, max_tokens: 100 });
+    const completion = await served.client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: 0, max_tokens: 100 });
     expect(completion.choices[0]!.text).toBe(golden.completion_text);
     expect(completion.choices[0]!.finish_reason).toBe('length');
     expect(completion.usage).toMatchObject({ prompt_tokens: 5, completion_tokens: 100, total_tokens: 105 });
   });
 
   it('completions: streaming adds up to the same text, with usage at the end', async () => {
-    const stream = await client.completions.create({
+    const stream = await served.client.completions.create({
       model: MODEL,
       prompt: golden.prompt,
       temperature: 0,
@@ -48,19 +39,19 @@ describe('the official openai client against `npm start`', () => {
   });
 
   it('completions: stop string', async () => {
-    const completion = await client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: 0, max_tokens: 100, stop: [' girl'] });
+    const completion = await served.client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: 0, max_tokens: 100, stop: [' girl'] });
     expect(completion.choices[0]!.text).toBe(', there was a little');
     expect(completion.choices[0]!.finish_reason).toBe('stop');
   });
 
   it('chat: non-streaming and streaming give the same greedy answer', async () => {
     const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: golden.prompt }];
-    const chat = await client.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 50, stop: ['.'] });
+    const chat = await served.client.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 50, stop: ['.'] });
     expect(chat.choices[0]!.message.role).toBe('assistant');
     expect(chat.choices[0]!.message.content).toBe(', there was a little girl named Lily');
     expect(chat.choices[0]!.finish_reason).toBe('stop');
 
-    const stream = await client.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 50, stop: ['.'], stream: true });
+    const stream = await served.client.chat.completions.create({ model: MODEL, messages, temperature: 0, max_tokens: 50, stop: ['.'], stream: true });
     let content = '';
     let role: string | undefined;
     let finish: string | null | undefined;
@@ -76,12 +67,12 @@ describe('the official openai client against `npm start`', () => {
 
   it('the same seed reproduces the same text at temperature 1; another seed does not', async () => {
     const sample = async (seed: number) =>
-      (await client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: 1, max_tokens: 40, seed })).choices[0]!.text;
+      (await served.client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: 1, max_tokens: 40, seed })).choices[0]!.text;
     const first = await sample(1234);
     expect(await sample(1234)).toBe(first);
     expect(await sample(99)).not.toBe(first);
     const chat = async (seed: number) =>
-      (await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Tom had a dog.' }], temperature: 1, max_tokens: 40, seed }))
+      (await served.client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Tom had a dog.' }], temperature: 1, max_tokens: 40, seed }))
         .choices[0]!.message.content;
     expect(await chat(7)).toBe(await chat(7));
   });
@@ -89,13 +80,13 @@ describe('the official openai client against `npm start`', () => {
   // openai-node takes its message from a body's "error" field; vLLM 0.6's flat error body
   // has none, so (as against vLLM 0.6) only the class and status carry over.
   it('an invalid request surfaces as OpenAI.BadRequestError', async () => {
-    const error = await client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: -1 }).catch((e: unknown) => e);
+    const error = await served.client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: -1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).status).toBe(400);
   });
 
   it('an unknown model surfaces as OpenAI.NotFoundError', async () => {
-    const error = await client.chat.completions
+    const error = await served.client.chat.completions
       .create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);

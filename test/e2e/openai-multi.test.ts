@@ -1,24 +1,15 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { golden } from '../http/helpers.js';
-import { spawnServer, type RunningServer } from './spawn-server.js';
+import { servedOpenAIClient } from './spawn-server.js';
 
 const MODEL = 'stories260k';
-let server: RunningServer;
-let client: OpenAI;
-
-beforeAll(async () => {
-  server = await spawnServer();
-  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-needed', maxRetries: 0 });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+const served = servedOpenAIClient();
 
 describe('the official openai client: several choices and logprobs', () => {
   it('completions: n choices with logprobs, streaming adds up to the same', async () => {
     const params = { model: MODEL, prompt: golden.prompt, n: 3, temperature: 1, seed: 11, max_tokens: 8, logprobs: 2 };
-    const completion = await client.completions.create(params);
+    const completion = await served.client.completions.create(params);
     expect(completion.choices.map((choice) => choice.index)).toEqual([0, 1, 2]);
     for (const choice of completion.choices) {
       expect(choice.logprobs!.tokens!.join('')).toBe(choice.text);
@@ -27,7 +18,7 @@ describe('the official openai client: several choices and logprobs', () => {
     }
     expect(completion.usage!.completion_tokens).toBe(completion.choices.reduce((sum, c) => sum + c.logprobs!.tokens!.length, 0));
 
-    const stream = await client.completions.create({ ...params, stream: true });
+    const stream = await served.client.completions.create({ ...params, stream: true });
     const texts: string[] = [];
     const tokens: string[][] = [];
     for await (const chunk of stream) {
@@ -51,7 +42,7 @@ describe('the official openai client: several choices and logprobs', () => {
       logprobs: true,
       top_logprobs: 3,
     };
-    const chat = await client.chat.completions.create(params);
+    const chat = await served.client.chat.completions.create(params);
     expect(chat.choices).toHaveLength(2);
     for (const choice of chat.choices) {
       const content = choice.logprobs!.content!;
@@ -61,7 +52,7 @@ describe('the official openai client: several choices and logprobs', () => {
         expect(entry.bytes).toEqual([...new TextEncoder().encode(entry.token)]);
       }
     }
-    const stream = await client.chat.completions.create({ ...params, stream: true });
+    const stream = await served.client.chat.completions.create({ ...params, stream: true });
     const contents: string[] = [];
     const entries: number[] = [];
     for await (const chunk of stream) {
@@ -75,9 +66,9 @@ describe('the official openai client: several choices and logprobs', () => {
   });
 
   it('completions: best_of and beam search (vLLM extensions) come back as n choices', async () => {
-    const best = await client.completions.create({ model: MODEL, prompt: golden.prompt, n: 2, best_of: 4, temperature: 1, max_tokens: 6 });
+    const best = await served.client.completions.create({ model: MODEL, prompt: golden.prompt, n: 2, best_of: 4, temperature: 1, max_tokens: 6 });
     expect(best.choices.map((choice) => choice.index)).toEqual([0, 1]);
-    const beams = await client.completions.create({
+    const beams = await served.client.completions.create({
       model: MODEL,
       prompt: golden.prompt,
       n: 3,
@@ -91,7 +82,7 @@ describe('the official openai client: several choices and logprobs', () => {
   });
 
   it('a refused combination surfaces as the client\'s BadRequestError', async () => {
-    const refused = client.completions.create({ model: MODEL, prompt: golden.prompt, n: 1, best_of: 2, temperature: 1, stream: true });
+    const refused = served.client.completions.create({ model: MODEL, prompt: golden.prompt, n: 1, best_of: 2, temperature: 1, stream: true });
     const error = await refused.then(() => null, (reason: unknown) => reason);
     // (vLLM's flat error body has no "error" member, so the client does not pick up its
     // message; test/http/multi-sequence.test.ts checks the body itself.)

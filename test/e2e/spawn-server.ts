@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import OpenAI from 'openai';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface RunningServer {
   url: string;
@@ -68,4 +70,26 @@ export function spawnFailingServer(env: Record<string, string>): Promise<ExitedS
       resolve({ code, output: output() });
     });
   });
+}
+
+/**
+ * For a test file: `npm start`'s server on a free port for the whole file, and the
+ * official openai client pointed at it (no retries, so errors surface at once).
+ */
+export function servedOpenAIClient(): { readonly client: OpenAI } {
+  let server: RunningServer | undefined;
+  let client: OpenAI | undefined;
+  beforeAll(async () => {
+    server = await spawnServer();
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'not-needed', maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    get client() {
+      if (!client) throw new Error('the server is not started yet (use the client inside tests)');
+      return client;
+    },
+  };
 }
