@@ -1,22 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Engine, GenerationDelta } from '../../src/engine/types.js';
-import { defaultSamplingParams, type SamplingParams } from '../../src/sampling/params.js';
-import { embeddedEngine, golden } from '../helpers/model.js';
+import type { GenerationDelta } from '../../src/engine/types.js';
+import { defaultSamplingParams } from '../../src/sampling/params.js';
+import { collectGeneration, embeddedEngine, golden } from '../helpers/model.js';
 
-async function collect(engine: Engine, promptTokenIds: number[], params: Partial<SamplingParams>, signal?: AbortSignal) {
-  const deltas: GenerationDelta[] = [];
-  for await (const delta of engine.generate({ promptTokenIds, params: defaultSamplingParams(params), signal })) {
-    deltas.push(delta);
-  }
-  const last = deltas[deltas.length - 1];
-  return {
-    deltas,
-    tokenIds: deltas.flatMap((d) => d.tokenIds),
-    text: deltas.map((d) => d.text).join(''),
-    finishReason: last?.finishReason,
-    stopReason: last?.stopReason,
-  };
-}
+const collect = collectGeneration;
 
 const greedy = { temperature: 0, maxTokens: 100 };
 

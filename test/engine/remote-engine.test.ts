@@ -9,7 +9,7 @@ import { createApp } from '../../src/http/app.js';
 import { ProtocolError } from '../../src/protocol/errors.js';
 import { readModelDir } from '../../src/runtime/model-dir.js';
 import { defaultSamplingParams, type SamplingParams } from '../../src/sampling/params.js';
-import { embeddedEngine, golden, MODEL_DIR } from '../helpers/model.js';
+import { collectGeneration, embeddedEngine, golden, MODEL_DIR } from '../helpers/model.js';
 
 const { onnx: _graph, ...tokenizerFiles } = await readModelDir(MODEL_DIR);
 
@@ -17,17 +17,8 @@ function remoteEngine(upstream: UpstreamOptions): RemoteEngine {
   return new RemoteEngine({ files: tokenizerFiles, servedModelName: 'stories260k', upstream });
 }
 
-async function collect(engine: Engine, params: Partial<SamplingParams>, signal?: AbortSignal, promptTokenIds = golden.prompt_ids) {
-  const deltas: GenerationDelta[] = [];
-  for await (const delta of engine.generate({ promptTokenIds, params: defaultSamplingParams(params), signal })) deltas.push(delta);
-  const last = deltas.at(-1);
-  return {
-    deltas,
-    tokenIds: deltas.flatMap((d) => d.tokenIds),
-    text: deltas.map((d) => d.text).join(''),
-    finishReason: last?.finishReason,
-    stopReason: last?.stopReason,
-  };
+function collect(engine: Engine, params: Partial<SamplingParams>, signal?: AbortSignal, promptTokenIds = golden.prompt_ids) {
+  return collectGeneration(engine, promptTokenIds, params, signal);
 }
 
 /** This project's server, in process: the upstream a deployed edge would reach over the network. */
