@@ -7,6 +7,7 @@
  * its parsed JSON and `process.env` in.
  */
 import { z } from 'zod';
+import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
@@ -41,11 +42,27 @@ export const ServerConfigSchema = z.strictObject(
     maxWaitingRequests: int(0).default(256),
     /** A request still waiting after this long is refused with 503. */
     waitingDeadlineMs: int(1).default(30000),
+    /** Speculative decoding by prompt lookup: guessed tokens per sequence and step (0: off). */
+    numSpeculativeTokens: int(0, 64).default(0),
+    /** Speculate only while at most this many sequences run. */
+    speculativeMaxSequences: int(1).default(2),
   },
   { error: 'must be a JSON object' },
 );
 
 export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName'> & { servedModelName: string };
+
+/** The engine's scheduler settings from a server configuration. */
+export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
+  return {
+    maxRunningSequences: config.maxRunningSequences,
+    maxBatchedTokens: config.maxBatchedTokens,
+    maxWaitingRequests: config.maxWaitingRequests,
+    waitingDeadlineMs: config.waitingDeadlineMs,
+    numSpeculativeTokens: config.numSpeculativeTokens,
+    speculativeMaxSequences: config.speculativeMaxSequences,
+  };
+}
 
 /** Last path segment, for either separator, ignoring trailing separators. */
 function baseName(dir: string): string {

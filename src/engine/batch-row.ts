@@ -14,6 +14,19 @@ export interface BatchRow {
   cachedLength: number;
   /** A finished row leaves the batch at the next repack. */
   readonly finished: boolean;
+  /**
+   * Speculative decoding: up to `maxTokens` guesses of the tokens that follow
+   * `lastTokenId`, fed in the same forward pass so the model checks them all at once.
+   * Rows without it (beams) never speculate.
+   */
+  draftTokens?(maxTokens: number): number[];
+}
+
+/** A speculative step's view of a row: the guesses fed after its last token and the logits of every fed position. */
+export interface StepDraft {
+  tokens: readonly number[];
+  /** [1 + tokens.length (at least), vocab]: position j's logits predict the token after fed token j. */
+  logits: Float32Array;
 }
 
 /** A row's logits after one forward. */
@@ -23,6 +36,13 @@ export interface StepRow {
   batchIndex: number;
   /** Its logits; the group may overwrite them. */
   logits: Float32Array;
+  /** Set in a speculative step: the row's guesses, which only a group with `acceptsDrafts` gets. */
+  draft?: StepDraft;
+  /**
+   * Fed positions whose output the group used (tokens appended to the row): 1 in a plain
+   * step; in a speculative step the group sets it to 1 + the guesses that proved right.
+   */
+  consumed: number;
 }
 
 /** A new row whose KV cache is a copy of an existing row's (a beam continuing in several ways). */
@@ -40,6 +60,8 @@ export interface StepResult {
 }
 
 export interface RowGroup {
+  /** The group can take speculative steps (StepRow.draft); others always get plain ones. */
+  readonly acceptsDrafts?: boolean;
   /** Consumes one step's logits for the group's unfinished rows, in batch order. */
   advance(rows: readonly StepRow[]): StepResult;
   /** The model failed: end every row and report `error`. */

@@ -2,6 +2,18 @@ import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, repackKvCache, type KvCache, type KvRowSource } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
 
+/** When the runner feeds guessed tokens (speculative decoding). */
+export interface SpeculationOptions {
+  /** Guesses fed per row and step; 0 turns speculation off. */
+  numSpeculativeTokens: number;
+  /**
+   * Speculate only while the batch has at most this many rows. A small batch's step costs
+   * the runtime's fixed overhead whatever it feeds, so guesses are nearly free; a large
+   * batch already fills the step with useful work, and guesses would multiply it.
+   */
+  maxRows: number;
+}
+
 /** A row entering the batch: its KV cache is row `cacheRow` of `cache`. */
 export interface JoiningRow {
   row: BatchRow;
@@ -28,9 +40,14 @@ export class BatchRunner {
   /** Rows forked during the last step, copying rows of the current cache. */
   private forks: JoiningRow[] = [];
   private cache: KvCache;
+  private speculation: SpeculationOptions;
 
-  constructor(private readonly decoder: OnnxDecoder) {
+  constructor(
+    private readonly decoder: OnnxDecoder,
+    speculation: SpeculationOptions = { numSpeculativeTokens: 0, maxRows: 0 },
+  ) {
     this.cache = this.emptyCache(0);
+    this.speculation = speculation;
   }
 
   /** Rows in the batch, those forked for the next step included. */
@@ -95,6 +112,18 @@ export class BatchRunner {
     const { rows, groups } = this;
     const batch = rows.length;
     if (batch === 0) return 0;
+    const drafts = this.collectDrafts();
+    if (drafts !== null) {
+      try {
+        return await this.speculativeStep(drafts);
+      } catch (error) {
+        // A model that cannot take several new tokens per row on a cache (some exports
+        // cannot, in a batch) still decodes: the failed call changed nothing, so the
+        // plain step below runs instead, and speculation stays off from now on.
+        console.warn(`speculative decoding turned off: the model failed a multi-token step (${(error as Error).message})`);
+        this.speculation = { ...this.speculation, numSpeculativeTokens: 0 };
+      }
+    }
     const past = this.cache;
     const total = past.length + 1;
     const inputIds = new BigInt64Array(batch);
@@ -115,7 +144,7 @@ export class BatchRunner {
       const row = rows[index];
       row.cachedLength += 1;
       if (row.finished) continue;
-      const stepRow: StepRow = { row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab) };
+      const stepRow: StepRow = { row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 };
       const list = byGroup.get(groups[index]);
       if (list === undefined) byGroup.set(groups[index], [stepRow]);
       else list.push(stepRow);
@@ -126,6 +155,85 @@ export class BatchRunner {
       generated += result.generated;
       for (const fork of result.forks) this.forks.push({ row: fork.row, group, cache: present, cacheRow: fork.parentBatchIndex });
     }
+    return generated;
+  }
+
+  /**
+   * Each row's guesses for a speculative step, or null for a plain step: speculation is
+   * off, the batch is too large, a group (beam search) cannot take drafts, or nobody has
+   * a guess.
+   */
+  private collectDrafts(): number[][] | null {
+    const { numSpeculativeTokens, maxRows } = this.speculation;
+    const { rows, groups } = this;
+    if (numSpeculativeTokens <= 0 || rows.length > maxRows || this.forks.length > 0) return null;
+    if (!groups.every((group) => group.acceptsDrafts === true)) return null;
+    let any = false;
+    const drafts = rows.map((row) => {
+      const draft = row.finished ? [] : (row.draftTokens?.(numSpeculativeTokens) ?? []);
+      if (draft.length > 0) any = true;
+      return draft;
+    });
+    return any ? drafts : null;
+  }
+
+  /**
+   * Feeds every row its last token and its guesses in one forward pass. Each group takes
+   * tokens from the logits position by position while the guesses hold, so a row gains
+   * 1 + (right guesses) tokens; the cache slots of wrong guesses are cut off afterwards.
+   * Rows with fewer guesses than others are padded with repeats of their last token,
+   * whose slots are cut off the same way.
+   */
+  private async speculativeStep(drafts: readonly number[][]): Promise<number> {
+    const { rows, groups } = this;
+    const batch = rows.length;
+    const past = this.cache;
+    const seqLen = 1 + drafts.reduce((max, draft) => Math.max(max, draft.length), 0);
+    const total = past.length + seqLen;
+    const inputIds = new BigInt64Array(batch * seqLen);
+    const positionIds = new BigInt64Array(batch * seqLen);
+    const attentionMask = new BigInt64Array(batch * total);
+    for (let index = 0; index < batch; index++) {
+      const row = rows[index];
+      const draft = drafts[index];
+      for (let position = 0; position < seqLen; position++) {
+        const token = position === 0 ? row.lastTokenId : (draft[position - 1] ?? row.lastTokenId);
+        inputIds[index * seqLen + position] = BigInt(token);
+        positionIds[index * seqLen + position] = BigInt(row.cachedLength + position);
+      }
+      attentionMask.fill(1n, index * total + (total - row.cachedLength - seqLen), (index + 1) * total);
+    }
+    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past });
+    const vocab = this.decoder.spec.vocabSize;
+    const stepRows: StepRow[] = [];
+    const byGroup = new Map<RowGroup, StepRow[]>();
+    for (let index = 0; index < batch; index++) {
+      const row = rows[index];
+      const rowLogits = logits.subarray(index * seqLen * vocab, (index + 1) * seqLen * vocab);
+      const stepRow: StepRow = {
+        row,
+        batchIndex: index,
+        logits: rowLogits.subarray(0, vocab),
+        draft: { tokens: drafts[index], logits: rowLogits },
+        consumed: 1,
+      };
+      stepRows.push(stepRow);
+      if (row.finished) continue;
+      const list = byGroup.get(groups[index]);
+      if (list === undefined) byGroup.set(groups[index], [stepRow]);
+      else list.push(stepRow);
+    }
+    let generated = 0;
+    for (const [group, groupRows] of byGroup) generated += group.advance(groupRows).generated;
+
+    let trimmed = false;
+    const sources: KvRowSource[] = stepRows.map(({ row, consumed }, index) => {
+      row.cachedLength += consumed;
+      if (consumed < seqLen) trimmed = true;
+      return { cache: present, row: index, realLength: row.cachedLength, end: total - (seqLen - consumed) };
+    });
+    const length = sources.reduce((max, source) => Math.max(max, source.realLength), 0);
+    this.cache = trimmed ? repackKvCache(sources, length, present) : present;
     return generated;
   }
 

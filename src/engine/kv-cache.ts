@@ -8,7 +8,7 @@ import type { Tensor } from './ort-runtime.js';
  * and anything before them is padding (masked out with attention_mask 0). Every decode
  * step appends one slot to every row, so a step's `present` outputs become the next
  * step's past without any copy; rows are repacked only when the batch's membership
- * changes.
+ * changes or a speculative step leaves rejected guesses at the rows' ends.
  */
 export interface KvCache {
   batch: number;
@@ -36,11 +36,16 @@ export function emptyKvCache(numLayers: number, batch: number, heads: number, he
   };
 }
 
-/** Where a row of a new cache comes from: row `row` of `cache`, whose last `realLength` slots are real. */
+/**
+ * Where a row of a new cache comes from: row `row` of `cache`, whose `realLength` slots
+ * before slot `end` (default: the row's end) are real.
+ */
 export interface KvRowSource {
   cache: KvCache;
   row: number;
   realLength: number;
+  /** Slots from here on are dropped (a speculative step's rejected guesses). */
+  end?: number;
 }
 
 /**
@@ -77,12 +82,13 @@ function copyRow(
   headDim: number,
 ): void {
   const { cache, row, realLength } = source;
+  const end = source.end ?? cache.length;
   if (realLength > targetLength) throw new Error(`kv row of ${realLength} slots does not fit in ${targetLength}`);
   const sourceKeys = cache.keys[layer];
   const sourceValues = cache.values[layer];
   const span = realLength * headDim;
   for (let head = 0; head < heads; head++) {
-    const sourceStart = ((row * heads + head) * cache.length + (cache.length - realLength)) * headDim;
+    const sourceStart = ((row * heads + head) * cache.length + (end - realLength)) * headDim;
     const targetStart = ((targetRow * heads + head) * targetLength + (targetLength - realLength)) * headDim;
     key.set(sourceKeys.subarray(sourceStart, sourceStart + span), targetStart);
     value.set(sourceValues.subarray(sourceStart, sourceStart + span), targetStart);

@@ -56,7 +56,10 @@ export class LocalEngine implements Engine {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
-    this.runner = new BatchRunner(decoder);
+    this.runner = new BatchRunner(decoder, {
+      numSpeculativeTokens: limits.numSpeculativeTokens,
+      maxRows: limits.speculativeMaxSequences,
+    });
     this.limits = limits;
   }
 

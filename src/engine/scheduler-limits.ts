@@ -12,6 +12,13 @@ export interface SchedulerLimits {
   maxWaitingRequests: number;
   /** A request still waiting for admission after this long is refused (503). */
   waitingDeadlineMs: number;
+  /**
+   * Speculative decoding by prompt lookup: guessed tokens fed per sequence and step, checked
+   * by the same forward pass (0: off). Output is unchanged; only the number of steps is.
+   */
+  numSpeculativeTokens: number;
+  /** Speculate only while at most this many sequences run (see batch-runner.ts). */
+  speculativeMaxSequences: number;
 }
 
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
@@ -19,4 +26,7 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   maxBatchedTokens: 8192,
   maxWaitingRequests: 256,
   waitingDeadlineMs: 30_000,
+  // Off, as in vLLM: guesses pay only on repetitive text (measured in NOTES.md).
+  numSpeculativeTokens: 0,
+  speculativeMaxSequences: 2,
 };

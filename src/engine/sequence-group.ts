@@ -74,6 +74,7 @@ function mergeInto(total: GenerationDelta, delta: GenerationDelta): void {
  */
 export class SamplingGroup implements RequestGroup {
   readonly deltas = new DeltaQueue<GenerationDelta>();
+  readonly acceptsDrafts = true;
   readonly enqueuedAt = Date.now();
   abortRequested = false;
   readonly width: number;
@@ -147,11 +148,31 @@ export class SamplingGroup implements RequestGroup {
       return { generated: 0, forks: [] };
     }
     let generated = 0;
-    for (const { row, logits } of rows) {
-      const sequence = row as Sequence;
+    for (const stepRow of rows) {
+      const sequence = stepRow.row as Sequence;
       if (sequence.finished || this.failed) continue;
-      sequence.step(logits);
-      generated += 1;
+      const { draft } = stepRow;
+      if (draft === undefined) {
+        sequence.step(stepRow.logits);
+        generated += 1;
+        continue;
+      }
+      // Speculative step: position j's logits are exactly what a plain step would see as
+      // long as every guess before j was the token actually chosen, so the sequence
+      // samples them in order, with its own processors and RNG, and stops at the first
+      // guess that differs. Output is the same as without guesses; only the number of
+      // model calls changes.
+      const { vocabSize } = this.limits;
+      let consumed = 0;
+      for (;;) {
+        const logits = draft.logits.subarray(consumed * vocabSize, (consumed + 1) * vocabSize);
+        const { tokenIds } = sequence.step(logits);
+        consumed += 1;
+        generated += 1;
+        if (sequence.finished || this.failed || consumed > draft.tokens.length) break;
+        if (tokenIds[0] !== draft.tokens[consumed - 1]) break;
+      }
+      stepRow.consumed = consumed;
     }
     return { generated, forks: [] };
   }

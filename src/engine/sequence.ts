@@ -5,6 +5,7 @@ import { createRng, type Rng } from '../sampling/rng.js';
 import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { BatchRow } from './batch-row.js';
+import { proposeNgramDraft } from './ngram-proposer.js';
 import { StopStringChecker } from './stop-checker.js';
 import type { FinishReason, GenerationDelta, TokenLogprob } from './types.js';
 
@@ -82,6 +83,23 @@ export class Sequence implements BatchRow {
   /** The token the next decode step feeds for this sequence. */
   get lastTokenId(): number {
     return this.outputTokenIds[this.outputTokenIds.length - 1];
+  }
+
+  /**
+   * Guesses for a speculative step (prompt lookup), never reaching past the tokens the
+   * sequence may still generate: a guess is fed at the position after the one before it,
+   * and every position must stay inside max_tokens and the model's context.
+   */
+  draftTokens(maxTokens: number): number[] {
+    const generated = this.outputTokenIds.length;
+    // The step samples one token from the last token's logits whatever happens: guesses
+    // can only add to that one.
+    const room = Math.min(
+      this.params.maxTokens - generated - 1,
+      this.limits.maxModelLen - this.promptTokenIds.length - generated - 1,
+    );
+    if (room <= 0) return [];
+    return proposeNgramDraft(this.promptTokenIds, this.outputTokenIds, Math.min(maxTokens, room));
   }
 
   /** Samples the next token from this sequence's logits row (which it may overwrite). */

@@ -5,7 +5,7 @@
  * (validation, sampling, streaming, error bodies) with no server doing the inference.
  */
 import type { Hono } from 'hono';
-import { parseServerConfig, type ServerConfig } from '../config/server-config.js';
+import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import { LocalEngine } from '../engine/local-engine.js';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
@@ -115,12 +115,7 @@ export async function createBrowserApp(options: BrowserAppOptions): Promise<Brow
     files,
     servedModelName: config.servedModelName,
     sessionOptions: sessionOptions(options.backend ?? 'wasm'),
-    limits: {
-      maxRunningSequences: config.maxRunningSequences,
-      maxBatchedTokens: config.maxBatchedTokens,
-      maxWaitingRequests: config.maxWaitingRequests,
-      waitingDeadlineMs: config.waitingDeadlineMs,
-    },
+    limits: schedulerLimitsOf(config),
   });
   return { app: createApp({ engine, config }), engine, config };
 }

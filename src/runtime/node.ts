@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { resolveServerConfig, type ServerConfig } from '../config/server-config.js';
+import { resolveServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import { createApp } from '../http/app.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
@@ -111,12 +111,7 @@ async function main(): Promise<void> {
     engine = await createNodeEngine({
       modelDir: config.modelDir,
       servedModelName: config.servedModelName,
-      limits: {
-        maxRunningSequences: config.maxRunningSequences,
-        maxBatchedTokens: config.maxBatchedTokens,
-        maxWaitingRequests: config.maxWaitingRequests,
-        waitingDeadlineMs: config.waitingDeadlineMs,
-      },
+      limits: schedulerLimitsOf(config),
     });
   } catch (error) {
     throw new StartupError((error as Error).message);

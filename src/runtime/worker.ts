@@ -6,6 +6,7 @@
  * Structured output runs on XGrammar from the uploaded dist/xgrammar.wasm (worker-guides.ts).
  * Configuration comes from the Worker's vars and secrets (see worker-env.ts).
  */
+import { schedulerLimitsOf } from '../config/server-config.js';
 import { LocalEngine } from '../engine/local-engine.js';
 import { upstreamFromEnv } from './worker-env.js';
 import { workerGuideCompiler } from './worker-guides.js';
@@ -23,12 +24,7 @@ export default createWorkerHandler(async (env, config) => {
     files: embeddedModelFiles(),
     servedModelName: config.servedModelName,
     sessionOptions: { graphOptimizationLevel: 'all' },
-    limits: {
-      maxRunningSequences: config.maxRunningSequences,
-      maxBatchedTokens: config.maxBatchedTokens,
-      maxWaitingRequests: config.maxWaitingRequests,
-      waitingDeadlineMs: config.waitingDeadlineMs,
-    },
+    limits: schedulerLimitsOf(config),
   });
   return { engine, sharedStepLoop: true, guideCompiler: workerGuideCompiler(engine) };
 }, EMBEDDED_MODEL_DIR);

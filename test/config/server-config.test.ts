@@ -4,6 +4,7 @@ import {
   configFromEnv,
   parseServerConfig,
   resolveServerConfig,
+  schedulerLimitsOf,
 } from '../../src/config/server-config.js';
 
 function configError(fn: () => unknown): string {
@@ -31,7 +32,21 @@ describe('server configuration', () => {
       maxBatchedTokens: 8192,
       maxWaitingRequests: 256,
       waitingDeadlineMs: 30000,
+      numSpeculativeTokens: 0,
+      speculativeMaxSequences: 2,
     });
+  });
+
+  it('hands the scheduler its limits, speculative decoding included', () => {
+    expect(schedulerLimitsOf(parseServerConfig({ maxRunningSequences: 8, numSpeculativeTokens: 3, speculativeMaxSequences: 1 }))).toEqual({
+      maxRunningSequences: 8,
+      maxBatchedTokens: 8192,
+      maxWaitingRequests: 256,
+      waitingDeadlineMs: 30000,
+      numSpeculativeTokens: 3,
+      speculativeMaxSequences: 1,
+    });
+    expect(() => parseServerConfig({ numSpeculativeTokens: -1 })).toThrow('numSpeculativeTokens must be an integer in [0, 64]');
   });
 
   it('names the served model after the model directory unless told otherwise', () => {

@@ -68,7 +68,7 @@ export function runToy(group: RequestGroup, prompt: readonly number[], logitsOf:
     const before = rows.map(({ history }) => history);
     const stepRows = rows.map(({ row, history }, batchIndex) => {
       row.cachedLength += 1;
-      return { row, batchIndex, logits: logitsOf(history) };
+      return { row, batchIndex, logits: logitsOf(history), consumed: 1 };
     });
     const { forks } = group.advance(stepRows);
     const next: Array<{ row: BatchRow; history: number[] }> = [];
