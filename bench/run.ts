@@ -39,6 +39,50 @@ interface HttpResults {
   ttftMs: number;
   concurrency: ConcurrencyResult[];
   peakRssMiB: number;
+  /** The same streams against dataParallelSize 2 (two engine processes on one port). */
+  dataParallel2: ConcurrencyResult[];
+}
+
+async function concurrencyLevels(url: string, model: string, levels: number[]): Promise<ConcurrencyResult[]> {
+  const results: ConcurrencyResult[] = [];
+  for (const level of levels) {
+    const levelRuns: ConcurrencyResult[] = [];
+    for (let i = 0; i < runs; i++) levelRuns.push(await concurrent(url, model, level, maxTokens));
+    results.push({
+      concurrency: level,
+      aggregateTokensPerSecond: median(levelRuns.map((r) => r.aggregateTokensPerSecond)),
+      ttftP50: median(levelRuns.map((r) => r.ttftP50)),
+      itlP50: median(levelRuns.map((r) => r.itlP50)),
+      itlP95: median(levelRuns.map((r) => r.itlP95)),
+    });
+  }
+  return results;
+}
+
+function concurrencyTable(results: ConcurrencyResult[]): string {
+  return formatTable(
+    results.map((c) => ({
+      'concurrent streams': c.concurrency,
+      'aggregate tok/s': Math.round(c.aggregateTokensPerSecond),
+      'TTFT p50 ms': c.ttftP50,
+      'inter-token p50 ms': c.itlP50,
+      'inter-token p95 ms': c.itlP95,
+    })),
+  );
+}
+
+/** Two engine processes behind one port: what the machine's second core adds at many streams. */
+async function dataParallelSection(): Promise<ConcurrencyResult[]> {
+  console.log(`\n## Over HTTP with dataParallelSize 2 (two engine processes, one port)\n`);
+  const server = await startServer({ MODEL_DIR: modelDir, SERVED_MODEL_NAME: 'bench', DATA_PARALLEL_SIZE: '2' });
+  try {
+    for (let i = 0; i < 6; i++) await concurrent(server.url, 'bench', 16, maxTokens);
+    const results = await concurrencyLevels(server.url, 'bench', [1, 8, 32, 64]);
+    console.log(concurrencyTable(results));
+    return results;
+  } finally {
+    await server.stop();
+  }
 }
 
 async function httpSection(): Promise<HttpResults> {
@@ -57,24 +101,14 @@ async function httpSection(): Promise<HttpResults> {
       ttft.push(timing.ttft);
       decode.push((timing.tokens - 1) / ((timing.total - timing.ttft) / 1000));
     }
-    const concurrency: ConcurrencyResult[] = [];
-    for (const level of [1, 8, 32, 64]) {
-      const levelRuns: ConcurrencyResult[] = [];
-      for (let i = 0; i < runs; i++) levelRuns.push(await concurrent(server.url, model, level, maxTokens));
-      concurrency.push({
-        concurrency: level,
-        aggregateTokensPerSecond: median(levelRuns.map((r) => r.aggregateTokensPerSecond)),
-        ttftP50: median(levelRuns.map((r) => r.ttftP50)),
-        itlP50: median(levelRuns.map((r) => r.itlP50)),
-        itlP95: median(levelRuns.map((r) => r.itlP95)),
-      });
-    }
+    const concurrency = await concurrencyLevels(server.url, model, [1, 8, 32, 64]);
     const results: HttpResults = {
       nonStreamingTokensPerSecond: median(single),
       streamingDecodeTokensPerSecond: median(decode),
       ttftMs: median(ttft),
       concurrency,
       peakRssMiB: server.peakRssMiB(),
+      dataParallel2: [],
     };
     console.log(
       formatTable([
@@ -85,17 +119,7 @@ async function httpSection(): Promise<HttpResults> {
       ]),
     );
     console.log('');
-    console.log(
-      formatTable(
-        concurrency.map((c) => ({
-          'concurrent streams': c.concurrency,
-          'aggregate tok/s': Math.round(c.aggregateTokensPerSecond),
-          'TTFT p50 ms': c.ttftP50,
-          'inter-token p50 ms': c.itlP50,
-          'inter-token p95 ms': c.itlP95,
-        })),
-      ),
-    );
+    console.log(concurrencyTable(concurrency));
     return results;
   } finally {
     await server.stop();
@@ -107,6 +131,7 @@ async function main() {
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadBefore.toFixed(2)} before the run`);
   const engine = only === 'http' ? [] : await engineSection();
   const http = only === 'engine' ? null : await httpSection();
+  if (http) http.dataParallel2 = await dataParallelSection();
   const engineAt = (backend: string, batch: number) => engine.find((r) => r.backend === backend && r.batch === batch)?.tokensPerSecond;
   console.log('\n## Ratios\n');
   const native1 = engineAt('native', 1);
@@ -121,6 +146,9 @@ async function main() {
     const single = http.concurrency.find((c) => c.concurrency === 1)?.aggregateTokensPerSecond;
     const at32 = http.concurrency.find((c) => c.concurrency === 32)?.aggregateTokensPerSecond;
     if (single && at32) console.log(`aggregate at 32 streams / 1 stream: ${(at32 / single).toFixed(2)}`);
+    const at64 = http.concurrency.find((c) => c.concurrency === 64)?.aggregateTokensPerSecond;
+    const parallel64 = http.dataParallel2.find((c) => c.concurrency === 64)?.aggregateTokensPerSecond;
+    if (at64 && parallel64) console.log(`aggregate at 64 streams, two engine processes / one: ${(parallel64 / at64).toFixed(2)}`);
   }
   const loadAfter = loadavg()[0];
   console.log(`\nload average after the run: ${loadAfter.toFixed(2)}`);

@@ -46,6 +46,8 @@ export const ServerConfigSchema = z.strictObject(
     numSpeculativeTokens: int(0, 64).default(0),
     /** Speculate only while at most this many sequences run. */
     speculativeMaxSequences: int(1).default(2),
+    /** Engine processes behind the port (Node only), each with its own model copy and batch. */
+    dataParallelSize: int(1, 64).default(1),
   },
   { error: 'must be a JSON object' },
 );
@@ -93,18 +95,20 @@ const ENV_VARIABLES = {
   PORT: 'port',
   MODEL_DIR: 'modelDir',
   SERVED_MODEL_NAME: 'servedModelName',
+  DATA_PARALLEL_SIZE: 'dataParallelSize',
 } as const;
 
 /**
- * The settings the environment overrides. Empty variables count as unset. A PORT that is
- * not a number is passed through as text so validation reports it.
+ * The settings the environment overrides. Empty variables count as unset. A PORT (or
+ * DATA_PARALLEL_SIZE) that is not a number is passed through as text so validation reports it.
  */
 export function configFromEnv(env: Record<string, string | undefined>): Partial<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   for (const [variable, key] of Object.entries(ENV_VARIABLES)) {
     const value = env[variable];
     if (value === undefined || value.trim() === '') continue;
-    out[key] = key === 'port' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+    const numeric = key === 'port' || key === 'dataParallelSize';
+    out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   }
   return out;
 }

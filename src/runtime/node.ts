@@ -12,6 +12,7 @@ import type { Engine } from '../engine/types.js';
 import { createApp } from '../http/app.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
+import { isEngineWorker, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
 import { createNodeEngine } from './node-engine.js';
 import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
@@ -59,6 +60,9 @@ function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promis
 function installShutdown(server: ServerType, engine: Engine): void {
   let stopping = false;
   const shutdown = (signal: string) => {
+    // In a data-parallel server a terminal's Ctrl-C reaches every process as well as the
+    // primary's relayed request: only a repeated signal forces the exit.
+    if (stopping && signal === 'shutdown request') return;
     if (stopping) {
       console.log(`${signal} again: exiting now.`);
       process.exit(1);
@@ -80,6 +84,9 @@ function installShutdown(server: ServerType, engine: Engine): void {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('message', (message) => {
+    if (message === SHUTDOWN_MESSAGE) shutdown('shutdown request');
+  });
 }
 
 async function main(): Promise<void> {
@@ -94,6 +101,11 @@ async function main(): Promise<void> {
     mediaConfig = mediaConfigFromEnv(process.env);
   } catch (error) {
     throw new StartupError(`Invalid media configuration: ${oneLine((error as Error).message)}`);
+  }
+  if (config.dataParallelSize > 1 && !isEngineWorker()) {
+    console.log(`Data parallel: starting ${config.dataParallelSize} engine processes on one port`);
+    startEngineProcesses(config.dataParallelSize);
+    return;
   }
   // The spec's reserve is for downloaded media, so it only matters once remote media is
   // allowed. A warning, not a failure: media is held in memory, and the reserve is a worst case.

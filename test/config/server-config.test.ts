@@ -34,6 +34,7 @@ describe('server configuration', () => {
       waitingDeadlineMs: 30000,
       numSpeculativeTokens: 0,
       speculativeMaxSequences: 2,
+      dataParallelSize: 1,
     });
   });
 

@@ -1,0 +1,68 @@
+/**
+ * dataParallelSize > 1: several engine processes behind one port (src/runtime/node-cluster.ts).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { golden } from '../helpers/model.js';
+import { spawnServer } from './spawn-server.js';
+
+/** Pids of the engine processes below `root` (the cluster's workers carry ENGINE_PROCESS_INDEX). */
+function engineProcessesUnder(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ppid = /PPid:\s+(\d+)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1];
+      if (ppid !== undefined) parentOf.set(Number(entry), Number(ppid));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const descends = (pid: number): boolean => {
+    for (let current = parentOf.get(pid); current !== undefined && current > 1; current = parentOf.get(current)) {
+      if (current === root) return true;
+    }
+    return false;
+  };
+  return [...parentOf.keys()].filter((pid) => {
+    if (!descends(pid)) return false;
+    try {
+      return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').some((entry) => entry.startsWith('ENGINE_PROCESS_INDEX='));
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('data parallel server (DATA_PARALLEL_SIZE=2)', () => {
+  it('runs two engine processes on one port, answers every request right, and stops them all on SIGTERM', async () => {
+    const server = await spawnServer({ DATA_PARALLEL_SIZE: '2' });
+    let engines: number[] = [];
+    try {
+      // Each engine process announces itself; wait for the second.
+      for (let waited = 0; (server.output().match(/Listening on/g) ?? []).length < 2 && waited < 30_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(server.output()).toMatch(/Data parallel: starting 2 engine processes/);
+      engines = engineProcessesUnder(server.child.pid!);
+      expect(engines).toHaveLength(2);
+
+      const texts = await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const response = await fetch(`${server.url}/v1/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'stories260k', prompt: golden.prompt, temperature: 0, max_tokens: golden.completion_ids.length }),
+          });
+          expect(response.status).toBe(200);
+          return ((await response.json()) as { choices: Array<{ text: string }> }).choices[0].text;
+        }),
+      );
+      expect(texts).toEqual(Array(8).fill(golden.completion_text));
+    } finally {
+      expect(await server.stop('SIGTERM')).toBe(0);
+    }
+    expect(server.output().match(/Server stopped/g)).toHaveLength(2);
+    for (const pid of engines) expect(() => process.kill(pid, 0)).toThrow();
+  });
+});
