@@ -173,6 +173,7 @@ export class SamplingGroup implements RequestGroup {
         if (tokenIds[0] !== draft.tokens[consumed - 1]) break;
       }
       stepRow.consumed = consumed;
+      if (draft.tokens.length > 0) sequence.draftOutcome(consumed - 1);
     }
     return { generated, forks: [] };
   }

@@ -9,6 +9,9 @@ import { proposeNgramDraft } from './ngram-proposer.js';
 import { StopStringChecker } from './stop-checker.js';
 import type { FinishReason, GenerationDelta, TokenLogprob } from './types.js';
 
+/** The longest pause (in steps) between drafts of a sequence whose guesses keep failing. */
+const MAX_DRAFT_PAUSE = 32;
+
 export interface SequenceLimits {
   vocabSize: number;
   /** Model context: prompt + output never exceed it. */
@@ -41,6 +44,10 @@ export class Sequence implements BatchRow {
   cachedLength = 0;
   /** Sum of the logprobs of the tokens appended so far. */
   cumulativeLogprob = 0;
+
+  /** Steps to skip guessing for (speculative decoding), and failed drafts in a row. */
+  private draftPause = 0;
+  private draftFailures = 0;
 
   private readonly sampler: Sampler;
   /** Structured output state, when the request asked for it. */
@@ -91,6 +98,10 @@ export class Sequence implements BatchRow {
    * and every position must stay inside max_tokens and the model's context.
    */
   draftTokens(maxTokens: number): number[] {
+    if (this.draftPause > 0) {
+      this.draftPause -= 1;
+      return [];
+    }
     const generated = this.outputTokenIds.length;
     // The step samples one token from the last token's logits whatever happens: guesses
     // can only add to that one.
@@ -100,6 +111,20 @@ export class Sequence implements BatchRow {
     );
     if (room <= 0) return [];
     return proposeNgramDraft(this.promptTokenIds, this.outputTokenIds, Math.min(maxTokens, room));
+  }
+
+  /**
+   * How many guesses of the last draft proved right. Guessing costs a little model time,
+   * so a sequence whose guesses keep failing (text that does not repeat, or a high
+   * temperature) stops guessing for a while, twice as long after each failure in a row.
+   */
+  draftOutcome(accepted: number): void {
+    if (accepted > 0) {
+      this.draftFailures = 0;
+      return;
+    }
+    this.draftFailures += 1;
+    this.draftPause = Math.min(2 ** this.draftFailures, MAX_DRAFT_PAUSE);
   }
 
   /** Samples the next token from this sequence's logits row (which it may overwrite). */

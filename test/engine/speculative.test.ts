@@ -3,6 +3,7 @@
  * decoding, token for token, in fewer steps when the text repeats itself.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { compileGuide } from '../../src/guided/compile-guide.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import type { SamplingParams } from '../../src/sampling/params.js';
@@ -69,6 +70,27 @@ describe('speculative decoding', () => {
       const shape = (run: typeof expected) =>
         run.results.map((r) => ({ tokens: r.deltas.map((d) => [d.index, ...d.tokenIds]), text: r.text, finish: r.finishReason, stop: r.stopReason }));
       expect(shape(actual)).toEqual(shape(expected));
+    }
+  });
+
+  it('follows a grammar exactly as without guesses (JSON repeats its keys, so guesses happen)', async () => {
+    const schema = {
+      type: 'array',
+      minItems: 3,
+      maxItems: 3,
+      items: { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, age: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['name', 'age'], additionalProperties: false },
+    };
+    const guide = await compileGuide({ kind: 'json', schema }, (await plain).tokenizer);
+    for (const params of [
+      { temperature: 0, maxTokens: 150, guide },
+      { temperature: 1, seed: 3n, maxTokens: 150, guide },
+    ]) {
+      const expected = await runAll(await plain, ['Once upon a time'], params);
+      const actual = await runAll(await speculative, ['Once upon a time'], params);
+      expect(actual.results[0].text).toBe(expected.results[0].text);
+      expect(actual.results[0].finishReason).toBe('stop');
+      expect(() => JSON.parse(actual.results[0].text)).not.toThrow();
+      expect(actual.steps).toBeLessThan(expected.steps);
     }
   });
 
