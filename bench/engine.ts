@@ -13,7 +13,7 @@ export interface EngineBenchResult {
 const PROMPT = 'Once upon a time';
 
 /** Aggregate decode throughput of `batch` concurrent greedy requests straight on the engine (no HTTP). */
-async function runOnce(engine: Engine, batch: number, maxTokens: number): Promise<number> {
+export async function runOnce(engine: Engine, batch: number, maxTokens: number): Promise<number> {
   const promptTokenIds = engine.tokenizer.encode(PROMPT);
   const params = defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true });
   const start = performance.now();
@@ -28,6 +28,15 @@ async function runOnce(engine: Engine, batch: number, maxTokens: number): Promis
   return counts.reduce((a, b) => a + b, 0) / seconds;
 }
 
+/**
+ * V8 needs thousands of steps to optimise the sampler and, on WASM, ORT's own code; a
+ * short warm-up understates the steady state by up to 2x.
+ */
+export async function warmUp(engine: Engine, backend: 'native' | 'wasm', maxTokens: number): Promise<void> {
+  const warmUpSteps = backend === 'wasm' ? 2000 : 800;
+  for (let steps = 0; steps < warmUpSteps; steps += maxTokens) await runOnce(engine, 8, maxTokens);
+}
+
 export async function benchEngine(options: {
   modelDir: string;
   backends: Array<'native' | 'wasm'>;
@@ -38,10 +47,7 @@ export async function benchEngine(options: {
   const results: EngineBenchResult[] = [];
   for (const backend of options.backends) {
     const engine = await createNodeEngine({ modelDir: options.modelDir, backend });
-    // Warm-up: V8 needs thousands of steps to optimise the sampler and, on WASM, ORT's
-    // own code; a short warm-up understates the steady state by up to 2x.
-    const warmUpSteps = backend === 'wasm' ? 2000 : 800;
-    for (let steps = 0; steps < warmUpSteps; steps += options.maxTokens) await runOnce(engine, 8, options.maxTokens);
+    await warmUp(engine, backend, options.maxTokens);
     for (const batch of options.batches) {
       const runs: number[] = [];
       for (let i = 0; i < options.runs; i++) runs.push(await runOnce(engine, batch, options.maxTokens));

@@ -8,7 +8,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { benchEngine, type EngineBenchResult } from './engine.js';
+import { benchEngine, runOnce, warmUp, type EngineBenchResult } from './engine.js';
+import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { concurrent, nonStreaming, startServer, streaming, type ConcurrencyResult } from './http.js';
 import { formatTable, median } from './stats.js';
 
@@ -41,6 +42,11 @@ interface HttpResults {
   peakRssMiB: number;
   /** The same streams against dataParallelSize 2 (two engine processes on one port). */
   dataParallel2: ConcurrencyResult[];
+  /**
+   * One request over HTTP ÷ the engine alone at batch 1, from runs taken in alternation
+   * (median of the per-pair ratios), so a slow phase of the machine hits both sides.
+   */
+  pairedHttpOverEngine: number;
 }
 
 async function concurrencyLevels(url: string, model: string, levels: number[]): Promise<ConcurrencyResult[]> {
@@ -95,8 +101,13 @@ async function httpSection(): Promise<HttpResults> {
     const single: number[] = [];
     const decode: number[] = [];
     const ttft: number[] = [];
+    const pairRatios: number[] = [];
+    const engine = await createNodeEngine({ modelDir });
+    await warmUp(engine, 'native', maxTokens);
     for (let i = 0; i < runs; i++) {
+      const alone = await runOnce(engine, 1, maxTokens);
       single.push(await nonStreaming(server.url, model, maxTokens));
+      pairRatios.push(single[single.length - 1] / alone);
       const timing = await streaming(server.url, model, maxTokens);
       ttft.push(timing.ttft);
       decode.push((timing.tokens - 1) / ((timing.total - timing.ttft) / 1000));
@@ -109,13 +120,19 @@ async function httpSection(): Promise<HttpResults> {
       concurrency,
       peakRssMiB: server.peakRssMiB(),
       dataParallel2: [],
+      pairedHttpOverEngine: median(pairRatios),
     };
+    await engine.dispose();
     console.log(
       formatTable([
         { figure: 'single request, non-streaming', value: `${Math.round(results.nonStreamingTokensPerSecond)} tok/s` },
         { figure: 'single request, streaming decode', value: `${Math.round(results.streamingDecodeTokensPerSecond)} tok/s` },
         { figure: 'time to first token', value: `${results.ttftMs.toFixed(2)} ms` },
         { figure: 'server peak RSS', value: `${results.peakRssMiB.toFixed(0)} MiB` },
+        {
+          figure: 'one request over HTTP / engine alone (paired runs)',
+          value: `${results.pairedHttpOverEngine.toFixed(2)} (overhead ${((1 - results.pairedHttpOverEngine) * 100).toFixed(0)}%)`,
+        },
       ]),
     );
     console.log('');
@@ -139,8 +156,8 @@ async function main() {
   const native8 = engineAt('native', 8);
   if (native1 && wasm1) console.log(`wasm / native, engine at batch 1: ${(wasm1 / native1).toFixed(2)}`);
   if (native1 && native8) console.log(`native batch 8 / batch 1 (engine): ${(native8 / native1).toFixed(2)}`);
-  if (http && native1) {
-    console.log(`HTTP non-streaming / engine at batch 1: ${(http.nonStreamingTokensPerSecond / native1).toFixed(2)} (HTTP + scheduler overhead ${((1 - http.nonStreamingTokensPerSecond / native1) * 100).toFixed(0)}%)`);
+  if (http) {
+    console.log(`HTTP non-streaming / engine at batch 1, paired runs: ${http.pairedHttpOverEngine.toFixed(2)} (HTTP + scheduler overhead ${((1 - http.pairedHttpOverEngine) * 100).toFixed(0)}%)`);
   }
   if (http) {
     const single = http.concurrency.find((c) => c.concurrency === 1)?.aggregateTokensPerSecond;
