@@ -109,7 +109,7 @@ export class BatchRunner {
 
   /** One decode step for every row: feeds each one's last token, then lets each group pick its rows' next tokens. */
   async step(): Promise<number> {
-    const { rows, groups } = this;
+    const { rows } = this;
     const batch = rows.length;
     if (batch === 0) return 0;
     const drafts = this.collectDrafts();
@@ -139,19 +139,31 @@ export class BatchRunner {
     const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past });
     this.cache = present;
     const vocab = this.decoder.spec.vocabSize;
-    const byGroup = new Map<RowGroup, StepRow[]>();
+    const stepRows: StepRow[] = [];
     for (let index = 0; index < batch; index++) {
       const row = rows[index];
       row.cachedLength += 1;
-      if (row.finished) continue;
-      const stepRow: StepRow = { row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 };
-      const list = byGroup.get(groups[index]);
-      if (list === undefined) byGroup.set(groups[index], [stepRow]);
+      if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
+    }
+    return this.advanceGroups(stepRows, present);
+  }
+
+  /**
+   * Hands each group its unfinished rows of a step (all of a group's rows at once) and
+   * queues the rows they fork for the next repack. Returns the tokens generated.
+   */
+  private advanceGroups(stepRows: readonly StepRow[], present: KvCache): number {
+    const byGroup = new Map<RowGroup, StepRow[]>();
+    for (const stepRow of stepRows) {
+      if (stepRow.row.finished) continue;
+      const group = this.groups[stepRow.batchIndex];
+      const list = byGroup.get(group);
+      if (list === undefined) byGroup.set(group, [stepRow]);
       else list.push(stepRow);
     }
     let generated = 0;
-    for (const [group, stepRows] of byGroup) {
-      const result = group.advance(stepRows);
+    for (const [group, groupRows] of byGroup) {
+      const result = group.advance(groupRows);
       generated += result.generated;
       for (const fork of result.forks) this.forks.push({ row: fork.row, group, cache: present, cacheRow: fork.parentBatchIndex });
     }
@@ -185,7 +197,7 @@ export class BatchRunner {
    * whose slots are cut off the same way.
    */
   private async speculativeStep(drafts: readonly number[][]): Promise<number> {
-    const { rows, groups } = this;
+    const { rows } = this;
     const batch = rows.length;
     const past = this.cache;
     const seqLen = 1 + drafts.reduce((max, draft) => Math.max(max, draft.length), 0);
@@ -205,26 +217,12 @@ export class BatchRunner {
     }
     const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past });
     const vocab = this.decoder.spec.vocabSize;
-    const stepRows: StepRow[] = [];
-    const byGroup = new Map<RowGroup, StepRow[]>();
-    for (let index = 0; index < batch; index++) {
-      const row = rows[index];
+    // Every row, finished ones included: each needs its cache row trimmed below.
+    const stepRows: StepRow[] = rows.map((row, index) => {
       const rowLogits = logits.subarray(index * seqLen * vocab, (index + 1) * seqLen * vocab);
-      const stepRow: StepRow = {
-        row,
-        batchIndex: index,
-        logits: rowLogits.subarray(0, vocab),
-        draft: { tokens: drafts[index], logits: rowLogits },
-        consumed: 1,
-      };
-      stepRows.push(stepRow);
-      if (row.finished) continue;
-      const list = byGroup.get(groups[index]);
-      if (list === undefined) byGroup.set(groups[index], [stepRow]);
-      else list.push(stepRow);
-    }
-    let generated = 0;
-    for (const [group, groupRows] of byGroup) generated += group.advance(groupRows).generated;
+      return { row, batchIndex: index, logits: rowLogits.subarray(0, vocab), draft: { tokens: drafts[index], logits: rowLogits }, consumed: 1 };
+    });
+    const generated = this.advanceGroups(stepRows, present);
 
     let trimmed = false;
     const sources: KvRowSource[] = stepRows.map(({ row, consumed }, index) => {
