@@ -42,8 +42,10 @@ export const ServerConfigSchema = z.strictObject(
     maxWaitingRequests: int(0).default(256),
     /** A request still waiting after this long is refused with 503. */
     waitingDeadlineMs: int(1).default(30000),
-    /** Speculative decoding by prompt lookup: guessed tokens per sequence and step (0: off). */
-    numSpeculativeTokens: int(0, 64).default(0),
+    /** Speculative decoding by prompt lookup for: structured-output requests, all, or none. */
+    speculativeDecoding: z.enum(['off', 'guided', 'all'], { error: 'must be "off", "guided" or "all"' }).default('guided'),
+    /** Guessed tokens per sequence and step when speculating. */
+    numSpeculativeTokens: int(1, 64).default(4),
     /** Speculate only while at most this many sequences run. */
     speculativeMaxSequences: int(1).default(2),
     /** Engine processes behind the port (Node only), each with its own model copy and batch. */
@@ -61,6 +63,7 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     maxBatchedTokens: config.maxBatchedTokens,
     maxWaitingRequests: config.maxWaitingRequests,
     waitingDeadlineMs: config.waitingDeadlineMs,
+    speculativeDecoding: config.speculativeDecoding,
     numSpeculativeTokens: config.numSpeculativeTokens,
     speculativeMaxSequences: config.speculativeMaxSequences,
   };

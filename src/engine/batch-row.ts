@@ -16,10 +16,11 @@ export interface BatchRow {
   readonly finished: boolean;
   /**
    * Speculative decoding: up to `maxTokens` guesses of the tokens that follow
-   * `lastTokenId`, fed in the same forward pass so the model checks them all at once.
-   * Rows without it (beams) never speculate.
+   * `lastTokenId`, fed in the same forward pass so the model checks them all at once;
+   * none when `onlyIfGuided` and the row has no grammar. Rows without it (beams) never
+   * speculate.
    */
-  draftTokens?(maxTokens: number): number[];
+  draftTokens?(maxTokens: number, onlyIfGuided: boolean): number[];
 }
 
 /** A speculative step's view of a row: the guesses fed after its last token and the logits of every fed position. */

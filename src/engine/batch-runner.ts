@@ -1,10 +1,13 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, repackKvCache, type KvCache, type KvRowSource } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
+import type { SpeculativeDecoding } from './scheduler-limits.js';
 
 /** When the runner feeds guessed tokens (speculative decoding). */
 export interface SpeculationOptions {
-  /** Guesses fed per row and step; 0 turns speculation off. */
+  /** Which rows guess: those of structured-output requests, all, or none. */
+  mode: SpeculativeDecoding;
+  /** Guesses fed per row and step. */
   numSpeculativeTokens: number;
   /**
    * Speculate only while the batch has at most this many rows. A small batch's step costs
@@ -44,7 +47,7 @@ export class BatchRunner {
 
   constructor(
     private readonly decoder: OnnxDecoder,
-    speculation: SpeculationOptions = { numSpeculativeTokens: 0, maxRows: 0 },
+    speculation: SpeculationOptions = { mode: 'off', numSpeculativeTokens: 0, maxRows: 0 },
   ) {
     this.cache = this.emptyCache(0);
     this.speculation = speculation;
@@ -121,7 +124,7 @@ export class BatchRunner {
         // cannot, in a batch) still decodes: the failed call changed nothing, so the
         // plain step below runs instead, and speculation stays off from now on.
         console.warn(`speculative decoding turned off: the model failed a multi-token step (${(error as Error).message})`);
-        this.speculation = { ...this.speculation, numSpeculativeTokens: 0 };
+        this.speculation = { ...this.speculation, mode: 'off' };
       }
     }
     const past = this.cache;
@@ -173,16 +176,16 @@ export class BatchRunner {
   /**
    * Each row's guesses for a speculative step, or null for a plain step: speculation is
    * off, the batch is too large, a group (beam search) cannot take drafts, or nobody has
-   * a guess.
+   * a guess (in "guided" mode only structured-output rows guess).
    */
   private collectDrafts(): number[][] | null {
-    const { numSpeculativeTokens, maxRows } = this.speculation;
+    const { mode, numSpeculativeTokens, maxRows } = this.speculation;
     const { rows, groups } = this;
-    if (numSpeculativeTokens <= 0 || rows.length > maxRows || this.forks.length > 0) return null;
+    if (mode === 'off' || numSpeculativeTokens <= 0 || rows.length > maxRows || this.forks.length > 0) return null;
     if (!groups.every((group) => group.acceptsDrafts === true)) return null;
     let any = false;
     const drafts = rows.map((row) => {
-      const draft = row.finished ? [] : (row.draftTokens?.(numSpeculativeTokens) ?? []);
+      const draft = row.finished ? [] : (row.draftTokens?.(numSpeculativeTokens, mode === 'guided') ?? []);
       if (draft.length > 0) any = true;
       return draft;
     });

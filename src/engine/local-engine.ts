@@ -57,6 +57,7 @@ export class LocalEngine implements Engine {
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder, {
+      mode: limits.speculativeDecoding,
       numSpeculativeTokens: limits.numSpeculativeTokens,
       maxRows: limits.speculativeMaxSequences,
     });

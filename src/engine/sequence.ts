@@ -97,7 +97,8 @@ export class Sequence implements BatchRow {
    * sequence may still generate: a guess is fed at the position after the one before it,
    * and every position must stay inside max_tokens and the model's context.
    */
-  draftTokens(maxTokens: number): number[] {
+  draftTokens(maxTokens: number, onlyIfGuided = false): number[] {
+    if (onlyIfGuided && this.guide === null) return [];
     if (this.draftPause > 0) {
       this.draftPause -= 1;
       return [];

@@ -32,22 +32,26 @@ describe('server configuration', () => {
       maxBatchedTokens: 8192,
       maxWaitingRequests: 256,
       waitingDeadlineMs: 30000,
-      numSpeculativeTokens: 0,
+      speculativeDecoding: 'guided',
+      numSpeculativeTokens: 4,
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
     });
   });
 
   it('hands the scheduler its limits, speculative decoding included', () => {
-    expect(schedulerLimitsOf(parseServerConfig({ maxRunningSequences: 8, numSpeculativeTokens: 3, speculativeMaxSequences: 1 }))).toEqual({
+    const config = parseServerConfig({ maxRunningSequences: 8, speculativeDecoding: 'all', numSpeculativeTokens: 3, speculativeMaxSequences: 1 });
+    expect(schedulerLimitsOf(config)).toEqual({
       maxRunningSequences: 8,
       maxBatchedTokens: 8192,
       maxWaitingRequests: 256,
       waitingDeadlineMs: 30000,
+      speculativeDecoding: 'all',
       numSpeculativeTokens: 3,
       speculativeMaxSequences: 1,
     });
-    expect(() => parseServerConfig({ numSpeculativeTokens: -1 })).toThrow('numSpeculativeTokens must be an integer in [0, 64]');
+    expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
+    expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
   });
 
   it('names the served model after the model directory unless told otherwise', () => {

@@ -9,12 +9,20 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import type { SamplingParams } from '../../src/sampling/params.js';
 import { collectGeneration, golden, MODEL_DIR } from '../helpers/model.js';
 
-const plain = createNodeEngine({ modelDir: MODEL_DIR, limits: { numSpeculativeTokens: 0 } });
-const speculative = createNodeEngine({ modelDir: MODEL_DIR, limits: { numSpeculativeTokens: 4, speculativeMaxSequences: 4 } });
+const plain = createNodeEngine({ modelDir: MODEL_DIR, limits: { speculativeDecoding: 'off' } });
+const speculative = createNodeEngine({ modelDir: MODEL_DIR, limits: { speculativeDecoding: 'all', numSpeculativeTokens: 4, speculativeMaxSequences: 4 } });
 
 afterAll(async () => {
   await Promise.all([(await plain).dispose(), (await speculative).dispose()]);
 });
+
+/** JSON whose keys repeat: guesses hold often. */
+const PEOPLE_SCHEMA = {
+  type: 'array',
+  minItems: 3,
+  maxItems: 3,
+  items: { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, age: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['name', 'age'], additionalProperties: false },
+};
 
 const PROMPTS = ['Once upon a time', 'Tom had a red ball. Tom had a red ball. Tom had a red', 'Lily wanted to', 'The dog said'];
 
@@ -74,13 +82,7 @@ describe('speculative decoding', () => {
   });
 
   it('follows a grammar exactly as without guesses (JSON repeats its keys, so guesses happen)', async () => {
-    const schema = {
-      type: 'array',
-      minItems: 3,
-      maxItems: 3,
-      items: { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, age: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['name', 'age'], additionalProperties: false },
-    };
-    const guide = await compileGuide({ kind: 'json', schema }, (await plain).tokenizer);
+    const guide = await compileGuide({ kind: 'json', schema: PEOPLE_SCHEMA }, (await plain).tokenizer);
     for (const params of [
       { temperature: 0, maxTokens: 150, guide },
       { temperature: 1, seed: 3n, maxTokens: 150, guide },
@@ -95,7 +97,7 @@ describe('speculative decoding', () => {
   });
 
   it('speculates only while the batch is small', async () => {
-    const engine = await createNodeEngine({ modelDir: MODEL_DIR, limits: { numSpeculativeTokens: 4, speculativeMaxSequences: 1 } });
+    const engine = await createNodeEngine({ modelDir: MODEL_DIR, limits: { speculativeDecoding: 'all', numSpeculativeTokens: 4, speculativeMaxSequences: 1 } });
     try {
       const prompt = PROMPTS[1];
       const params = { temperature: 0, maxTokens: 80, ignoreEos: true };
@@ -105,6 +107,21 @@ describe('speculative decoding', () => {
       expect(alone.steps).toBeLessThan(80);
       // Two rows exceed the limit: one plain step per token (plus the two prefills).
       expect(together.steps).toBe(80 - 1 + 2);
+    } finally {
+      await engine.dispose();
+    }
+  });
+
+  it('by default speculates for structured-output requests only', async () => {
+    const engine = await createNodeEngine({ modelDir: MODEL_DIR });
+    try {
+      const free = { temperature: 0, maxTokens: 80, ignoreEos: true };
+      expect((await runAll(engine, [PROMPTS[1]], free)).steps).toBe(80);
+      const guide = await compileGuide({ kind: 'json', schema: PEOPLE_SCHEMA }, engine.tokenizer);
+      const guided = await runAll(engine, ['Once upon a time'], { temperature: 0, maxTokens: 150, guide });
+      const expected = await runAll(await plain, ['Once upon a time'], { temperature: 0, maxTokens: 150, guide });
+      expect(guided.results[0].text).toBe(expected.results[0].text);
+      expect(guided.steps).toBeLessThan(expected.steps);
     } finally {
       await engine.dispose();
     }
