@@ -85,6 +85,12 @@ export class SamplingGroup implements RequestGroup {
   private readonly totals: GenerationDelta[] | null;
   private readonly sentPromptLogprobs: boolean[];
   private promptLogprobs: Array<PromptTokenLogprob | null> | null = null;
+  /**
+   * While a speculative step gives one sequence several tokens, its deltas merge here and
+   * leave as one, like every other step's: one chunk per step and sequence, as vLLM streams.
+   */
+  private holding = false;
+  private held: GenerationDelta | null = null;
   private unfinished: number;
   private failed = false;
 
@@ -164,13 +170,21 @@ export class SamplingGroup implements RequestGroup {
       // model calls changes.
       const { vocabSize } = this.limits;
       let consumed = 0;
-      for (;;) {
-        const logits = draft.logits.subarray(consumed * vocabSize, (consumed + 1) * vocabSize);
-        const { tokenIds } = sequence.step(logits);
-        consumed += 1;
-        generated += 1;
-        if (sequence.finished || this.failed || consumed > draft.tokens.length) break;
-        if (tokenIds[0] !== draft.tokens[consumed - 1]) break;
+      this.holding = true;
+      try {
+        for (;;) {
+          const logits = draft.logits.subarray(consumed * vocabSize, (consumed + 1) * vocabSize);
+          const { tokenIds } = sequence.step(logits);
+          consumed += 1;
+          generated += 1;
+          if (sequence.finished || this.failed || consumed > draft.tokens.length) break;
+          if (tokenIds[0] !== draft.tokens[consumed - 1]) break;
+        }
+      } finally {
+        this.holding = false;
+        const held = this.held;
+        this.held = null;
+        if (held !== null && !this.failed) this.publish(held);
       }
       stepRow.consumed = consumed;
       if (draft.tokens.length > 0) sequence.draftOutcome(consumed - 1);
@@ -195,6 +209,15 @@ export class SamplingGroup implements RequestGroup {
       delta.promptLogprobs = this.promptLogprobs;
       this.sentPromptLogprobs[delta.index] = true;
     }
+    if (this.holding) {
+      if (this.held === null) this.held = delta;
+      else mergeInto(this.held, delta);
+      return;
+    }
+    this.publish(delta);
+  }
+
+  private publish(delta: GenerationDelta): void {
     if (this.totals === null) this.deltas.push(delta);
     else mergeInto(this.totals[delta.index], delta);
     if (delta.finishReason === null) return;

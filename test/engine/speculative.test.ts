@@ -54,6 +54,9 @@ describe('speculative decoding', () => {
       expect(got.tokenIds).toEqual(want.tokenIds);
       expect(got.text).toBe(want.text);
       expect(got.finishReason).toBe('length');
+      // One delta per step: the tokens a step accepted arrive together.
+      expect(got.deltas).toHaveLength(actual.steps);
+      expect(want.deltas).toHaveLength(expected.steps);
       // Logprobs come from a multi-token forward pass: equal up to float rounding.
       const gotLogprobs = got.deltas.flatMap((d) => d.logprobs);
       want.deltas.flatMap((d) => d.logprobs).forEach((logprob, i) => expect(gotLogprobs[i]).toBeCloseTo(logprob, 4));
@@ -75,8 +78,17 @@ describe('speculative decoding', () => {
     for (const params of cases) {
       const expected = await runAll(await plain, PROMPTS, params);
       const actual = await runAll(await speculative, PROMPTS, params);
+      // Per sequence of each request: its tokens, text and how it ended (a speculative step
+      // sends a sequence's tokens of one step as one delta, so deltas differ in number).
       const shape = (run: typeof expected) =>
-        run.results.map((r) => ({ tokens: r.deltas.map((d) => [d.index, ...d.tokenIds]), text: r.text, finish: r.finishReason, stop: r.stopReason }));
+        run.results.map((r) => {
+          const indexes = [...new Set(r.deltas.map((d) => d.index))].sort();
+          return indexes.map((index) => {
+            const own = r.deltas.filter((d) => d.index === index);
+            const last = own[own.length - 1];
+            return { tokens: own.flatMap((d) => d.tokenIds), text: own.map((d) => d.text).join(''), finish: last.finishReason, stop: last.stopReason };
+          });
+        });
       expect(shape(actual)).toEqual(shape(expected));
     }
   });

@@ -109,6 +109,31 @@ function expectValidPerson({ text, finishReason }: Output): void {
   expect(validatePerson(value), `${text} ${JSON.stringify(validatePerson.errors)}`).toBe(true);
 }
 
+describe('structured output with speculative decoding (on for guided requests by default)', () => {
+  // Objects whose keys repeat: guesses hold, so a step often yields several tokens.
+  const PEOPLE = {
+    type: 'array',
+    minItems: 3,
+    maxItems: 3,
+    items: { type: 'object', properties: { name: { type: 'string', maxLength: 8 }, age: { type: 'integer', minimum: 1, maximum: 9 } }, required: ['name', 'age'], additionalProperties: false },
+  };
+
+  it('streams the same text and logprobs as the whole response, several tokens per chunk where guesses held', async () => {
+    const body = { model: MODEL, prompt: PROMPT, max_tokens: 150, temperature: 0, guided_json: PEOPLE, logprobs: 1 };
+    const whole = await (await postJson(testApp(engine), '/v1/completions', body)).json();
+    const response = await postJson(testApp(engine), '/v1/completions', { ...body, stream: true });
+    const choices = ssePayloads(await response.text())
+      .slice(0, -1)
+      .map((payload) => JSON.parse(payload).choices[0]);
+    expect(choices.map((c) => c.text).join('')).toBe(whole.choices[0].text);
+    expect(() => JSON.parse(whole.choices[0].text)).not.toThrow();
+    const tokens = choices.flatMap((c) => c.logprobs.tokens);
+    expect(tokens).toEqual(whole.choices[0].logprobs.tokens);
+    expect(tokens).toHaveLength(whole.usage.completion_tokens);
+    expect(choices.some((c) => c.logprobs.tokens.length > 1)).toBe(true);
+  });
+});
+
 describe('guided_json', () => {
   it('/v1/completions: every output parses and validates against the schema', async () => {
     const outputs = await Promise.all(SEEDS.map((seed) => complete({ ...completion, seed, guided_json: PERSON })));
