@@ -13,6 +13,9 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 
+/** How long engine processes get to stop after being asked (their own grace is 5 s). */
+const FORCE_STOP_MS = 10_000;
+
 /** Sent by the primary to each worker on SIGINT/SIGTERM: finish in-flight requests and exit. */
 export const SHUTDOWN_MESSAGE = 'edge-llm:shutdown';
 
@@ -49,6 +52,11 @@ export function startEngineProcesses(count: number): void {
     for (const worker of workers) {
       if (worker.isConnected()) worker.send(SHUTDOWN_MESSAGE);
     }
+    // A process still loading its model has not installed its shutdown handler yet and
+    // would not hear the request: past the workers' own grace period, stop it the hard way.
+    setTimeout(() => {
+      for (const worker of workers) if (!worker.isDead()) worker.process.kill('SIGKILL');
+    }, FORCE_STOP_MS).unref();
   }
   const onSignal = (signal: string) => {
     if (stopping) {

@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { golden } from '../helpers/model.js';
-import { spawnServer } from './spawn-server.js';
+import { spawnFailingServer, spawnServer } from './spawn-server.js';
 
 /** Pids of the engine processes below `root` (the cluster's workers carry ENGINE_PROCESS_INDEX). */
 function engineProcessesUnder(root: number): number[] {
@@ -34,15 +34,20 @@ function engineProcessesUnder(root: number): number[] {
   });
 }
 
+/** The server with two engine processes, once both listen (each announces itself). */
+async function startTwoEngineServer() {
+  const server = await spawnServer({ DATA_PARALLEL_SIZE: '2' });
+  for (let waited = 0; (server.output().match(/Listening on/g) ?? []).length < 2 && waited < 30_000; waited += 100) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return server;
+}
+
 describe('data parallel server (DATA_PARALLEL_SIZE=2)', () => {
   it('runs two engine processes on one port, answers every request right, and stops them all on SIGTERM', async () => {
-    const server = await spawnServer({ DATA_PARALLEL_SIZE: '2' });
+    const server = await startTwoEngineServer();
     let engines: number[] = [];
     try {
-      // Each engine process announces itself; wait for the second.
-      for (let waited = 0; (server.output().match(/Listening on/g) ?? []).length < 2 && waited < 30_000; waited += 100) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
       expect(server.output()).toMatch(/Data parallel: starting 2 engine processes/);
       engines = engineProcessesUnder(server.child.pid!);
       expect(engines).toHaveLength(2);
@@ -63,6 +68,30 @@ describe('data parallel server (DATA_PARALLEL_SIZE=2)', () => {
       expect(await server.stop('SIGTERM')).toBe(0);
     }
     expect(server.output().match(/Server stopped/g)).toHaveLength(2);
+    for (const pid of engines) expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  it('exits with 1 and the engine processes\' own reason when they cannot start', async () => {
+    const { code, output } = await spawnFailingServer({ DATA_PARALLEL_SIZE: '2', MODEL_DIR: '/nonexistent/model' });
+    expect(code).toBe(1);
+    expect(output).toMatch(/Cannot load the model/);
+    expect(output).toMatch(/stopping the server/);
+  });
+
+  it('refuses a data-parallel size that is not a whole number', async () => {
+    const { code, output } = await spawnFailingServer({ DATA_PARALLEL_SIZE: 'two' });
+    expect(code).toBe(1);
+    expect(output).toMatch(/dataParallelSize/);
+  });
+
+  it('stops the whole server (exit 1) when an engine process dies', async () => {
+    const server = await startTwoEngineServer();
+    const engines = engineProcessesUnder(server.child.pid!);
+    expect(engines).toHaveLength(2);
+    process.kill(engines[0], 'SIGKILL');
+    const code = await new Promise<number | null>((resolve) => server.child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(server.output()).toMatch(/exited \(SIGKILL\): stopping the server/);
     for (const pid of engines) expect(() => process.kill(pid, 0)).toThrow();
   });
 });
