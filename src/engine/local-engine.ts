@@ -4,7 +4,7 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BatchRunner, type JoiningRow } from './batch-runner.js';
 import { BeamSearchGroup } from './beam-search.js';
-import { EngineOverloadedError, EngineRequestError } from './errors.js';
+import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
 import { OnnxDecoder } from './onnx-decoder.js';
@@ -120,17 +120,7 @@ export class LocalEngine implements Engine {
   private createGroup(request: GenerateRequest): RequestGroup {
     const { promptTokenIds, params } = request;
     const { vocabSize, maxPositionEmbeddings } = this.spec;
-    if (promptTokenIds.length === 0) throw new EngineRequestError('The prompt is empty: it must contain at least one token.');
-    for (const id of promptTokenIds) {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-        throw new EngineRequestError(`Token id ${id} is out of vocabulary (valid ids are 0 to ${vocabSize - 1}).`);
-      }
-    }
-    if (promptTokenIds.length >= maxPositionEmbeddings) {
-      throw new EngineRequestError(
-        `The prompt has ${promptTokenIds.length} tokens; this model's context is ${maxPositionEmbeddings} tokens, which leaves no room to generate.`,
-      );
-    }
+    checkPromptTokenIds(promptTokenIds, vocabSize, maxPositionEmbeddings);
     const n = params.n ?? 1;
     const bestOf = params.bestOf ?? n;
     if (!Number.isInteger(n) || n < 1 || !Number.isInteger(bestOf) || bestOf < n) {

@@ -1,7 +1,7 @@
 import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
-import { EngineRequestError } from './errors.js';
+import { checkPromptTokenIds } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromConfig } from './model-spec.js';
 import { CompletionChunkReader, type CompletionChunk } from './remote-chunks.js';
@@ -103,7 +103,7 @@ export class RemoteEngine implements Engine {
    * contacted when iteration starts, and its refusals surface from the first `next()`.
    */
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta> {
-    this.checkPrompt(request.promptTokenIds);
+    checkPromptTokenIds(request.promptTokenIds, this.info.vocabSize, this.info.maxModelLen);
     return { [Symbol.asyncIterator]: () => this.stream(request) };
   }
 
@@ -113,21 +113,6 @@ export class RemoteEngine implements Engine {
 
   async dispose(): Promise<void> {
     for (const controller of this.inFlight) controller.abort();
-  }
-
-  private checkPrompt(promptTokenIds: readonly number[]): void {
-    const { vocabSize, maxModelLen } = this.info;
-    if (promptTokenIds.length === 0) throw new EngineRequestError('The prompt is empty: it must contain at least one token.');
-    for (const id of promptTokenIds) {
-      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) {
-        throw new EngineRequestError(`Token id ${id} is out of vocabulary (valid ids are 0 to ${vocabSize - 1}).`);
-      }
-    }
-    if (promptTokenIds.length >= maxModelLen) {
-      throw new EngineRequestError(
-        `The prompt has ${promptTokenIds.length} tokens; this model's context is ${maxModelLen} tokens, which leaves no room to generate.`,
-      );
-    }
   }
 
   private async *stream(request: GenerateRequest): AsyncGenerator<GenerationDelta> {
