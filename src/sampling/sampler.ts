@@ -95,12 +95,7 @@ export class Sampler {
    * append-only across calls for one sequence (a shorter one is treated as a restart).
    */
   sample(logits: Float32Array, history: SequenceHistory): SampledToken {
-    if (logits.length !== this.vocabSize) {
-      throw new RangeError(`expected ${this.vocabSize} logits, got ${logits.length}`);
-    }
-    this.history.sync(history);
-    this.guide?.maskLogits(logits);
-    for (const processor of this.processors) processor.process(logits, this.history);
+    this.process(logits, history);
 
     // Argmax with the lowest id on ties (strict ">"); NaN entries never win.
     let argmax = 0;
@@ -144,13 +139,18 @@ export class Sampler {
    * log-softmax of the result, without drawing anything.
    */
   logprobs(logits: Float32Array, history: SequenceHistory): Float32Array {
+    this.process(logits, history);
+    return logSoftmaxInPlace(logits);
+  }
+
+  /** The guide's mask, then the processors, in place: what `sample` and `logprobs` both start from. */
+  private process(logits: Float32Array, history: SequenceHistory): void {
     if (logits.length !== this.vocabSize) {
       throw new RangeError(`expected ${this.vocabSize} logits, got ${logits.length}`);
     }
     this.history.sync(history);
     this.guide?.maskLogits(logits);
     for (const processor of this.processors) processor.process(logits, this.history);
-    return logSoftmaxInPlace(logits);
   }
 
   /** Tells the sampler `tokenId` was appended to the sequence's outputTokenIds. */
