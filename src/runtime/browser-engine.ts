@@ -10,6 +10,7 @@ import { LocalEngine } from '../engine/local-engine.js';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import { createApp } from '../http/app.js';
+import { concatChunks } from '../media/body-reader.js';
 
 /** The execution providers the page offers. WASM is the default and the tested one. */
 export type BrowserBackend = 'wasm' | 'webgpu';
@@ -60,13 +61,7 @@ async function readBytes(response: Response, onChunk: (bytes: number) => void): 
     total += value.byteLength;
     onChunk(value.byteLength);
   }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return concatChunks(chunks, total);
 }
 
 /** Downloads a model directory's files over HTTP (the page's counterpart of runtime/model-dir.ts). */
