@@ -30,7 +30,7 @@ export type MediaRefusalReason =
   | 'http_status'
   /** The connection failed (refused, reset, TLS error, ...). */
   | 'fetch_failed'
-  /** A local path outside the media directory (`..`, symlink). */
+  /** A local path outside the media directory (`..`, symlink), or a file with several hard links (one may be outside). */
   | 'path_outside_media_dir'
   /** A local path that does not name a readable regular file. */
   | 'file_not_found'

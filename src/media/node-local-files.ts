@@ -5,6 +5,11 @@
  * symlink and without blocking (a FIFO swapped in cannot hang the request), must be a
  * regular file, and its size is checked with fstat before a byte is read.
  *
+ * A file with more than one hard link is refused: a hard link has no "real" path to
+ * check, so a link inside the directory to a file elsewhere (made by anyone who can
+ * write both places) would read like any other file. The count comes from the same
+ * fstat, on the open descriptor, so no swap between check and read can dodge it.
+ *
  * The directory itself must not be writable by untrusted parties: a path component
  * swapped for a symlink between realpath and open is outside what this check can see.
  */
@@ -59,6 +64,12 @@ export function createNodeLocalFiles(mediaDir: string): LocalFileReader {
       try {
         const stat = await handle.stat();
         if (!stat.isFile()) throw mediaError('file_not_found', `"${preview(requested)}" is not a regular file`);
+        if (stat.nlink > 1) {
+          throw mediaError(
+            'path_outside_media_dir',
+            `the local file "${preview(requested)}" has ${stat.nlink} hard links; files in the media directory must have exactly one (a hard link may lead outside it)`,
+          );
+        }
         if (stat.size > maxBytes) throw tooLarge(what, maxBytes, stat.size);
         // Read at most one byte past the cap, in case the file grows after fstat.
         const buffer = new Uint8Array(Math.min(stat.size, maxBytes) + 1);

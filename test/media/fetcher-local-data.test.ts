@@ -1,7 +1,7 @@
 /**
  * Local files confined to the media directory, and base64 data: URLs.
  */
-import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,10 @@ beforeAll(async () => {
   await symlink(path.join(root, 'secret.png'), path.join(mediaDir, 'escape.png'));
   await symlink(root, path.join(mediaDir, 'up'));
   await symlink(path.join(mediaDir, 'cat.png'), path.join(mediaDir, 'alias.png'));
+  await writeFile(path.join(root, 'outside.png'), png);
+  await link(path.join(root, 'outside.png'), path.join(mediaDir, 'hardlink.png'));
+  await writeFile(path.join(mediaDir, 'twin-a.png'), png);
+  await link(path.join(mediaDir, 'twin-a.png'), path.join(mediaDir, 'twin-b.png'));
 });
 
 afterAll(async () => {
@@ -67,6 +71,14 @@ describe('local media files', () => {
   it('refuses symlinks that lead out of the media directory', async () => {
     expect(await reasonOf('escape.png')).toBe('path_outside_media_dir');
     expect(await reasonOf('up/secret.png')).toBe('path_outside_media_dir');
+  });
+
+  it('refuses files with more than one hard link, even when both links are inside', async () => {
+    expect(await reasonOf('hardlink.png')).toBe('path_outside_media_dir');
+    await expect(fetcher().fetch('hardlink.png', 'image')).rejects.toThrow(/2 hard links/);
+    expect(await reasonOf('twin-a.png')).toBe('path_outside_media_dir');
+    // The same bytes through a file with one link are served: the refusal is the link count.
+    expect((await fetcher().fetch('cat.png', 'image')).bytes).toEqual(png);
   });
 
   it('refuses missing files, directories, oversize files and non-media content', async () => {
