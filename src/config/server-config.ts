@@ -2,7 +2,8 @@
  * Server configuration: MindIE-style limits plus the batching limits of the scheduler.
  *
  * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
- * (HOST, PORT, MODEL_DIR, SERVED_MODEL_NAME). `resolveServerConfig` applies it; this
+ * (HOST, PORT, MODEL_DIR, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE, ALLOWED_HOSTS, API_KEY or
+ * VLLM_API_KEY). `resolveServerConfig` applies it; this
  * module is pure (no fs, no process.env), so the Node entry reads the file and passes
  * its parsed JSON and `process.env` in.
  */
@@ -50,6 +51,33 @@ export const ServerConfigSchema = z.strictObject(
     speculativeMaxSequences: int(1).default(2),
     /** Engine processes behind the port (Node only), each with its own model copy and batch. */
     dataParallelSize: int(1, 64).default(1),
+
+    // Serving in public (README "Running it in public").
+    /**
+     * vLLM's --api-key: `Authorization: Bearer <key>` required on /v1/*, /generate, /tokenize
+     * and /detokenize. Several keys (a list) ease rotation. Env: API_KEY, else VLLM_API_KEY.
+     */
+    apiKey: z.union([nonEmpty, z.array(nonEmpty, { error: 'must be a string or a list of strings' }).min(1)]).optional(),
+    /** POST bodies must say Content-Type: application/json (or +json); false parses any body as JSON. */
+    requireJsonContentType: z.boolean({ error: 'must be true or false' }).default(true),
+    /**
+     * Host header names accepted (DNS-rebinding guard): "name", ".domain" (it and its
+     * subdomains) or "*". IP literals always pass. null: loopback names only when listening
+     * on a loopback address, any name otherwise. Env: ALLOWED_HOSTS (comma-separated).
+     */
+    allowedHosts: z.array(nonEmpty, { error: 'must be a list of host names' }).nullable().default(null),
+    /** One JSON line per request on stdout. */
+    logRequests: z.boolean({ error: 'must be true or false' }).default(true),
+    /** Put the prompt text in the request log line (off: prompts are users' data). */
+    logPrompts: z.boolean({ error: 'must be true or false' }).default(false),
+    /** A connection must send its request headers within this long (Node only). */
+    headersTimeoutMs: int(1).default(10_000),
+    /** A connection must send its whole request, headers and body, within this long (Node only). */
+    requestTimeoutMs: int(1).default(30_000),
+    /** Open connections per process; more are dropped on accept (Node only). */
+    maxConnections: int(1).default(1024),
+    /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */
+    shutdownGraceMs: int(0).default(5000),
   },
   { error: 'must be a JSON object' },
 );
@@ -99,7 +127,31 @@ const ENV_VARIABLES = {
   MODEL_DIR: 'modelDir',
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
+  ALLOWED_HOSTS: 'allowedHosts',
 } as const;
+
+/** Lists given as one variable: comma-separated. */
+const LIST_SETTINGS: ReadonlySet<string> = new Set(['allowedHosts']);
+
+/** vLLM's key variable and ours; the first set wins. */
+const API_KEY_VARIABLES = ['API_KEY', 'VLLM_API_KEY'] as const;
+
+/** The API key from API_KEY or VLLM_API_KEY (empty counts as unset). */
+export function apiKeyFromEnv(env: Record<string, unknown>, names: readonly string[] = API_KEY_VARIABLES): string | undefined {
+  for (const name of names) {
+    const value = env[name];
+    if (typeof value === 'string' && value.trim() !== '') return value.trim();
+  }
+  return undefined;
+}
+
+/** A comma-separated list variable as a list (blank entries dropped). */
+export function listFromEnv(value: string): string[] {
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}
 
 /**
  * The settings the environment overrides. Empty variables count as unset. A PORT (or
@@ -111,8 +163,11 @@ export function configFromEnv(env: Record<string, string | undefined>): Partial<
     const value = env[variable];
     if (value === undefined || value.trim() === '') continue;
     const numeric = key === 'port' || key === 'dataParallelSize';
-    out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+    if (LIST_SETTINGS.has(key)) out[key] = listFromEnv(value);
+    else out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   }
+  const apiKey = apiKeyFromEnv(env);
+  if (apiKey !== undefined) out.apiKey = apiKey;
   return out;
 }
 

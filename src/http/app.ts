@@ -2,17 +2,21 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { ServerConfig } from '../config/server-config.js';
+import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
 import type { GuideCompiler } from './guided-decoding.js';
+import { ServerActivity } from './observability/activity.js';
+import { observabilityRoutes, observeRequests } from './observability/middleware.js';
 import { chatRoutes } from './routes/chat.js';
 import { completionsRoutes } from './routes/completions.js';
 import { generateRoutes } from './routes/generate.js';
 import { healthRoutes } from './routes/health.js';
 import { modelsRoutes } from './routes/models.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
+import { apiKeyAuth, hostCheck, jsonContentTypeRequired } from './security/middleware.js';
 import type { ServingContext } from './serving-context.js';
 
 export interface AppDeps {
@@ -37,6 +41,21 @@ export interface AppDeps {
    * XGrammar's WebAssembly loads differently in each; Node passes nodeGuideCompiler(engine).
    */
   guideCompiler?: GuideCompiler | null;
+  /**
+   * Records every request for the metrics, the request log and shutdown. Left out: one
+   * is made with no log sink (the runtime entries pass their own, see serverActivity).
+   */
+  activity?: ServerActivity;
+}
+
+/** The activity record for an app serving `engine` under `config`; `log` receives the request log lines. */
+export function serverActivity(engine: Engine, config: ServerConfig, log?: (line: string) => void): ServerActivity {
+  return new ServerActivity({
+    modelName: engine.info.id,
+    maxModelLen: servedMaxModelLen({ maxSeqLen: config.maxSeqLen, maxModelLen: engine.info.maxModelLen }),
+    log: config.logRequests ? log : undefined,
+    logPrompts: config.logPrompts,
+  });
 }
 
 /**
@@ -60,7 +79,13 @@ export function createApp(deps: AppDeps): Hono {
     guideCompiler: deps.guideCompiler ?? null,
   };
 
+  const activity = deps.activity ?? serverActivity(deps.engine, deps.config);
+  const { config } = deps;
+
   const app = new Hono();
+  app.use(observeRequests(activity));
+  if (config.allowedHosts !== null) app.use(hostCheck(config.allowedHosts));
+  if (config.apiKey !== undefined) app.use(apiKeyAuth(typeof config.apiKey === 'string' ? [config.apiKey] : config.apiKey));
   app.use(
     methodNotAllowed({
       app,
@@ -72,6 +97,7 @@ export function createApp(deps: AppDeps): Hono {
         ),
     }),
   );
+  if (config.requireJsonContentType) app.use(jsonContentTypeRequired());
   app.use(
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
@@ -86,6 +112,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', modelsRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));
   app.route('/', healthRoutes());
+  app.route('/', observabilityRoutes(activity));
 
   app.notFound((c) => errorResponse(notFound(`There is no route ${c.req.method} ${c.req.path}.`)));
   app.onError((error) => errorResponse(error));

@@ -1,3 +1,5 @@
+import { requestRecord } from './observability/activity.js';
+
 /** A random hex id, as vLLM's random_uuid(). */
 export function randomHex(): string {
   return crypto.randomUUID().replaceAll('-', '');
@@ -10,10 +12,10 @@ export function randomId(prefix: string): string {
 
 /**
  * The id of an OpenAI response: the client's X-Request-Id header or body `request_id`
- * when it sent one (so logs on both sides match), else random.
+ * when it sent one (so logs on both sides match), else the request log's id, else random.
  */
 export function responseId(prefix: string, request: Request, bodyRequestId?: string): string {
-  const base = request.headers.get('x-request-id') ?? bodyRequestId ?? randomHex();
+  const base = request.headers.get('x-request-id') ?? bodyRequestId ?? requestRecord(request)?.id ?? randomHex();
   return `${prefix}-${base}`;
 }
 

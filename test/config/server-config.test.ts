@@ -36,7 +36,28 @@ describe('server configuration', () => {
       numSpeculativeTokens: 4,
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
+      requireJsonContentType: true,
+      allowedHosts: null,
+      logRequests: true,
+      logPrompts: false,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      maxConnections: 1024,
+      shutdownGraceMs: 5000,
     });
+  });
+
+  it('reads the API key from API_KEY, else VLLM_API_KEY, and allowed hosts as a comma list', () => {
+    expect(resolveServerConfig({ env: { VLLM_API_KEY: 'v-key' } }).apiKey).toBe('v-key');
+    expect(resolveServerConfig({ env: { API_KEY: 'a-key', VLLM_API_KEY: 'v-key' } }).apiKey).toBe('a-key');
+    expect(resolveServerConfig({ env: { API_KEY: '  ' } }).apiKey).toBeUndefined();
+    expect(resolveServerConfig({ file: { apiKey: ['old', 'new'] } }).apiKey).toEqual(['old', 'new']);
+    expect(resolveServerConfig({ env: { ALLOWED_HOSTS: 'llm.example.com, .internal ,' } }).allowedHosts).toEqual([
+      'llm.example.com',
+      '.internal',
+    ]);
+    expect(configError(() => parseServerConfig({ apiKey: '' }))).toMatch(/apiKey/);
+    expect(configError(() => parseServerConfig({ allowedHosts: 'localhost' }))).toMatch(/allowedHosts/);
   });
 
   it('hands the scheduler its limits, speculative decoding included', () => {
