@@ -1,5 +1,3 @@
-import { requestRecord } from './observability/activity.js';
-
 /** A random hex id, as vLLM's random_uuid(). */
 export function randomHex(): string {
   return crypto.randomUUID().replaceAll('-', '');
@@ -14,8 +12,8 @@ export function randomId(prefix: string): string {
  * The id of an OpenAI response: the client's X-Request-Id header or body `request_id`
  * when it sent one (so logs on both sides match), else the request log's id, else random.
  */
-export function responseId(prefix: string, request: Request, bodyRequestId?: string): string {
-  const base = request.headers.get('x-request-id') ?? bodyRequestId ?? requestRecord(request)?.id ?? randomHex();
+export function responseId(prefix: string, request: Request, bodyRequestId?: string, logId?: string): string {
+  const base = request.headers.get('x-request-id') ?? bodyRequestId ?? logId ?? randomHex();
   return `${prefix}-${base}`;
 }
 

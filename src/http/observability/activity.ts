@@ -29,13 +29,6 @@ export interface ActivityOptions {
   logPrompts?: boolean;
 }
 
-const records = new WeakMap<Request, RequestRecord>();
-
-/** The record of a request the app is serving (undefined outside the app). */
-export function requestRecord(request: Request): RequestRecord | undefined {
-  return records.get(request);
-}
-
 const now = () => performance.now();
 const milliseconds = (ms: number) => Math.round(ms * 10) / 10;
 
@@ -176,7 +169,6 @@ export class ServerActivity {
   begin(request: Request, route: string): RequestRecord {
     const header = request.headers.get('x-request-id');
     const record = new RequestRecord(this, request.method, route.slice(0, 256), header !== null && header !== '' ? header.slice(0, 256) : null);
-    records.set(request, record);
     this.open.add(record);
     return record;
   }

@@ -1,8 +1,15 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { VERSION } from '../../version.js';
 import { errorResponse, HttpError } from '../errors.js';
-import type { ServerActivity } from './activity.js';
+import type { RequestRecord, ServerActivity } from './activity.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The request's record (observeRequests): routes hand it to GenerationRun.start. */
+    requestRecord?: RequestRecord;
+  }
+}
 
 /**
  * Outermost: opens the request's record (so refusals by the checks after it are counted
@@ -12,6 +19,7 @@ import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';
 export function observeRequests(activity: ServerActivity): MiddlewareHandler {
   return async (c, next) => {
     const record = activity.begin(c.req.raw, c.req.path);
+    c.set('requestRecord', record);
     try {
       if (activity.draining) {
         c.res = errorResponse(

@@ -6,7 +6,6 @@ import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from 
 import { parseRequest } from '../../protocol/validate.js';
 import { buildChatPrompt } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
-import { requestRecord } from '../observability/activity.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
@@ -43,15 +42,15 @@ export function chatRoutes(ctx: ServingContext): Hono {
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
     });
-    requestRecord(c.req.raw)?.notePrompt(prompt.text);
+    c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, requestRecord(c.req.raw));
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
     const job = {
-      id: responseId('chatcmpl', c.req.raw, request.request_id),
+      id: responseId('chatcmpl', c.req.raw, request.request_id, c.get('requestRecord')?.id),
       model: engine.info.id,
       promptTokenCount: promptTokenIds.length,
       // vLLM: the generated message continues the final one unless a new assistant turn was opened.

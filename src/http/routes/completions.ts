@@ -5,7 +5,6 @@ import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedCompletionFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
-import { requestRecord } from '../observability/activity.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
@@ -30,7 +29,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
 
     // unsupportedCompletionFeatures leaves exactly one prompt.
     const prompt = completionPrompts(request.prompt)[0]!;
-    requestRecord(c.req.raw)?.notePrompt('text' in prompt ? prompt.text : JSON.stringify(prompt.tokenIds));
+    c.get('requestRecord')?.notePrompt('text' in prompt ? prompt.text : JSON.stringify(prompt.tokenIds));
     let promptTokenIds: number[];
     if ('text' in prompt) {
       promptTokenIds = engine.tokenizer.encode(prompt.text, { addSpecialTokens: request.add_special_tokens });
@@ -43,9 +42,9 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, requestRecord(c.req.raw));
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
     const job: CompletionJob = {
-      id: responseId('cmpl', c.req.raw),
+      id: responseId('cmpl', c.req.raw, undefined, c.get('requestRecord')?.id),
       model: engine.info.id,
       promptTokenCount: promptTokenIds.length,
       usage: streamUsageOptions(request.stream_options),

@@ -5,7 +5,6 @@ import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedMindieFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
-import { requestRecord } from '../observability/activity.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
@@ -33,13 +32,13 @@ export function generateRoutes(ctx: ServingContext): Hono {
     await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
     const promptText = mindiePromptText(request.prompt);
-    requestRecord(c.req.raw)?.notePrompt(promptText);
+    c.get('requestRecord')?.notePrompt(promptText);
     const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, requestRecord(c.req.raw));
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }
