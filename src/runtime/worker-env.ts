@@ -5,12 +5,18 @@
  * the same name in UPPER_SNAKE_CASE: maxIterTimes ← MAX_ITER_TIMES. Values may be strings
  * (as `wrangler secret` and the dashboard store them) or JSON numbers and booleans.
  */
-import { DEFAULT_SERVER_CONFIG, parseServerConfig, type ServerConfig } from '../config/server-config.js';
+import { apiKeyFromEnv, DEFAULT_SERVER_CONFIG, listFromEnv, parseServerConfig, type ServerConfig } from '../config/server-config.js';
 import type { FetchLike } from '../engine/remote-engine.js';
 import type { TokenIdSource } from '../engine/remote-request.js';
 
 export interface WorkerEnv {
-  /** Secret. When set, every route but /health requires `Authorization: Bearer <API_TOKEN>`. */
+  /**
+   * Secret, vLLM's --api-key: when set, /v1/*, /generate, /tokenize and /detokenize require
+   * `Authorization: Bearer <API_KEY>`. VLLM_API_KEY and API_TOKEN (this Worker's earlier
+   * name) are read when API_KEY is not set.
+   */
+  API_KEY?: string;
+  VLLM_API_KEY?: string;
   API_TOKEN?: string;
   /** Delegate generation to this OpenAI-compatible server (root or …/v1 URL). */
   UPSTREAM_URL?: string;
@@ -25,8 +31,23 @@ export interface WorkerEnv {
   [binding: string]: unknown;
 }
 
-/** Settings a Worker cannot have: it does not listen on a socket nor read a directory. */
-const NOT_IN_A_WORKER = new Set<keyof ServerConfig>(['host', 'port', 'modelDir']);
+/** Settings a Worker cannot have: it does not listen on a socket, read a directory nor manage its process. */
+const NOT_IN_A_WORKER = new Set<keyof ServerConfig>([
+  'host',
+  'port',
+  'modelDir',
+  'dataParallelSize',
+  'headersTimeoutMs',
+  'requestTimeoutMs',
+  'maxConnections',
+  'shutdownGraceMs',
+]);
+
+/** Settings that are lists: a var holds them comma-separated (or as a JSON array). */
+const LIST_SETTINGS = new Set<keyof ServerConfig>(['allowedHosts']);
+
+/** The Worker's key variables, first set wins: vLLM's names, then the Worker's former API_TOKEN. */
+export const WORKER_API_KEY_VARS = ['API_KEY', 'VLLM_API_KEY', 'API_TOKEN'] as const;
 
 function envName(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
@@ -48,8 +69,11 @@ export function serverConfigFromEnv(env: WorkerEnv, modelDir: string): ServerCon
     if (NOT_IN_A_WORKER.has(key as keyof ServerConfig)) continue;
     const value = env[envName(key)];
     if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) continue;
-    raw[key] = coerce(value, fallback);
+    if (LIST_SETTINGS.has(key as keyof ServerConfig) && typeof value === 'string') raw[key] = listFromEnv(value);
+    else raw[key] = coerce(value, fallback);
   }
+  const apiKey = apiKeyFromEnv(env, WORKER_API_KEY_VARS);
+  if (apiKey !== undefined) raw.apiKey = apiKey;
   return parseServerConfig(raw);
 }
 

@@ -1,16 +1,18 @@
 /**
  * The Worker's fetch handler around the shared Hono app: it builds the engine and the
  * app on the first request of an isolate (a Worker has no start-up hook, and the model
- * should load once, not per request), then checks the optional bearer token and hands
- * every request to the same app `npm start` serves under Node.
+ * should load once, not per request), then hands every request to the same app `npm
+ * start` serves under Node, API key check, metrics and request log included (per isolate).
  */
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
-import { createApp } from '../http/app.js';
+import { createApp, serverActivity } from '../http/app.js';
 import { errorResponse, HttpError } from '../http/errors.js';
 import type { GuideCompiler } from '../http/guided-decoding.js';
-import { checkBearerToken } from './worker-auth.js';
-import { serverConfigFromEnv, type WorkerEnv } from './worker-env.js';
+import { apiKeyChecker } from '../http/security/api-key.js';
+import { refuseUnauthorized } from '../http/security/middleware.js';
+import { apiKeyFromEnv } from '../config/server-config.js';
+import { serverConfigFromEnv, WORKER_API_KEY_VARS, type WorkerEnv } from './worker-env.js';
 import { untilEngineIdle } from './worker-keepalive.js';
 
 export interface WorkerEngine {
@@ -51,16 +53,13 @@ export function createWorkerHandler(createEngine: EngineFactory, modelDir: strin
   async function build(env: WorkerEnv): Promise<Served> {
     const config = serverConfigFromEnv(env, modelDir);
     const built = await createEngine(env, config);
-    return { ...built, app: createApp({ engine: built.engine, config, guideCompiler: built.guideCompiler }) };
+    // Request log lines go to the Worker's logs (wrangler tail, Workers Logs).
+    const activity = serverActivity(built.engine, config, (line) => console.log(line));
+    return { ...built, app: createApp({ engine: built.engine, config, guideCompiler: built.guideCompiler, activity }) };
   }
 
   return {
     async fetch(request, env, ctx) {
-      const token = typeof env.API_TOKEN === 'string' ? env.API_TOKEN : '';
-      if (token !== '') {
-        const refused = await checkBearerToken(request, token);
-        if (refused !== null) return refused;
-      }
       let app = served.get(env);
       if (app === undefined) {
         app = build(env);
@@ -72,6 +71,12 @@ export function createWorkerHandler(createEngine: EngineFactory, modelDir: strin
       try {
         ready = await app;
       } catch (error) {
+        // The app that checks the key did not start: check it here before saying why.
+        const key = apiKeyFromEnv(env, WORKER_API_KEY_VARS);
+        if (key !== undefined) {
+          const refused = await refuseUnauthorized(request, apiKeyChecker([key]));
+          if (refused !== null) return refused;
+        }
         console.error('The server could not start:', error);
         return errorResponse(new HttpError(500, 'InternalServerError', `The server could not start: ${(error as Error).message}`));
       }

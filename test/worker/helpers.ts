@@ -3,14 +3,15 @@ import type { WorkerEnv } from '../../src/runtime/worker-env.js';
 import type { WorkerHandler } from '../../src/runtime/worker-handler.js';
 
 /**
- * A Worker environment: wrangler.toml's vars with `overrides` on top. Each call is a new
+ * A Worker environment: wrangler.toml's vars (request log off) with `overrides` on top. Each call is a new
  * object, so the handler builds a new app (and engine) for it: create one per scenario
  * and reuse it across that scenario's requests.
  */
 export function workerEnv(overrides: Record<string, unknown> = {}): WorkerEnv {
   const vars: Record<string, unknown> = {};
   for (const key of Object.keys(env)) if (!key.startsWith('TEST_')) vars[key] = env[key];
-  return { ...vars, ...overrides };
+  // Request log lines off unless a test asks: they would bury the test output.
+  return { LOG_REQUESTS: 'false', ...vars, ...overrides };
 }
 
 /** A binding the tests' vitest config defines (Node server URL, key-checking proxy). */

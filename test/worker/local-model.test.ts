@@ -146,7 +146,7 @@ describe('Worker configuration from vars', () => {
     error.mockRestore();
   });
 
-  it('requires the bearer token when API_TOKEN is set, except on /health', async () => {
+  it('requires the bearer token when API_TOKEN (the former name of API_KEY) is set, except on /health', async () => {
     const env = workerEnv({ API_TOKEN: 'edge-secret' });
     const request = { prompt: golden.prompt, max_tokens: 3, temperature: 0 };
     const anonymous = await postJson(worker, env, '/generate', request);
