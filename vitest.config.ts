@@ -21,6 +21,8 @@ export default defineConfig({
           // test/worker/*.node.test.ts drive workerd from Node (wrangler dev); the rest of test/worker runs inside it.
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, 'test/worker/**/!(*.node).test.ts'],
+          // Compiles the server once (dist/node/server.js) for the tests that start it as `npm start` does.
+          globalSetup: ['test/e2e/build-server.global.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

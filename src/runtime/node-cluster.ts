@@ -13,9 +13,6 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 
-/** How long engine processes get to stop after being asked (their own grace is 5 s). */
-const FORCE_STOP_MS = 10_000;
-
 /** Sent by the primary to each worker on SIGINT/SIGTERM: finish in-flight requests and exit. */
 export const SHUTDOWN_MESSAGE = 'edge-llm:shutdown';
 
@@ -26,11 +23,13 @@ export function isEngineWorker(): boolean {
 
 /**
  * In the primary: starts `count` worker processes (each re-runs the entry module and, as a
- * worker, serves), relays shutdown to them, and exits once they all have. A worker that
- * dies before the others are told to stop takes the server down (exit code 1): a silently
- * smaller server would be worse than a failing one.
+ * worker, serves), relays shutdown to them, and exits once they all have: with code 1 when
+ * any of them did (it cut requests at its grace deadline). A worker that dies before the
+ * others are told to stop takes the server down (exit code 1): a silently smaller server
+ * would be worse than a failing one. `forceStopMs`: how long workers get to stop once
+ * asked (longer than their own grace period).
  */
-export function startEngineProcesses(count: number): void {
+export function startEngineProcesses(count: number, forceStopMs: number): void {
   const workers: Worker[] = [];
   let stopping = false;
   let failed = false;
@@ -39,6 +38,7 @@ export function startEngineProcesses(count: number): void {
   for (const worker of workers) {
     worker.on('exit', (code, signal) => {
       running -= 1;
+      if (code !== 0) failed = true;
       if (!stopping) {
         failed = true;
         console.error(`Engine process ${worker.process.pid} exited (${signal ?? `code ${code}`}): stopping the server.`);
@@ -56,7 +56,7 @@ export function startEngineProcesses(count: number): void {
     // would not hear the request: past the workers' own grace period, stop it the hard way.
     setTimeout(() => {
       for (const worker of workers) if (!worker.isDead()) worker.process.kill('SIGKILL');
-    }, FORCE_STOP_MS).unref();
+    }, forceStopMs).unref();
   }
   const onSignal = (signal: string) => {
     if (stopping) {

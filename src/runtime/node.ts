@@ -1,15 +1,24 @@
 /**
- * `npm start`: the HTTP server under Node. Configuration: defaults < config file (the
- * path in CONFIG, else ./config.json when present) < environment (HOST, PORT,
- * MODEL_DIR, SERVED_MODEL_NAME). Media input: ALLOWED_MEDIA_DOMAINS_ENV and MEDIA_*
- * (docs/media.md).
+ * `npm start`: the HTTP server under Node, compiled to dist/node/server.js and run by plain
+ * `node` (scripts/build-server.ts), so signals reach this process. Configuration: defaults
+ * < config file (the path in CONFIG, else ./config.json when present) < environment (HOST,
+ * PORT, MODEL_DIR, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE, ALLOWED_HOSTS, API_KEY or
+ * VLLM_API_KEY). Media input: ALLOWED_MEDIA_DOMAINS_ENV and MEDIA_* (docs/media.md).
+ *
+ * On SIGTERM/SIGINT it stops accepting connections, answers new requests on open ones with
+ * a 503, and lets running requests finish for shutdownGraceMs; then it cuts the rest (a
+ * stream gets an error event, and [DONE] on the OpenAI routes) and exits with code 1.
  */
 import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import { serve } from '@hono/node-server';
 import { resolveServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
-import { createApp } from '../http/app.js';
+import { createApp, serverActivity } from '../http/app.js';
+import { HttpError } from '../http/errors.js';
+import type { ServerActivity } from '../http/observability/activity.js';
+import { defaultAllowedHosts } from '../http/security/allowed-hosts.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
 import { isEngineWorker, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
@@ -17,8 +26,8 @@ import { createNodeEngine } from './node-engine.js';
 import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
 
-/** How long in-flight requests get to finish on SIGINT/SIGTERM before the process exits anyway. */
-const SHUTDOWN_GRACE_MS = 5000;
+/** After the grace period, how long cut streams get to send their error event before connections are closed. */
+const CUT_FLUSH_MS = 1000;
 
 class StartupError extends Error {}
 
@@ -44,21 +53,37 @@ function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').replace(/^media config: /, '').trim();
 }
 
-function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<{ server: ServerType; url: string }> {
+function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<{ server: Server; url: string }> {
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info: AddressInfo) => {
+    const serverOptions = {
+      // Node's defaults hold a slow client for 60 s (headers) and 300 s (body).
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      // How often Node checks those timeouts (default 30 s: a 10 s timeout could take 40).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+    };
+    // Without createServer, @hono/node-server makes a node:http server.
+    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       resolve({ server, url: `http://${host}:${info.port}` });
-    });
+    }) as Server;
+    // Connections beyond the cap are dropped on accept, before they cost a request.
+    server.maxConnections = config.maxConnections;
     server.once('error', (error) =>
       reject(new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`)),
     );
   });
 }
 
-function installShutdown(server: ServerType, engine: Engine): void {
+function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number): void {
   let stopping = false;
+  let cut = 0;
+  const exit = async () => {
+    await engine.dispose().catch(() => {});
+    console.log(cut > 0 ? `Server stopped; ${cut} requests were cut.` : 'Server stopped.');
+    process.exit(cut > 0 ? 1 : 0);
+  };
   const shutdown = (signal: string) => {
     // In a data-parallel server a terminal's Ctrl-C reaches every process as well as the
     // primary's relayed request: only a repeated signal forces the exit.
@@ -68,19 +93,23 @@ function installShutdown(server: ServerType, engine: Engine): void {
       process.exit(1);
     }
     stopping = true;
-    console.log(`${signal} received: no new connections; finishing in-flight requests...`);
-    const forceExit = setTimeout(() => {
-      console.log(`Requests still running after ${SHUTDOWN_GRACE_MS} ms: exiting.`);
-      process.exit(0);
-    }, SHUTDOWN_GRACE_MS);
-    forceExit.unref();
-    server.close(async () => {
-      await engine.dispose();
-      console.log('Server stopped.');
-      process.exit(0);
-    });
-    // Keep-alive connections with no request in flight would otherwise hold close() open.
-    if ('closeIdleConnections' in server) server.closeIdleConnections();
+    activity.draining = true;
+    console.log(`${signal} received: no new connections; finishing ${activity.openRequests} in-flight requests (up to ${graceMs} ms)...`);
+    // Exits once every connection is closed: requests done, their responses flushed.
+    server.close(() => void exit());
+    // A keep-alive connection goes idle when its response ends; close it then, not at its keep-alive timeout.
+    server.closeIdleConnections();
+    setInterval(() => server.closeIdleConnections(), 100).unref();
+    setTimeout(() => {
+      if (activity.openRequests === 0) return;
+      cut = activity.openRequests;
+      const generating = activity.cutGenerations(
+        new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`),
+      );
+      console.log(`Grace period over: cutting ${cut} requests (${generating} generating).`);
+      // The cut streams send their error event (and [DONE]) as the engine stops them; then whatever is left is closed.
+      setTimeout(() => server.closeAllConnections(), CUT_FLUSH_MS).unref();
+    }, graceMs).unref();
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
@@ -96,6 +125,11 @@ async function main(): Promise<void> {
   } catch (error) {
     throw error instanceof StartupError ? error : new StartupError((error as Error).message);
   }
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new StartupError(
+      `Invalid server configuration: headersTimeoutMs (${config.headersTimeoutMs}) must not exceed requestTimeoutMs (${config.requestTimeoutMs}).`,
+    );
+  }
   let mediaConfig: MediaConfig;
   try {
     mediaConfig = mediaConfigFromEnv(process.env);
@@ -104,7 +138,7 @@ async function main(): Promise<void> {
   }
   if (config.dataParallelSize > 1 && !isEngineWorker()) {
     console.log(`Data parallel: starting ${config.dataParallelSize} engine processes on one port`);
-    startEngineProcesses(config.dataParallelSize);
+    startEngineProcesses(config.dataParallelSize, config.shutdownGraceMs + CUT_FLUSH_MS + 4000);
     return;
   }
   // The spec's reserve is for downloaded media, so it only matters once remote media is
@@ -135,16 +169,28 @@ async function main(): Promise<void> {
     console.warn(`Warning: structured output could not be prepared (guided requests will retry): ${(error as Error).message}`),
   );
 
+  // Not set: loopback names only on a loopback address (allowed-hosts.ts), no check otherwise.
+  if (config.allowedHosts === null) config = { ...config, allowedHosts: defaultAllowedHosts(config.host) };
+  if (config.apiKey === undefined && defaultAllowedHosts(config.host) === null) {
+    console.warn(`Warning: listening on ${config.host} without an API key: anyone who can reach this address can use it (set API_KEY).`);
+  }
+  const activity = serverActivity(engine, config, (line) => console.log(line));
   let app: ReturnType<typeof createApp>;
   try {
-    app = createApp({ engine, config, mediaFetcher: createNodeMediaFetcher(mediaConfig), guideCompiler: nodeGuideCompiler(engine) });
+    app = createApp({
+      engine,
+      config,
+      mediaFetcher: createNodeMediaFetcher(mediaConfig),
+      guideCompiler: nodeGuideCompiler(engine),
+      activity,
+    });
     // The playground page at / and its assets; API routes keep priority.
     app.route('/', playgroundRoutes({ modelDir: config.modelDir }));
   } catch (error) {
     throw new StartupError((error as Error).message);
   }
   const { server, url } = await listen(app, config);
-  installShutdown(server, engine);
+  installShutdown(server, engine, activity, config.shutdownGraceMs);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
   console.log(`Listening on ${url}`);
 }

@@ -15,10 +15,11 @@ export interface ExitedServer {
   output: string;
 }
 
-const TSX = 'node_modules/.bin/tsx';
+/** What `npm start` runs, built once by test/e2e/build-server.global.ts. */
+const SERVER_ARGS = ['--enable-source-maps', 'dist/node/server.js'];
 
 function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(TSX, ['src/runtime/node.ts'], {
+  const child = spawn(process.execPath, SERVER_ARGS, {
     env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -28,7 +29,7 @@ function start(env: Record<string, string>): { child: ChildProcess; output: () =
   return { child, output: () => output };
 }
 
-/** `npm start` as a user runs it (tsx src/runtime/node.ts), on a free port. */
+/** `npm start`'s server as it runs it (node dist/node/server.js), on a free port. */
 export function spawnServer(env: Record<string, string> = {}): Promise<RunningServer> {
   const { child, output } = start(env);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

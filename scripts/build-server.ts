@@ -1,0 +1,42 @@
+/**
+ * Compiles the Node server (src/runtime/node.ts and what it imports) into one ES module,
+ * dist/node/server.js, that plain `node` runs: `npm start` is `node dist/node/server.js`,
+ * so SIGTERM and SIGINT reach the server itself whatever started it (no tsx wrapper
+ * process in between). Packages stay external (resolved from node_modules at run time,
+ * onnxruntime-node's native addon included); only this repository's TypeScript is bundled,
+ * which takes well under a second. The output sits two levels below the repository root,
+ * like src/runtime/, so paths the server derives from its own location still hold.
+ *
+ *   npm run build   (runs before npm start, and once before the e2e tests)
+ */
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const SERVER_ENTRY = `${ROOT}src/runtime/node.ts`;
+export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
+
+export async function buildServer(): Promise<string> {
+  await build({
+    entryPoints: [SERVER_ENTRY],
+    outfile: SERVER_OUT_FILE,
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+  });
+  return SERVER_OUT_FILE;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const started = performance.now();
+  buildServer()
+    .then((file) => console.log(`Server built: ${file} in ${(performance.now() - started).toFixed(0)} ms`))
+    .catch((error: unknown) => {
+      console.error('Server build failed:', error instanceof Error ? error.message : error);
+      process.exit(1);
+    });
+}
