@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { spawnFailingServer, spawnServer } from './spawn-server.js';
 
-describe('npm start (src/runtime/node.ts)', () => {
+describe('npm start (dist/node/server.js)', () => {
   it('reads the CONFIG file, lets the environment override it, and stops cleanly on SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'edge-llm-config-'));
     const config = join(dir, 'config.json');
