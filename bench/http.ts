@@ -18,7 +18,8 @@ export interface ServerHandle {
 export function startServer(env: Record<string, string> = {}): Promise<ServerHandle> {
   // `node --import tsx` runs the server in this very process (no tsx wrapper), so its pid is the server's.
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/runtime/node.ts'], {
-    env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', ...env },
+    // No request log: a line per request would cost the server time and this process memory.
+    env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', LOG_REQUESTS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -2,8 +2,8 @@
  * Server configuration: MindIE-style limits plus the batching limits of the scheduler.
  *
  * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
- * (HOST, PORT, MODEL_DIR, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE, ALLOWED_HOSTS, API_KEY or
- * VLLM_API_KEY). `resolveServerConfig` applies it; this
+ * (HOST, PORT, MODEL_DIR, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE, ALLOWED_HOSTS, LOG_REQUESTS,
+ * API_KEY or VLLM_API_KEY). `resolveServerConfig` applies it; this
  * module is pure (no fs, no process.env), so the Node entry reads the file and passes
  * its parsed JSON and `process.env` in.
  */
@@ -128,7 +128,11 @@ const ENV_VARIABLES = {
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
   ALLOWED_HOSTS: 'allowedHosts',
+  LOG_REQUESTS: 'logRequests',
 } as const;
+
+/** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
+const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);
 
 /** Lists given as one variable: comma-separated. */
 const LIST_SETTINGS: ReadonlySet<string> = new Set(['allowedHosts']);
@@ -164,6 +168,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Partial<
     if (value === undefined || value.trim() === '') continue;
     const numeric = key === 'port' || key === 'dataParallelSize';
     if (LIST_SETTINGS.has(key)) out[key] = listFromEnv(value);
+    else if (BOOLEAN_SETTINGS.has(key)) out[key] = value.trim() === 'true' ? true : value.trim() === 'false' ? false : value;
     else out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   }
   const apiKey = apiKeyFromEnv(env);

@@ -56,6 +56,8 @@ describe('server configuration', () => {
       'llm.example.com',
       '.internal',
     ]);
+    expect(resolveServerConfig({ env: { LOG_REQUESTS: 'false' } }).logRequests).toBe(false);
+    expect(configError(() => resolveServerConfig({ env: { LOG_REQUESTS: 'no' } }))).toMatch(/logRequests/);
     expect(configError(() => parseServerConfig({ apiKey: '' }))).toMatch(/apiKey/);
     expect(configError(() => parseServerConfig({ allowedHosts: 'localhost' }))).toMatch(/allowedHosts/);
   });
