@@ -71,7 +71,7 @@ export function createWorkerHandler(createEngine: EngineFactory, modelDir: strin
       try {
         ready = await app;
       } catch (error) {
-        // The app that checks the key did not start: check it here before saying why.
+        // The app that checks the key did not start: before saying why, check it here, on every path.
         const key = apiKeyFromEnv(env, WORKER_API_KEY_VARS);
         if (key !== undefined) {
           const refused = await refuseUnauthorized(request, apiKeyChecker([key]));

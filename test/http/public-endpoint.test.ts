@@ -49,6 +49,13 @@ describe('API key', () => {
     await expectError(postJson(app, '/v1/completions', completion, bearer('SK-LOCAL-1')), 401, 'UnauthorizedError');
   });
 
+  it('guards the routes however their path is spelled (percent-encoding reaches the same route)', async () => {
+    const app = testApp(engine, { apiKey: 'sk-local-1' });
+    for (const path of ['/%761/completions', '/v1/%63ompletions', '/%67enerate', '/v1/completions?x=1', '/%74okenize']) {
+      expect((await postJson(app, path, completion)).status, path).toBe(401);
+    }
+  });
+
   it('accepts any of several keys (rotation)', async () => {
     const app = testApp(engine, { apiKey: ['old-key', 'new-key'] });
     expect((await postJson(app, '/v1/completions', completion, bearer('old-key'))).status).toBe(200);

@@ -41,10 +41,8 @@ const UNAUTHORIZED = () =>
     'www-authenticate': 'Bearer',
   });
 
-/** null when `request` may pass the API key check; otherwise the 401 to send. */
+/** null when the request's bearer token is one of the keys; otherwise the 401 to send. */
 export async function refuseUnauthorized(request: Request, checker: ApiKeyChecker): Promise<Response | null> {
-  // CORS preflights carry no credentials by design.
-  if (request.method === 'OPTIONS' || !isApiPath(new URL(request.url).pathname)) return null;
   const token = bearerToken(request.headers.get('authorization'));
   if (token !== null && (await checker.matches(token))) return null;
   return errorResponse(UNAUTHORIZED());
@@ -53,8 +51,13 @@ export async function refuseUnauthorized(request: Request, checker: ApiKeyChecke
 export function apiKeyAuth(keys: readonly string[]): MiddlewareHandler {
   const checker = apiKeyChecker(keys);
   return async (c, next) => {
-    const refused = await refuseUnauthorized(c.req.raw, checker);
-    if (refused !== null) return refused;
+    // c.req.path is the path as the router matches it (percent-decoded: /%761/completions
+    // reaches /v1/completions), so the check sees what the routes see. CORS preflights
+    // carry no credentials by design.
+    if (c.req.method !== 'OPTIONS' && isApiPath(c.req.path)) {
+      const refused = await refuseUnauthorized(c.req.raw, checker);
+      if (refused !== null) return refused;
+    }
     await next();
   };
 }
