@@ -118,6 +118,22 @@ describe('GET /metrics', () => {
   });
 });
 
+describe('a draining server', () => {
+  it('answers new requests with 503 and Connection: close, and counts them', async () => {
+    const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL });
+    const activity = serverActivity(engine, config);
+    const app = createApp({ engine, config, activity });
+    activity.draining = true;
+    const response = await postJson(app, '/v1/completions', completion);
+    expect(response.status).toBe(503);
+    expect(response.headers.get('connection')).toBe('close');
+    expect(((await response.json()) as { message: string }).message).toMatch(/shutting down/);
+    expect((await app.request('/health')).status).toBe(503);
+    expect(activity.openRequests).toBe(0);
+    expect(activity.metrics.render()).toContain(`edge_llm:requests_refused_total{${label},reason="unavailable"} 2`);
+  });
+});
+
 describe('GET /version', () => {
   it("reports package.json's version as vLLM shapes it", async () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
