@@ -8,6 +8,7 @@ import { parseServerConfig } from '../../src/config/server-config.js';
 import { createApp, serverActivity } from '../../src/http/app.js';
 import type { Engine } from '../../src/engine/types.js';
 import { oneTwoFiveBuckets } from '../../src/http/observability/server-metrics.js';
+import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { MODEL, MODEL_DIR, golden, loadEngine, postJson } from './helpers.js';
 
@@ -115,6 +116,27 @@ describe('GET /metrics', () => {
   it("builds the token-count buckets as vLLM's 1-2-5 series", () => {
     expect(oneTwoFiveBuckets(512)).toEqual([1, 2, 5, 10, 20, 50, 100, 200, 500]);
     expect(oneTwoFiveBuckets(1)).toEqual([1]);
+  });
+});
+
+describe('refused by the engine', () => {
+  it('counts a request the engine refuses as a refusal only, not as prompt tokens or a finished request', async () => {
+    // No waiting room at all: the engine refuses every request with 503 as it is submitted.
+    const strict = await createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL, limits: { maxWaitingRequests: 0 } });
+    try {
+      const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL });
+      const activity = serverActivity(strict, config);
+      const app = createApp({ engine: strict, config, activity });
+      expect((await postJson(app, '/v1/completions', completion)).status).toBe(503);
+      const { values } = await scrape(app);
+      expect(values.get(`vllm:prompt_tokens_total{${label}}`)).toBe(0);
+      expect(values.get(`vllm:e2e_request_latency_seconds_count{${label}}`)).toBe(0);
+      expect([...values.keys()].some((key) => key.startsWith('vllm:request_success_total{') && values.get(key)! > 0)).toBe(false);
+      expect(values.get(`edge_llm:requests_refused_total{${label},reason="unavailable"}`)).toBe(1);
+      expect(values.get(`vllm:num_requests_waiting{${label}}`)).toBe(0);
+    } finally {
+      await strict.dispose();
+    }
   });
 });
 

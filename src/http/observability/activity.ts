@@ -74,13 +74,14 @@ export class RequestRecord implements GenerationObserver {
     this.promptTokens = promptTokens;
     this.generation = 'waiting';
     this.cutGeneration = cut;
-    this.activity.metrics.generationStarted(promptTokens);
   }
 
   delta(delta: GenerationDelta): void {
     const at = now();
     if (this.firstTokenAt === null) {
+      // The prompt is processed once the first token exists (vLLM counts prefill tokens then).
       this.firstTokenAt = at;
+      this.activity.metrics.generationStarted(this.promptTokens ?? 0);
       this.activity.metrics.firstToken((at - this.startedAt) / 1000);
     }
     if (this.generation === 'waiting') this.generation = 'running';
@@ -97,6 +98,11 @@ export class RequestRecord implements GenerationObserver {
     this.generation = 'ended';
     this.cutGeneration = null;
     if (error !== undefined) this.streamError = error instanceof Error ? error.message : String(error);
+    // Refused or failed before any token (queue full, cut while queued): the error status counts it, not the finish counters.
+    if (this.firstTokenAt === null && error !== undefined) {
+      this.closeIfDone();
+      return;
+    }
     // Sequences that never reported a finish were aborted (client gone, cut, failure).
     const sequences = Math.max(1, this.lastTokenAt.size, this.finishReasons.size);
     const reasons: FinishReason[] = [...this.finishReasons.values()];
