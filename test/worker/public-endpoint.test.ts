@@ -3,7 +3,7 @@
  * Worker's former API_TOKEN), JSON content type, allowed hosts, and /metrics per isolate.
  * The gateway Worker delegates to the real Node server (global-setup.ts).
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import gateway from '../../src/runtime/worker-gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, workerEnv } from './helpers.js';
@@ -54,6 +54,19 @@ describe('the Worker as a public endpoint', () => {
     expect(await errorType(plain)).toBe('UnsupportedMediaTypeError');
     expect((await gateway.fetch(new Request('http://evil.example/health'), env)).status).toBe(403);
     expect((await gateway.fetch(new Request('http://api.internal.example/health'), env)).status).toBe(200);
+  });
+
+  it('keeps the reason a Worker could not start behind the key', async () => {
+    // A gateway without an upstream cannot start: only a caller with the key learns why.
+    const env = workerEnv({ API_KEY: 'edge-key' });
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const anonymous = await postJson(gateway, env, '/v1/completions', completion);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.text()).not.toMatch(/upstream/i);
+    const authorised = await postJson(gateway, env, '/v1/completions', completion, { authorization: 'Bearer edge-key' });
+    expect(authorised.status).toBe(500);
+    expect(((await authorised.json()) as { message: string }).message).toMatch(/no upstream/);
+    logged.mockRestore();
   });
 
   it('counts the traffic of this isolate in /metrics under vLLM names', async () => {
