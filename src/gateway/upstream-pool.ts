@@ -1,7 +1,7 @@
 /**
  * Picks the upstream for each request and fails over. Upstreams serving the requested
  * model are tried in a weighted random order, healthy ones first; one that cannot be
- * reached (connect failure) or answers 502/503/504 is marked down and the next one is
+ * reached (connect failure, after one retry) or answers 502/503/504 is marked down and the next one is
  * tried. All of this happens before the client has received a single byte: once an
  * upstream's response is handed on, it is never retried (a stream cannot be resumed
  * elsewhere). A down upstream is tried again after `retryDownAfterMs`, or earlier when a
@@ -115,12 +115,20 @@ export class UpstreamPool {
         refusal ??= error;
         continue;
       }
-      let response: Response;
-      try {
-        response = await target.fetch(upstreamUrl(target.url, path), { method: 'POST', headers: headersFor(target), body, signal });
-      } catch (error) {
-        if (signal?.aborted) throw error;
-        const reason = `cannot connect (${(error as Error).message})`;
+      let response: Response | null = null;
+      let connectError: unknown = null;
+      // Twice: a server that closes idle keep-alive connections (llama.cpp closes one
+      // after each stream) fails the request that reuses it before reading a byte of it.
+      for (let attempt = 0; attempt < 2 && response === null; attempt++) {
+        try {
+          response = await target.fetch(upstreamUrl(target.url, path), { method: 'POST', headers: headersFor(target), body, signal });
+        } catch (error) {
+          if (signal?.aborted) throw error;
+          connectError = error;
+        }
+      }
+      if (response === null) {
+        const reason = `cannot connect (${(connectError as Error).message})`;
         this.markDown(target, reason);
         failures.push(`${target.name}: ${reason}`);
         continue;

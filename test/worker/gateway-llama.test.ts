@@ -103,7 +103,7 @@ describe('the gateway in front of llama.cpp', () => {
     expect(() => JSON.parse(freeText)).toThrow();
   });
 
-  it('honours guided_choice (as a llama.cpp grammar) and a chat response_format', async () => {
+  it('honours guided_choice as a llama.cpp grammar', async () => {
     const choice = await postJson(gateway, llamaOnly(), '/v1/completions', {
       model: 'stories260k',
       prompt: 'The cat was',
