@@ -159,14 +159,15 @@ export class UpstreamPool {
     });
   }
 
-  /** Active health check of every upstream (GET /health, 2xx = healthy). */
+  /** Active health check of every upstream (GET /health; any answer below 500 is healthy). */
   async probe(): Promise<void> {
     await Promise.all(
       this.targets.map(async (target) => {
         try {
           const response = await this.get(target, '/health');
           await response.body?.cancel();
-          if (response.ok) this.markUp(target);
+          // Reachable and not unavailable (503 while loading): a 404 only means no /health route (OpenAI's API).
+          if (response.status < 500) this.markUp(target);
           else this.markDown(target, `health check: HTTP ${response.status}`);
         } catch (error) {
           this.markDown(target, `health check: ${(error as Error).message}`);

@@ -16,6 +16,7 @@
 import type { ServerConfig } from '../config/server-config.js';
 import { RemoteEngine, type FetchLike } from '../engine/remote-engine.js';
 import { forwardingGuideCompiler } from '../engine/remote-guides.js';
+import type { TokenIdSource } from '../engine/remote-request.js';
 import { translateRequest } from '../gateway/dialects.js';
 import { limitKey, onStreamEnd, type EdgeLimits, type Release } from '../gateway/edge-limits.js';
 import { writeJson } from '../gateway/json-text.js';
@@ -66,6 +67,12 @@ function fleetFetch(pool: UpstreamPool, model: string): FetchLike {
   };
 }
 
+function tokenIdSource(value: unknown): TokenIdSource {
+  const source = typeof value === 'string' && value.trim() !== '' ? value.trim() : 'usage';
+  if (source !== 'usage' && source !== 'logprobs') throw new Error(`UPSTREAM_TOKEN_IDS must be "usage" or "logprobs", got ${JSON.stringify(source)}.`);
+  return source;
+}
+
 function seconds(value: unknown, fallback: number): number {
   const number = Number(value);
   return value !== undefined && value !== '' && Number.isFinite(number) && number > 0 ? number : fallback;
@@ -83,7 +90,11 @@ function build(env: WorkerEnv): Gateway {
   const engine = new RemoteEngine({
     files,
     servedModelName: config.servedModelName,
-    upstream: { url: 'https://upstream-fleet', fetch: fleetFetch(pool, pool.models().includes(config.servedModelName) ? config.servedModelName : targets[0].model) },
+    upstream: {
+      url: 'https://upstream-fleet',
+      fetch: fleetFetch(pool, pool.models().includes(config.servedModelName) ? config.servedModelName : targets[0].model),
+      tokenIds: tokenIdSource(env.UPSTREAM_TOKEN_IDS),
+    },
   });
   const app = createApp({ engine, config, guideCompiler: forwardingGuideCompiler });
   return {

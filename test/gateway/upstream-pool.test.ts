@@ -94,4 +94,14 @@ describe('UpstreamPool', () => {
     await pool.probe();
     expect(pool.targets.map((t) => pool.isHealthy(t))).toEqual([true, true]);
   });
+
+  it('health checks count a loading upstream (503) as down and one without a /health route (404) as up', async () => {
+    const answering = (status: number): UpstreamTarget => ({
+      ...target(`s${status}`, 1, { now: 'ok' }, []),
+      fetch: async () => new Response('', { status }),
+    });
+    const pool = new UpstreamPool([answering(503), answering(404), answering(200)]);
+    await pool.probe();
+    expect(pool.targets.map((t) => pool.isHealthy(t))).toEqual([false, true, true]);
+  });
 });
