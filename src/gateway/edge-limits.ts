@@ -99,6 +99,30 @@ export class MemoryConcurrencyLimiter implements ConcurrencyLimiter {
   }
 }
 
+/** A lease not released by then (its isolate died mid-stream) stops counting. */
+const LEASE_MS = 15 * 60_000;
+
+/** The leases of one key's requests in flight: what a KeyConcurrency Durable Object holds. */
+export class KeyLeases {
+  private readonly leases = new Map<string, number>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** A lease id, or null when `max` are already out. */
+  acquire(max: number): string | null {
+    const now = this.now();
+    for (const [id, expiry] of this.leases) if (expiry <= now) this.leases.delete(id);
+    if (this.leases.size >= max) return null;
+    const id = crypto.randomUUID();
+    this.leases.set(id, now + LEASE_MS);
+    return id;
+  }
+
+  release(lease: string): void {
+    this.leases.delete(lease);
+  }
+}
+
 async function sha256Hex(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
   return [...digest.subarray(0, 16)].map((b) => b.toString(16).padStart(2, '0')).join('');

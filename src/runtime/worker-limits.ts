@@ -12,6 +12,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import {
   BindingRateLimiter,
+  KeyLeases,
   MemoryConcurrencyLimiter,
   MemoryRateLimiter,
   type ConcurrencyLimiter,
@@ -20,24 +21,16 @@ import {
   type Release,
 } from '../gateway/edge-limits.js';
 
-/** A lease not released by then (its isolate died mid-stream) stops counting. */
-const LEASE_MS = 15 * 60_000;
-
-/** One key's requests in flight. Its state is in memory: an evicted object has nothing in flight worth keeping. */
+/** One key's requests in flight (KeyLeases). In memory: an evicted object has nothing in flight worth keeping. */
 export class KeyConcurrency extends DurableObject {
-  private readonly leases = new Map<string, number>();
+  private readonly leases = new KeyLeases();
 
   acquire(max: number): string | null {
-    const now = Date.now();
-    for (const [id, expiry] of this.leases) if (expiry <= now) this.leases.delete(id);
-    if (this.leases.size >= max) return null;
-    const id = crypto.randomUUID();
-    this.leases.set(id, now + LEASE_MS);
-    return id;
+    return this.leases.acquire(max);
   }
 
   release(lease: string): void {
-    this.leases.delete(lease);
+    this.leases.release(lease);
   }
 }
 
@@ -65,7 +58,9 @@ class DurableConcurrencyLimiter implements ConcurrencyLimiter {
     return () => {
       if (released) return;
       released = true;
-      const done = stub.release(lease).catch(() => {});
+      const done = Promise.resolve()
+        .then(() => stub.release(lease))
+        .catch(() => {});
       waitUntil?.(done);
     };
   }

@@ -4,7 +4,8 @@
  * vocabulary), refusals by name, upstream credentials from secrets (never echoed), and
  * the per-key edge limits (in memory and on the platform's rate-limiting binding).
  */
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
+import { KeyLeases } from '../../src/gateway/edge-limits.js';
 import gateway from '../../src/runtime/worker-gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, recordingUpstream, ssePayloads, testBinding, workerEnv } from './helpers.js';
@@ -118,7 +119,10 @@ describe('what reaches the upstream', () => {
     expect(models).not.toContain(secret);
 
     const missing = fleet([{ name: 'keyed', service: 'SVC', model: 'stories260k', api_key_secret: 'NOT_SET' }], { SVC: service });
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     const error = await gateway.fetch(new Request('http://worker.test/v1/models'), missing);
+    expect(logged).toHaveBeenCalled();
+    logged.mockRestore();
     expect(error.status).toBe(500);
     expect(((await error.json()) as { message: string }).message).toMatch(/secret NOT_SET/);
   });
@@ -174,5 +178,34 @@ describe('edge limits', () => {
     const third = await postJson(gateway, env, '/v1/completions', { ...long, max_tokens: 2 }, as('dave'));
     expect(third.status).toBe(200);
     expect((await ssePayloads(third)).at(-1)).toBe('[DONE]');
+  });
+
+  it('caps through one Durable Object per key when CONCURRENCY_LIMITER is bound', async () => {
+    // The namespace's part the gateway uses, over the KeyLeases each KeyConcurrency object holds
+    // (workerd builds Durable Objects only from a binding; RPC calls become plain calls).
+    const objects = new Map<string, KeyLeases>();
+    const namespace = {
+      idFromName: (name: string) => name,
+      get: (id: string) => {
+        if (!objects.has(id)) objects.set(id, new KeyLeases());
+        return objects.get(id)!;
+      },
+    };
+    const env = fleet([{ name: 'node', url: nodeServerUrl, model: 'stories260k' }], {
+      MAX_CONCURRENT_REQUESTS_PER_KEY: '1',
+      CONCURRENCY_LIMITER: namespace,
+    });
+    const long = { model: 'stories260k', prompt: golden.prompt, max_tokens: 400, ignore_eos: true, stream: true };
+    const first = await postJson(gateway, env, '/v1/completions', long, as('frank'));
+    const reader = first.body!.getReader();
+    await reader.read();
+    expect((await postJson(gateway, env, '/v1/completions', long, as('frank'))).status).toBe(429);
+    expect(objects.size).toBe(1);
+    expect([...objects.keys()][0]).not.toContain('frank');
+    await reader.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const again = await postJson(gateway, env, '/v1/completions', { ...long, max_tokens: 2 }, as('frank'));
+    expect(again.status).toBe(200);
+    await again.text();
   });
 });
