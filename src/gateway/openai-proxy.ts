@@ -13,6 +13,7 @@ import { ChatCompletionRequestSchema } from '../protocol/openai-chat.js';
 import { completionPrompts, CompletionRequestSchema } from '../protocol/openai-completions.js';
 import { parseRequest } from '../protocol/validate.js';
 import type { Tokenizer } from '../tokenizer/types.js';
+import { streamingErrorPayload } from '../http/errors.js';
 import { translateRequest, type OpenAIRoute } from './dialects.js';
 import { writeJson } from './json-text.js';
 import type { UpstreamPool } from './upstream-pool.js';
@@ -78,6 +79,35 @@ export async function forwardOpenAI(
   }
   if (response.body === null) throw new UpstreamError('The upstream answered without a body.');
   const headers = new Headers({ 'content-type': response.headers.get('content-type') ?? 'application/json' });
-  if (headers.get('content-type')!.startsWith('text/event-stream')) headers.set('cache-control', 'no-cache');
-  return new Response(response.body, { status: response.status, headers });
+  if (!headers.get('content-type')!.startsWith('text/event-stream')) return new Response(response.body, { status: response.status, headers });
+  headers.set('cache-control', 'no-cache');
+  return new Response(relayEvents(response.body), { status: response.status, headers });
+}
+
+/**
+ * The upstream's event stream as it arrives (nothing read ahead of the client). An
+ * upstream that breaks the stream off cannot be replaced mid-way: the client gets an
+ * error event in the API's shape (as vLLM sends one) instead of a stream that just stops.
+ */
+function relayEvents(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          const failure = new UpstreamError(`The upstream broke the stream off: ${(error as Error).message}`);
+          controller.enqueue(new TextEncoder().encode(`\n\ndata: ${streamingErrorPayload(failure)}\n\n`));
+          controller.close();
+          return;
+        }
+        if (chunk.done) controller.close();
+        else controller.enqueue(chunk.value);
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
 }

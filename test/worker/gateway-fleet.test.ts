@@ -128,6 +128,40 @@ describe('what reaches the upstream', () => {
   });
 });
 
+describe('a stream the upstream breaks off', () => {
+  it('ends with an error event in the API shape and is not retried on another upstream', async () => {
+    const calls: string[] = [];
+    const breaking = (name: string) => ({
+      async fetch() {
+        calls.push(name);
+        const chunk = { choices: [{ index: 0, text: ' Once', finish_reason: null }] };
+        let sent = false;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (sent) return controller.error(new Error('connection reset'));
+            sent = true;
+            controller.enqueue(new TextEncoder().encode(`data: ${JSON.stringify(chunk)}\n\n`));
+          },
+        });
+        return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+      },
+    });
+    const env = fleet(
+      [
+        { name: 'a', service: 'A', model: 'stories260k' },
+        { name: 'b', service: 'B', model: 'stories260k' },
+      ],
+      { A: breaking('a'), B: breaking('b') },
+    );
+    const response = await postJson(gateway, env, '/v1/completions', { model: 'stories260k', prompt: 'Hi', stream: true });
+    expect(response.status).toBe(200);
+    const payloads = await ssePayloads(response);
+    expect(JSON.parse(payloads[0]).choices[0].text).toBe(' Once');
+    expect(JSON.parse(payloads.at(-1)!)).toMatchObject({ error: { code: 502, message: expect.stringMatching(/broke the stream off/) } });
+    expect(calls).toHaveLength(1);
+  });
+});
+
 describe('edge limits', () => {
   const request = { model: 'stories260k', prompt: 'Hi', max_tokens: 2 };
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
