@@ -152,6 +152,12 @@ function toOpenAI(body: Body, route: OpenAIRoute, upstream: string): Body {
     delete out[field];
   }
   if (route === 'chat' && asks(out.best_of)) refuse(upstream, 'best_of');
+  // vLLM's running usage counts (RemoteEngine asks for them): OpenAI knows only include_usage.
+  const streamOptions = out.stream_options as Record<string, unknown> | undefined;
+  if (streamOptions !== undefined && streamOptions !== null && 'continuous_usage_stats' in streamOptions) {
+    const { continuous_usage_stats: _dropped, ...rest } = streamOptions;
+    out.stream_options = rest;
+  }
   dropHarmless(out, upstream);
   return out;
 }

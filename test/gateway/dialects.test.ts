@@ -56,6 +56,17 @@ describe('translateRequest for vLLM and configured refusals', () => {
   });
 });
 
+describe('translateRequest for the OpenAI API', () => {
+  const openai = { ...llama, dialect: 'openai' as const };
+
+  it("takes /generate's completions (vLLM fields at their neutral values) without vLLM's extras", () => {
+    const remote = { model: 'm', prompt: [1, 2], stream: true, stream_options: { include_usage: true, continuous_usage_stats: true }, top_k: -1, min_p: 0, repetition_penalty: 1, min_tokens: 0, stop_token_ids: [], ignore_eos: false, skip_special_tokens: true, include_stop_str_in_output: false, temperature: 0 };
+    expect(translateRequest(remote, 'completions', openai)).toEqual({ model: 'up', prompt: [1, 2], stream: true, stream_options: { include_usage: true }, temperature: 0 });
+    expect(() => translateRequest({ ...remote, top_k: 40 }, 'completions', openai)).toThrow(expect.objectContaining({ param: 'top_k' }));
+    expect(() => translateRequest({ model: 'm', prompt: 'x', guided_json: {} }, 'completions', openai)).toThrow(expect.objectContaining({ param: 'guided_json' }));
+  });
+});
+
 describe('gateway helpers', () => {
   it('writes 64-bit integers digit for digit', () => {
     expect(writeJson({ seed: 9223372036854775807n, text: 'seed' })).toBe('{"seed":9223372036854775807,"text":"seed"}');
