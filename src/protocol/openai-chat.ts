@@ -90,7 +90,7 @@ export const ChatCompletionRequestSchema = z
         .min(1, { error: 'must contain at least one message' }),
       logprobs: withDefault(bool, false),
       top_logprobs: optional(intIn({ min: 0 })),
-      // null: as many tokens as the context allows (vLLM); absent: the spec's default 16.
+      // null or absent: as many tokens as the context allows (vLLM, OpenAI).
       max_tokens: intIn({ min: 1 }).nullable().optional(),
       max_completion_tokens: intIn({ min: 1 }).nullable().optional(),
       tools: optional(z.array(ToolSchema, { error: 'must be a list of tools' })),

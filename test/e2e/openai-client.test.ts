@@ -77,12 +77,14 @@ describe('the official openai client against `npm start`', () => {
     expect(await chat(7)).toBe(await chat(7));
   });
 
-  // openai-node takes its message from a body's "error" field; vLLM 0.6's flat error body
-  // has none, so (as against vLLM 0.6) only the class and status carry over.
-  it('an invalid request surfaces as OpenAI.BadRequestError', async () => {
+  // openai-node takes message, param and code from the body's nested "error" object.
+  it("an invalid request surfaces as OpenAI.BadRequestError with the server's message and param", async () => {
     const error = await served.client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: -1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((error as InstanceType<typeof OpenAI.BadRequestError>).status).toBe(400);
+    const badRequest = error as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(badRequest.status).toBe(400);
+    expect(badRequest.param).toBe('temperature');
+    expect(badRequest.message).toBe('400 temperature must be a number >= 0.0, got -1');
   });
 
   it('an unknown model surfaces as OpenAI.NotFoundError', async () => {
