@@ -75,8 +75,8 @@ const NamedToolChoiceSchema = z.object({
   function: z.object({ name: requiredString }),
 });
 
-const toolChoice = z.union([z.literal('none'), z.literal('auto'), NamedToolChoiceSchema], {
-  error: 'must be "none", "auto" or a named tool {"type": "function", "function": {"name": ...}}',
+const toolChoice = z.union([z.literal('none'), z.literal('auto'), z.literal('required'), NamedToolChoiceSchema], {
+  error: 'must be "none", "auto", "required" or a named tool {"type": "function", "function": {"name": ...}}',
 });
 
 export const ChatCompletionRequestSchema = z
@@ -129,12 +129,6 @@ export const ChatCompletionRequestSchema = z
   });
 
 export type ChatCompletionRequest = z.output<typeof ChatCompletionRequestSchema>;
-
-/** tool_choice as vLLM resolves it: "auto" when tools are given without a choice. */
-export function effectiveToolChoice(req: ChatCompletionRequest): ChatCompletionRequest['tool_choice'] {
-  if (req.tool_choice !== undefined) return req.tool_choice;
-  return req.tools !== undefined && req.tools.length > 0 ? 'auto' : 'none';
-}
 
 /** The max_tokens a chat request asked for: max_completion_tokens wins (OpenAI's newer name). */
 export function requestedChatMaxTokens(req: ChatCompletionRequest): number | null | undefined {

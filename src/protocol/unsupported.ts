@@ -14,7 +14,7 @@ import { invalidRequest } from './errors.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import type { OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
-import { effectiveToolChoice, type ChatCompletionRequest } from './openai-chat.js';
+import type { ChatCompletionRequest } from './openai-chat.js';
 
 export interface UnsupportedFeature {
   /** The request parameter that asks for it (dotted path). */
@@ -48,17 +48,6 @@ export function unsupportedCompletionFeatures(req: CompletionRequest): Unsupport
 export function unsupportedChatFeatures(req: ChatCompletionRequest): UnsupportedFeature[] {
   const out = commonOpenAI(req);
   if (req.echo) out.push({ param: 'echo', message: 'echo is not supported yet for chat completions.' });
-  // With no tool-call parser (vLLM without --enable-auto-tool-choice), "auto" is refused
-  // and a named tool needs guided decoding; "none" just hands the tools to the template.
-  const toolChoice = effectiveToolChoice(req);
-  if (toolChoice === 'auto') {
-    out.push({
-      param: 'tool_choice',
-      message: 'Tool calling is not supported: "auto" tool choice needs a tool-call parser, which this server does not have. Send tool_choice "none" to pass the tools to the chat template only.',
-    });
-  } else if (typeof toolChoice === 'object') {
-    out.push({ param: 'tool_choice', message: 'A named tool_choice needs structured output, which is not supported yet.' });
-  }
   return out;
 }
 

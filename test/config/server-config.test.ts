@@ -36,7 +36,21 @@ describe('server configuration', () => {
       numSpeculativeTokens: 4,
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
+      toolCallParser: undefined,
+      corsAllowedOrigins: ['*'],
+      corsAllowedMethods: ['*'],
+      corsAllowedHeaders: ['*'],
+      corsAllowCredentials: false,
     });
+  });
+
+  it('takes a tool-call parser by name and CORS lists as lists or comma-separated text', () => {
+    expect(parseServerConfig({ toolCallParser: 'pythonic' }).toolCallParser).toBe('pythonic');
+    expect(() => parseServerConfig({ toolCallParser: 'qwen' })).toThrow(/toolCallParser must be one of "hermes", "llama3_json", "mistral", "pythonic"/);
+    expect(resolveServerConfig({ env: { TOOL_CALL_PARSER: 'mistral' } }).toolCallParser).toBe('mistral');
+    expect(parseServerConfig({ corsAllowedOrigins: 'https://a.example, https://b.example' }).corsAllowedOrigins).toEqual(['https://a.example', 'https://b.example']);
+    expect(resolveServerConfig({ env: { CORS_ALLOWED_ORIGINS: 'https://a.example' } }).corsAllowedOrigins).toEqual(['https://a.example']);
+    expect(parseServerConfig({ corsAllowedMethods: ['GET', 'POST'] }).corsAllowedMethods).toEqual(['GET', 'POST']);
   });
 
   it('hands the scheduler its limits, speculative decoding included', () => {

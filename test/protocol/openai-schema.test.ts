@@ -4,7 +4,6 @@ import {
   ChatCompletionRequestSchema,
   CompletionRequestSchema,
   completionPrompts,
-  effectiveToolChoice,
   guidedDecodingFields,
   messageText,
   requestedChatMaxTokens,
@@ -188,7 +187,7 @@ describe('OpenAI requests: vLLM cross-field rules', () => {
     ['top_logprobs without logprobs', () => chat('"top_logprobs": 3'), 'top_logprobs', /`logprobs` must be set to true/],
     ['tool_choice without tools', () => chat('"tool_choice": "auto"'), 'tool_choice', /`tools` must be set/],
     ['named tool_choice not among tools', () => chat('"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}'), 'tool_choice', /does not match any of the specified `tools`/],
-    ['tool_choice "required"', () => chat('"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"'), 'tool_choice', /must be "none", "auto" or a named tool/],
+    ['tool_choice of an unknown kind', () => chat('"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "any"'), 'tool_choice', /must be "none", "auto", "required" or a named tool/],
   ];
   it.each(rules)('refuses %s', (_name, run, param, pattern) => {
     const error = expectInvalidRequest(run);
@@ -265,13 +264,6 @@ describe('helpers for the serving layer', () => {
     expect(requestedChatMaxTokens(chat('"max_tokens": 5, "max_completion_tokens": 7'))).toBe(7);
     expect(requestedChatMaxTokens(chat('"max_tokens": null'))).toBeNull();
     expect(requestedChatMaxTokens(chat('"max_tokens": 5, "max_completion_tokens": null'))).toBe(5);
-  });
-
-  it('resolves tool_choice as vLLM does', () => {
-    const tools = '"tools": [{"type": "function", "function": {"name": "f"}}]';
-    expect(effectiveToolChoice(chat())).toBe('none');
-    expect(effectiveToolChoice(chat(tools))).toBe('auto');
-    expect(effectiveToolChoice(chat(`${tools}, "tool_choice": "none"`))).toBe('none');
   });
 
   it('lists guided-decoding fields', () => {

@@ -63,11 +63,10 @@ describe('features accepted by the schemas but not served yet', () => {
     expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual(['prompt']);
   });
 
-  it('flags chat tools that need a parser or guided decoding, and logprobs', () => {
+  it('leaves tool calling to the serving layer (src/tools), and flags chat echo', () => {
     const tools = ', "tools": [{"type": "function", "function": {"name": "f"}}]';
-    expect(params(chat(tools))).toEqual(['tool_choice']);
-    expect(chat(tools)[0]!.message).toMatch(/"auto" tool choice/);
-    expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual(['tool_choice']);
+    expect(params(chat(tools))).toEqual([]);
+    expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual([]);
     expect(params(chat(', "echo": true'))).toEqual(['echo']);
   });
 

@@ -7,6 +7,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { buildChatPrompt } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
+import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
@@ -25,13 +26,18 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedChatFeatures(request));
+    const tools = requestToolCalling(request, ctx.config.toolCallParser);
     // Structured output is compiled with the rest of validation: a constraint the server
-    // cannot serve is refused before any prompt work.
-    const guide = await requestGuide(ctx.guideCompiler, request);
+    // cannot serve is refused before any prompt work. Named and "required" tool calls are
+    // structured output too.
+    const guide =
+      tools?.schema !== undefined
+        ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema })
+        : await requestGuide(ctx.guideCompiler, request);
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
 
-    // Templates see tools and documents as transformers passes them (tool_choice "none" only).
+    // Templates see tools and documents as transformers passes them.
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
     if (request.tools !== undefined) templateVariables.tools = request.tools;
     if (request.documents !== undefined) templateVariables.documents = request.documents;
@@ -45,6 +51,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
+    // A parser's tags are special tokens in the models that write them (vLLM does the same).
+    if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
@@ -58,6 +66,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       n: request.n,
       tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
       logprobs: params.logprobs,
+      tools,
     };
     if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
     return c.json(await chatNonStreaming(run, job));
