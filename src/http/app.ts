@@ -5,6 +5,7 @@ import type { ServerConfig } from '../config/server-config.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
+import { corsMiddleware } from './cors.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
 import type { GuideCompiler } from './guided-decoding.js';
 import { chatRoutes } from './routes/chat.js';
@@ -61,6 +62,8 @@ export function createApp(deps: AppDeps): Hono {
   };
 
   const app = new Hono();
+  // First, so that preflights are answered on every path and errors carry the CORS headers too.
+  app.use(corsMiddleware(deps.config));
   app.use(
     methodNotAllowed({
       app,
