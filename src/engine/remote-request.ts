@@ -60,6 +60,7 @@ export function completionRequestBody(options: CompletionRequestOptions): string
     ignore_eos: params.ignoreEos,
     skip_special_tokens: params.skipSpecialTokens,
   };
+  if (params.logitBias !== undefined) body.logit_bias = Object.fromEntries(params.logitBias);
   if (options.tokenIds === 'logprobs') {
     body.logprobs = 0;
     body.return_tokens_as_token_ids = true;

@@ -60,7 +60,10 @@ const openAIStop = checkedField((input, report): string[] => {
   return list as string[];
 });
 
-/** Token id (as a string, JSON keys being strings) → bias. */
+/** OpenAI's range for a logit_bias value. */
+const MAX_LOGIT_BIAS = 100;
+
+/** Token id (as a string, JSON keys being strings) → bias in [-100, 100] (OpenAI's range). */
 const logitBias = checkedField((input, report): Map<number, number> | undefined => {
   if (input === undefined || input === null) return undefined;
   if (!isObject(input)) {
@@ -73,8 +76,8 @@ const logitBias = checkedField((input, report): Map<number, number> | undefined 
       report(`has key ${JSON.stringify(key)}, but token ids must be integers`, { input: undefined });
       return undefined;
     }
-    if (typeof value !== 'number') {
-      report('must be a number', { path: [key], input: value });
+    if (typeof value !== 'number' || !(Math.abs(value) <= MAX_LOGIT_BIAS)) {
+      report(`must be a number in [-${MAX_LOGIT_BIAS}.0, ${MAX_LOGIT_BIAS}.0]`, { path: [key], input: value });
       return undefined;
     }
     bias.set(Number(key), value);

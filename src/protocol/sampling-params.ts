@@ -229,8 +229,11 @@ function openAIToSamplingParams(
     );
   }
 
+  const logitBias = checkedLogitBias(req.logit_bias, ctx.vocabSize);
+
   return {
     ...finishKnobs(knobs, ctx.vocabSize),
+    ...(logitBias ? { logitBias } : {}),
     maxTokens,
     minTokens: req.min_tokens,
     seed: openAISeed(req.seed),
@@ -301,6 +304,19 @@ function checkSequenceRules(req: OpenAISamplingFields, knobs: ResolvedKnobs): vo
     }
   }
   if (req.stream) checkStreamableBestOf(n, bestOf);
+}
+
+/** vLLM refuses logit_bias ids outside the vocabulary instead of ignoring them. */
+function checkedLogitBias(bias: ReadonlyMap<number, number> | undefined, vocabSize: number): ReadonlyMap<number, number> | undefined {
+  if (bias === undefined || bias.size === 0) return undefined;
+  const unknown = [...bias.keys()].filter((id) => id < 0 || id >= vocabSize);
+  if (unknown.length > 0) {
+    throw invalidRequest(
+      `token_id(s) [${unknown.join(', ')}] in logit_bias contain out-of-vocab token ids. Vocabulary size: ${vocabSize}`,
+      'logit_bias',
+    );
+  }
+  return bias;
 }
 
 /** vLLM: seed -1 means "random"; other negative int64 seeds map to the same uint64 bits. */

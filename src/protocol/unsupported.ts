@@ -1,6 +1,6 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
- * does not implement yet: logit_bias, priority, suffix, allowed_token_ids, several
+ * does not implement yet: priority, suffix, allowed_token_ids, several
  * prompts per request, chat echo, tool calling. The serving layer lists them and refuses
  * the request with a clear 400 instead of silently ignoring a parameter. Each entry names the parameter, so a route
  * that implements one of them can drop it from the list. (Media parts are not listed:
@@ -24,9 +24,6 @@ export interface UnsupportedFeature {
 
 function commonOpenAI(req: OpenAISamplingFields): UnsupportedFeature[] {
   const out: UnsupportedFeature[] = [];
-  if (req.logit_bias !== undefined && req.logit_bias.size > 0) {
-    out.push({ param: 'logit_bias', message: 'logit_bias is not supported yet.' });
-  }
   if (req.priority !== 0) {
     out.push({ param: 'priority', message: `Got priority ${req.priority} but priority scheduling is not enabled.` });
   }

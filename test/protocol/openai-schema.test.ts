@@ -52,7 +52,7 @@ const COMMON: [string, string[], string[]][] = [
   ['spaces_between_special_tokens', ['false'], ['"x"']],
   ['truncate_prompt_tokens', ['1', '500'], ['0', '-5']],
   ['prompt_logprobs', ['0', '5'], ['-1']],
-  ['logit_bias', ['{"1": 2.5, "-1": -100}', '{}'], ['{"a": 1}', '{"1": "x"}', '[1]']],
+  ['logit_bias', ['{"1": 2.5, "-1": -100, "2": 100}', '{}'], ['{"a": 1}', '{"1": "x"}', '[1]', '{"1": 100.5}', '{"1": -101}']],
   ['user', ['"someone"'], ['5']],
   ['stream_options', ['null'], ['5', '"x"']],
   ['response_format', ['{"type": "text"}', '{"type": "json_object"}', '{"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}'], ['{"type": "xml"}', '"json"', '{"type": "json_schema", "json_schema": {}}']],
