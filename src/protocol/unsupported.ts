@@ -1,7 +1,6 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
- * does not implement yet: priority, suffix, allowed_token_ids, several
- * prompts per request, chat echo, tool calling. The serving layer lists them and refuses
+ * does not implement yet: priority, suffix, allowed_token_ids, chat echo. The serving layer lists them and refuses
  * the request with a clear 400 instead of silently ignoring a parameter. Each entry names the parameter, so a route
  * that implements one of them can drop it from the list. (Media parts are not listed:
  * the serving layer fetches and decodes them, then refuses what the model cannot take.
@@ -35,9 +34,6 @@ export function unsupportedCompletionFeatures(req: CompletionRequest): Unsupport
   if (req.suffix !== undefined) out.push({ param: 'suffix', message: 'suffix is not currently supported' });
   if (req.allowed_token_ids !== undefined) {
     out.push({ param: 'allowed_token_ids', message: 'allowed_token_ids is not supported yet.' });
-  }
-  if (Array.isArray(req.prompt) && req.prompt.length > 1 && typeof req.prompt[0] !== 'number') {
-    out.push({ param: 'prompt', message: 'A list of several prompts is not supported yet: send one prompt per request.' });
   }
   return out;
 }

@@ -57,9 +57,9 @@ describe('features accepted by the schemas but not served yet', () => {
     expect(mindie('{"prompt": "hi", "n": 2, "best_of": 2, "temperature": 0.5}')).toEqual([]);
   });
 
-  it('flags a batch of prompts but not one token-id prompt', () => {
-    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: ['a', 'b'] })))).toEqual(['prompt']);
-    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual(['prompt']);
+  it('leaves a batch of prompts to the serving layer (test/http/multi-prompt.test.ts)', () => {
+    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: ['a', 'b'] })))).toEqual([]);
+    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual([]);
   });
 
   it('leaves tool calling to the serving layer (src/tools), and flags chat echo', () => {
