@@ -33,6 +33,8 @@ export interface ChatJob {
   tokens?: TokenNaming;
   /** The request's top_logprobs when it asked for logprobs; undefined: `logprobs` is null. */
   logprobs?: number;
+  /** `echo`: the final message's text, put before each choice's content (vLLM: only when it is the reply's role). */
+  echoText?: string;
   /** How tool calls are read out of the output; null or absent: the output is all content. */
   tools?: ToolCalling | null;
 }
@@ -99,9 +101,10 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
       const message = job.tools
         ? readMessage(job.tools.reader, output.text, job.tools.newCallId)
         : { content: output.text, toolCalls: [] };
+      const content = job.echoText ? job.echoText + (message.content ?? '') : message.content;
       return {
         index: output.index,
-        message: { role: job.role, content: message.content, tool_calls: message.toolCalls },
+        message: { role: job.role, content, tool_calls: message.toolCalls },
         logprobs:
           job.logprobs !== undefined
             ? { content: chatLogprobContent(generatedReporter(job).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined)) }
@@ -146,6 +149,7 @@ export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: Chat
   try {
     for (let index = 0; index < (job.n ?? 1); index++) {
       yield chunk([{ index, delta: { role: job.role, content: '' }, logprobs: null, finish_reason: null }], continuous(0));
+      if (job.echoText) yield chunk([{ index, delta: { content: job.echoText }, logprobs: null, finish_reason: null }], continuous(0));
     }
     for await (const delta of run) {
       completionTokens += delta.tokenIds.length;

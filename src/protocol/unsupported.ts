@@ -1,6 +1,6 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
- * does not implement yet: priority, suffix, allowed_token_ids, chat echo. The serving layer lists them and refuses
+ * does not implement yet: priority, suffix, allowed_token_ids. The serving layer lists them and refuses
  * the request with a clear 400 instead of silently ignoring a parameter. Each entry names the parameter, so a route
  * that implements one of them can drop it from the list. (Media parts are not listed:
  * the serving layer fetches and decodes them, then refuses what the model cannot take.
@@ -40,7 +40,6 @@ export function unsupportedCompletionFeatures(req: CompletionRequest): Unsupport
 
 export function unsupportedChatFeatures(req: ChatCompletionRequest): UnsupportedFeature[] {
   const out = commonOpenAI(req);
-  if (req.echo) out.push({ param: 'echo', message: 'echo is not supported yet for chat completions.' });
   return out;
 }
 

@@ -62,11 +62,11 @@ describe('features accepted by the schemas but not served yet', () => {
     expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual([]);
   });
 
-  it('leaves tool calling to the serving layer (src/tools), and flags chat echo', () => {
+  it('leaves tool calling (src/tools) and chat echo to the serving layer', () => {
     const tools = ', "tools": [{"type": "function", "function": {"name": "f"}}]';
     expect(params(chat(tools))).toEqual([]);
     expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual([]);
-    expect(params(chat(', "echo": true'))).toEqual(['echo']);
+    expect(params(chat(', "echo": true'))).toEqual([]);
   });
 
   // Media is the serving layer's: it fetches and decodes each part, then refuses what the
@@ -74,7 +74,7 @@ describe('features accepted by the schemas but not served yet', () => {
   it('leaves media parts to the serving layer', () => {
     const media = '[{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "x"}}]}]';
     expect(chat('', media)).toEqual([]);
-    expect(chat(', "echo": true', media).map((f) => f.param)).toEqual(['echo']);
+    expect(chat(', "priority": 1', media).map((f) => f.param)).toEqual(['priority']);
     expect(mindie('{"prompt": [{"type": "text", "text": "a"}, {"type": "video_url", "video_url": "v.mp4"}]}')).toEqual([]);
     expect(mindie('{"prompt": [{"type": "audio_url", "audio_url": {"url": "a.wav"}}], "n": 2, "best_of": 2, "temperature": 1}')).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { ChatCompletionRequestSchema } from '../../protocol/openai-chat.js';
+import { ChatCompletionRequestSchema, messageText } from '../../protocol/openai-chat.js';
 import { checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
@@ -56,12 +56,16 @@ export function chatRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    // vLLM: the generated message continues the final one unless a new assistant turn was opened.
+    const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
+    const last = request.messages.at(-1)!;
     const job = {
       id: responseId('chatcmpl', c.req.raw, request.request_id),
       model: engine.info.id,
       promptTokenCount: promptTokenIds.length,
-      // vLLM: the generated message continues the final one unless a new assistant turn was opened.
-      role: request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role,
+      role,
+      // vLLM echoes the final message only when the reply continues it (same role).
+      echoText: request.echo ? (last.role === role ? messageText(last) : '') : undefined,
       usage: streamUsageOptions(request.stream_options),
       n: request.n,
       tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
