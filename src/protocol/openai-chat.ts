@@ -7,7 +7,9 @@
  */
 import { z } from 'zod';
 import { SENTENCE } from './issues.js';
-import { bool, intIn, optional, str, withDefault } from './fields.js';
+import { optional, str, withDefault } from './fields.js';
+// Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
+import { laxBool as bool, laxIntIn as intIn } from './lax.js';
 import { addCommonOpenAIIssues, openAISamplingShape, requiredString } from './openai-common.js';
 
 const urlObject = z.object({ url: requiredString }, { error: 'must be an object with a "url"' });

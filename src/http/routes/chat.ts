@@ -9,6 +9,7 @@ import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
 import { responseId } from '../ids.js';
+import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
@@ -23,7 +24,9 @@ export function chatRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/v1/chat/completions', async (c) => {
-    const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(ChatCompletionRequestSchema, body);
+    warnIgnoredFields(ChatCompletionRequestSchema, body);
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedChatFeatures(request));
     const tools = requestToolCalling(request, ctx.config.toolCallParser);

@@ -7,6 +7,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun, MergedRuns } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
+import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
@@ -20,7 +21,9 @@ export function completionsRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/v1/completions', async (c) => {
-    const request = parseRequest(CompletionRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(CompletionRequestSchema, body);
+    warnIgnoredFields(CompletionRequestSchema, body);
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
