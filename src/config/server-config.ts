@@ -10,12 +10,19 @@
 import { z } from 'zod';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   const requirement = max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer in [${min}, ${max}]`;
   return z.number({ error: requirement }).refine((v) => Number.isSafeInteger(v) && v >= min && v <= max, { error: requirement });
 };
 const nonEmpty = z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must not be empty' });
+/** A list of names, also written as one comma-separated string (as environment variables and Worker vars carry it). */
+const nameList = (what: string) =>
+  z.preprocess(
+    (value) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter((item) => item !== '') : value),
+    z.array(nonEmpty, { error: `must be a list of ${what} (or one comma-separated string)` }),
+  );
 
 export const ServerConfigSchema = z.strictObject(
   {
@@ -78,11 +85,29 @@ export const ServerConfigSchema = z.strictObject(
     maxConnections: int(1).default(1024),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */
     shutdownGraceMs: int(0).default(5000),
+    /**
+     * How "auto" tool choice reads calls out of the model's text (vLLM's --tool-call-parser):
+     * the format the served model writes. Unset: "auto" is refused with a 400.
+     */
+    toolCallParser: z
+      .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
+      .optional(),
+    /** CORS: origins allowed to call the API from a browser ("*": any, as vLLM's default). */
+    corsAllowedOrigins: nameList('origins').default(['*']),
+    /** CORS: methods a cross-origin request may use. */
+    corsAllowedMethods: nameList('methods').default(['*']),
+    /** CORS: request headers a cross-origin request may send. */
+    corsAllowedHeaders: nameList('header names').default(['*']),
+    /** CORS: whether browsers may send credentials (cookies, HTTP auth) across origins. */
+    corsAllowCredentials: z.boolean({ error: 'must be true or false' }).default(false),
   },
   { error: 'must be a JSON object' },
 );
 
-export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName'> & { servedModelName: string };
+export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName' | 'toolCallParser'> & {
+  servedModelName: string;
+  toolCallParser?: ToolCallParserName;
+};
 
 /** The engine's scheduler settings from a server configuration. */
 export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
@@ -115,7 +140,11 @@ export function parseServerConfig(raw: unknown): ServerConfig {
     throw new Error(`Invalid server configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   const config = result.data;
-  return { ...config, servedModelName: config.servedModelName ?? baseName(config.modelDir) };
+  return {
+    ...config,
+    servedModelName: config.servedModelName ?? baseName(config.modelDir),
+    toolCallParser: config.toolCallParser as ToolCallParserName | undefined,
+  };
 }
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = parseServerConfig({});
@@ -129,6 +158,8 @@ const ENV_VARIABLES = {
   DATA_PARALLEL_SIZE: 'dataParallelSize',
   ALLOWED_HOSTS: 'allowedHosts',
   LOG_REQUESTS: 'logRequests',
+  TOOL_CALL_PARSER: 'toolCallParser',
+  CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
 } as const;
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */

@@ -63,6 +63,7 @@ export function completionRequestBody(options: CompletionRequestOptions): string
   };
   // Structured output is the upstream's to enforce (remote-guides.ts).
   if (params.guide !== undefined) Object.assign(body, guidedFields(params.guide.request));
+  if (params.logitBias !== undefined) body.logit_bias = Object.fromEntries(params.logitBias);
   if (options.tokenIds === 'logprobs') {
     body.logprobs = 0;
     body.return_tokens_as_token_ids = true;

@@ -6,6 +6,7 @@ import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
+import { corsMiddleware } from './cors.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
 import type { GuideCompiler } from './guided-decoding.js';
 import { ServerActivity } from './observability/activity.js';
@@ -46,6 +47,12 @@ export interface AppDeps {
    * is made with no log sink (the runtime entries pass their own, see serverActivity).
    */
   activity?: ServerActivity;
+  /**
+   * Routes answered before the local ones, behind the same checks (host, API key, CORS,
+   * content type, body limit) and in the same request log: the gateway's forwarded
+   * OpenAI routes, which never reach the engine.
+   */
+  routesBefore?: Hono;
 }
 
 /** The activity record for an app serving `engine` under `config`; `log` receives the request log lines. */
@@ -84,6 +91,8 @@ export function createApp(deps: AppDeps): Hono {
 
   const app = new Hono();
   app.use(observeRequests(activity));
+  // Before the checks, so that preflights are answered on every path and refusals carry the CORS headers too.
+  app.use(corsMiddleware(deps.config));
   if (config.allowedHosts !== null) app.use(hostCheck(config.allowedHosts));
   if (config.apiKey !== undefined) app.use(apiKeyAuth(typeof config.apiKey === 'string' ? [config.apiKey] : config.apiKey));
   app.use(
@@ -106,6 +115,7 @@ export function createApp(deps: AppDeps): Hono {
     }),
   );
 
+  if (deps.routesBefore !== undefined) app.route('/', deps.routesBefore);
   app.route('/', generateRoutes(ctx));
   app.route('/', completionsRoutes(ctx));
   app.route('/', chatRoutes(ctx));

@@ -3,13 +3,22 @@ import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
 import { ProtocolError, type ProtocolErrorKind } from '../protocol/errors.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
 
-/** vLLM 0.6's ErrorResponse, the body of every error this server returns. */
-export interface ErrorBody {
-  object: 'error';
+/** OpenAI's error object: what openai-node, the AI SDK and LangChain read (`error.message`, `error.param`). */
+export interface ErrorInfo {
   message: string;
   type: string;
   param: string | null;
   code: number;
+}
+
+/**
+ * The body of every error this server returns: vLLM 0.6's flat ErrorResponse (the
+ * specified shape) with OpenAI's nested `error` beside it. With the flat form alone the
+ * clients find no `error` key and report "400 status code (no body)".
+ */
+export interface ErrorBody extends ErrorInfo {
+  object: 'error';
+  error: ErrorInfo;
 }
 
 /** An error that already knows its HTTP status: raised by the HTTP layer itself. */
@@ -89,7 +98,13 @@ function shaped(
   param: string | null,
   headers: Record<string, string>,
 ): MappedError {
-  return { status, headers, body: { object: 'error', message, type, param, code: status } };
+  return { status, headers, body: errorBody(status, type, message, param) };
+}
+
+/** The error body for a status, type, message and param (for the few places that build one outside mapError). */
+export function errorBody(status: number, type: string, message: string, param: string | null = null): ErrorBody {
+  const info: ErrorInfo = { message, type, param, code: status };
+  return { object: 'error', ...info, error: info };
 }
 
 export function errorResponse(error: unknown): Response {
@@ -98,10 +113,10 @@ export function errorResponse(error: unknown): Response {
 }
 
 /**
- * The SSE payload for an error after a stream has started (status already sent).
- * vLLM wraps it as {"error": {...}}, which the official OpenAI clients raise as an
- * APIError instead of handing it to the caller as a chunk.
+ * The SSE payload for an error after a stream has started (status already sent): the
+ * same body as a response would carry. Its `error` key is what the OpenAI clients and
+ * the AI SDK look for to raise the error instead of handing it over as a chunk.
  */
 export function streamingErrorPayload(error: unknown): string {
-  return JSON.stringify({ error: mapError(error).body });
+  return JSON.stringify(mapError(error).body);
 }

@@ -135,3 +135,96 @@ export async function collectOutputs(run: AsyncIterable<GenerationDelta>): Promi
   }
   return [...outputs.values()].sort((a, b) => a.index - b.index);
 }
+
+/**
+ * Several runs of one request (one per prompt of a /v1/completions batch) as one stream:
+ * deltas in the order they come, each renumbered prompt-major (run r's sequence i is
+ * choice r·stride + i, vLLM's order). Stopping early stops every run.
+ */
+export class MergedRuns implements AsyncIterable<GenerationDelta> {
+  private constructor(
+    private readonly runs: readonly GenerationRun[],
+    private readonly stride: number,
+  ) {}
+
+  /** Starts every run together; if one is refused, the others are stopped and its error thrown. */
+  static async start(
+    engine: Engine,
+    inputs: ReadonlyArray<{ promptTokenIds: number[]; params: SamplingParams }>,
+    stride: number,
+    clientSignal?: AbortSignal,
+    observer?: GenerationObserver,
+  ): Promise<MergedRuns> {
+    const observers = observer === undefined ? undefined : fanInObservers(observer, inputs.length, stride);
+    const started = await Promise.allSettled(
+      inputs.map((input, run) => GenerationRun.start(engine, input.promptTokenIds, input.params, clientSignal, observers?.[run])),
+    );
+    const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    const runs = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    if (failed) {
+      // Their iterators never start, so only the abort frees their sequences.
+      for (const run of runs) run.abort();
+      throw failed.reason;
+    }
+    return new MergedRuns(runs, stride);
+  }
+
+  abort(): void {
+    for (const run of this.runs) run.abort();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<GenerationDelta> {
+    const iterators = this.runs.map((run) => run[Symbol.asyncIterator]());
+    const pending = new Map<number, Promise<{ source: number; result: IteratorResult<GenerationDelta> }>>();
+    const pull = (source: number) => {
+      const next = iterators[source]!.next().then((result) => ({ source, result }));
+      // Raced below; once the merge has ended, a late failure must not become an unhandled rejection.
+      next.catch(() => {});
+      pending.set(source, next);
+    };
+    iterators.forEach((_, source) => pull(source));
+    try {
+      while (pending.size > 0) {
+        const { source, result } = await Promise.race(pending.values());
+        if (result.done) {
+          pending.delete(source);
+          continue;
+        }
+        pull(source);
+        yield { ...result.value, index: source * this.stride + result.value.index };
+      }
+    } finally {
+      if (pending.size > 0) this.abort();
+      await Promise.allSettled(iterators.map((iterator) => iterator.return?.()));
+    }
+  }
+}
+
+/**
+ * One request's observer for several runs: it sees one submission (prompt tokens summed,
+ * a cut that reaches every run), every run's deltas with choice indices as MergedRuns
+ * numbers them, and one end once every run has ended.
+ */
+function fanInObservers(observer: GenerationObserver, runs: number, stride: number): GenerationObserver[] {
+  let submitted = 0;
+  let promptTokens = 0;
+  const cuts: Array<(error: Error) => void> = [];
+  let ended = 0;
+  let firstError: unknown;
+  return Array.from({ length: runs }, (_, run) => ({
+    submitted(tokens: number, cut: (error: Error) => void) {
+      promptTokens += tokens;
+      cuts.push(cut);
+      submitted += 1;
+      if (submitted === runs) observer.submitted(promptTokens, (error) => cuts.forEach((cutRun) => cutRun(error)));
+    },
+    delta(delta: GenerationDelta) {
+      observer.delta({ ...delta, index: run * stride + delta.index });
+    },
+    ended(error?: unknown) {
+      ended += 1;
+      firstError ??= error;
+      if (ended === runs) observer.ended(firstError);
+    },
+  }));
+}

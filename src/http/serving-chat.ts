@@ -7,6 +7,9 @@ import {
   type ChatLogprobContent,
   type TokenNaming,
 } from '../protocol/openai-logprobs.js';
+import { ToolCallStream, readMessage } from '../tools/tool-call-stream.js';
+import type { ToolCalling } from '../tools/tool-choice.js';
+import type { ToolCall, ToolCallDelta } from '../tools/types.js';
 import { streamingErrorPayload } from './errors.js';
 import { collectOutputs } from './generation.js';
 import { unixSeconds } from './ids.js';
@@ -30,6 +33,17 @@ export interface ChatJob {
   tokens?: TokenNaming;
   /** The request's top_logprobs when it asked for logprobs; undefined: `logprobs` is null. */
   logprobs?: number;
+  /** `echo`: the final message's text, put before each choice's content (vLLM: only when it is the reply's role). */
+  echoText?: string;
+  /** How tool calls are read out of the output; null or absent: the output is all content. */
+  tools?: ToolCalling | null;
+}
+
+/** vLLM's finish reasons, plus "tool_calls" for a choice that ended by calling tools. */
+export type ChatFinishReason = FinishReason | 'tool_calls';
+
+function finishReason(reason: FinishReason, calledTools: boolean, tools: ToolCalling | null | undefined): ChatFinishReason {
+  return reason === 'stop' && calledTools && tools ? tools.finishReason : reason;
 }
 
 export interface ChatCompletionResponse {
@@ -39,9 +53,9 @@ export interface ChatCompletionResponse {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: string; content: string; tool_calls: [] };
+    message: { role: string; content: string | null; tool_calls: ToolCall[] };
     logprobs: ChatLogprobs | null;
-    finish_reason: FinishReason;
+    finish_reason: ChatFinishReason;
     stop_reason: string | number | null;
   }>;
   usage: UsageInfo;
@@ -55,9 +69,9 @@ export interface ChatLogprobs {
 
 interface ChatStreamChoice {
   index: number;
-  delta: { role?: string; content?: string };
+  delta: { role?: string; content?: string; tool_calls?: ToolCallDelta[] };
   logprobs: ChatLogprobs | null;
-  finish_reason: FinishReason | null;
+  finish_reason: ChatFinishReason | null;
   stop_reason?: string | number | null;
 }
 
@@ -83,16 +97,22 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
     object: 'chat.completion',
     created: unixSeconds(),
     model: job.model,
-    choices: outputs.map((output) => ({
-      index: output.index,
-      message: { role: job.role, content: output.text, tool_calls: [] },
-      logprobs:
-        job.logprobs !== undefined
-          ? { content: chatLogprobContent(generatedReporter(job).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined)) }
-          : null,
-      finish_reason: output.finishReason ?? 'stop',
-      stop_reason: output.stopReason,
-    })),
+    choices: outputs.map((output) => {
+      const message = job.tools
+        ? readMessage(job.tools.reader, output.text, job.tools.newCallId)
+        : { content: output.text, toolCalls: [] };
+      const content = job.echoText ? job.echoText + (message.content ?? '') : message.content;
+      return {
+        index: output.index,
+        message: { role: job.role, content, tool_calls: message.toolCalls },
+        logprobs:
+          job.logprobs !== undefined
+            ? { content: chatLogprobContent(generatedReporter(job).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined)) }
+            : null,
+        finish_reason: finishReason(output.finishReason ?? 'stop', message.toolCalls.length > 0, job.tools),
+        stop_reason: output.stopReason,
+      };
+    }),
     usage: usageInfo(job.promptTokenCount, outputs.reduce((sum, output) => sum + output.tokenIds.length, 0)),
     prompt_logprobs:
       promptLogprobs !== null && naming !== undefined
@@ -118,11 +138,18 @@ export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: Chat
   const continuous = (completionTokens: number) =>
     job.usage.continuousUsage ? usageInfo(job.promptTokenCount, completionTokens) : undefined;
   const reporters = new Map<number, GeneratedTokenReporter>();
+  const toolStreams = new Map<number, ToolCallStream>();
+  const toolStream = (index: number, tools: ToolCalling): ToolCallStream => {
+    let stream = toolStreams.get(index);
+    if (stream === undefined) toolStreams.set(index, (stream = new ToolCallStream(tools.reader, tools.newCallId)));
+    return stream;
+  };
 
   let completionTokens = 0;
   try {
     for (let index = 0; index < (job.n ?? 1); index++) {
       yield chunk([{ index, delta: { role: job.role, content: '' }, logprobs: null, finish_reason: null }], continuous(0));
+      if (job.echoText) yield chunk([{ index, delta: { content: job.echoText }, logprobs: null, finish_reason: null }], continuous(0));
     }
     for await (const delta of run) {
       completionTokens += delta.tokenIds.length;
@@ -138,6 +165,16 @@ export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: Chat
         logprobs,
         finish_reason: delta.finishReason,
       };
+      if (job.tools) {
+        const stream = toolStream(delta.index, job.tools);
+        const message = stream.push(delta.text, delta.finishReason !== null);
+        choice.delta = {};
+        if (message.content !== undefined) choice.delta.content = message.content;
+        if (message.toolCalls !== undefined) choice.delta.tool_calls = message.toolCalls;
+        // A step whose text was all held back (a partial tag, a call's name not yet complete) sends nothing.
+        if (message.content === undefined && message.toolCalls === undefined && delta.finishReason === null && logprobs === null) continue;
+        if (delta.finishReason !== null) choice.finish_reason = finishReason(delta.finishReason, stream.calledTools, job.tools);
+      }
       if (delta.finishReason !== null) choice.stop_reason = delta.stopReason;
       yield chunk([choice], continuous(completionTokens));
     }

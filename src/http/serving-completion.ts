@@ -27,6 +27,19 @@ export interface CompletionJob {
   logprobs?: number;
   /** `echo`: the prompt's text, put before each choice's text (and its tokens before the logprobs). */
   echoText?: string;
+  /**
+   * A request with several prompts: each one's tokens and echo, for its choices
+   * (prompt-major: choice i belongs to prompt ⌊i / choicesPerPrompt⌋). `promptTokenCount`
+   * is then their sum; `tokens` and `echoText` are not read.
+   */
+  prompts?: ReadonlyArray<{ tokens?: TokenNaming; echoText?: string }>;
+  choicesPerPrompt?: number;
+}
+
+/** The prompt a choice continues. */
+function promptOf(job: CompletionJob, choiceIndex: number): { tokens?: TokenNaming; echoText?: string } {
+  if (job.prompts === undefined) return job;
+  return job.prompts[Math.floor(choiceIndex / (job.choicesPerPrompt ?? 1))]!;
 }
 
 interface CompletionChoice {
@@ -55,17 +68,21 @@ export interface CompletionChunk {
   usage?: UsageInfo | null;
 }
 
-/** The prompt's positions for echo and prompt_logprobs, computed once per response. */
-function promptReportsOnce(job: CompletionJob): (promptLogprobs: GenerationDelta['promptLogprobs'] | null) => PositionReport[] {
-  let reports: PositionReport[] | null = null;
-  return (promptLogprobs) => {
-    reports ??= promptPositionReports(job.tokens!, promptLogprobs ?? []);
-    return reports;
+/** Each prompt's positions for echo and prompt_logprobs, computed once per prompt and response. */
+function promptReportsOnce(
+  job: CompletionJob,
+): (choiceIndex: number, promptLogprobs: GenerationDelta['promptLogprobs'] | null) => PositionReport[] {
+  const reports = new Map<TokenNaming, PositionReport[]>();
+  return (choiceIndex, promptLogprobs) => {
+    const tokens = promptOf(job, choiceIndex).tokens!;
+    let report = reports.get(tokens);
+    if (report === undefined) reports.set(tokens, (report = promptPositionReports(tokens, promptLogprobs ?? [])));
+    return report;
   };
 }
 
-function generatedReporter(job: CompletionJob): GeneratedTokenReporter {
-  return new GeneratedTokenReporter(job.tokens!);
+function generatedReporter(job: CompletionJob, choiceIndex: number): GeneratedTokenReporter {
+  return new GeneratedTokenReporter(promptOf(job, choiceIndex).tokens!);
 }
 
 /** Runs a completion to the end and builds vLLM's CompletionResponse: one choice per returned sequence. */
@@ -73,20 +90,21 @@ export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, 
   const outputs = await collectOutputs(run);
   const promptReports = promptReportsOnce(job);
   const choices = outputs.map((output) => {
+    const { echoText } = promptOf(job, output.index);
     let logprobs: CompletionLogprobs | null = null;
     if (job.logprobs !== undefined) {
-      const generated = generatedReporter(job).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined);
+      const generated = generatedReporter(job, output.index).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined);
       // vLLM: with echo the prompt's tokens come first, the first of them without a logprob.
-      const positions = job.echoText !== undefined ? [...promptReports(output.promptLogprobs), ...generated] : generated;
+      const positions = echoText !== undefined ? [...promptReports(output.index, output.promptLogprobs), ...generated] : generated;
       logprobs = completionLogprobs(positions, job.logprobs, 0);
     }
     return {
       index: output.index,
-      text: (job.echoText ?? '') + output.text,
+      text: (echoText ?? '') + output.text,
       logprobs,
       finish_reason: output.finishReason,
       stop_reason: output.stopReason,
-      prompt_logprobs: output.promptLogprobs !== null ? vllmPromptLogprobs(promptReports(output.promptLogprobs)) : null,
+      prompt_logprobs: output.promptLogprobs !== null ? vllmPromptLogprobs(promptReports(output.index, output.promptLogprobs)) : null,
     };
   });
   const completionTokens = outputs.reduce((sum, output) => sum + output.tokenIds.length, 0);
@@ -118,13 +136,14 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
     for await (const delta of run) {
       completionTokens += delta.tokenIds.length;
       const first = !offsets.has(delta.index);
-      const echo = first && job.echoText !== undefined;
+      const { echoText } = promptOf(job, delta.index);
+      const echo = first && echoText !== undefined;
       let logprobs: CompletionLogprobs | null = null;
       if (job.logprobs !== undefined) {
         let reporter = reporters.get(delta.index);
-        if (reporter === undefined) reporters.set(delta.index, (reporter = generatedReporter(job)));
+        if (reporter === undefined) reporters.set(delta.index, (reporter = generatedReporter(job, delta.index)));
         const generated = reporter.report(delta.tokenIds, delta.logprobs, delta.topLogprobs);
-        const positions = echo ? [...promptReports(delta.promptLogprobs), ...generated] : generated;
+        const positions = echo ? [...promptReports(delta.index, delta.promptLogprobs), ...generated] : generated;
         const offset = offsets.get(delta.index) ?? 0;
         logprobs = completionLogprobs(positions, job.logprobs, offset);
         offsets.set(delta.index, positions.reduce((end, position) => end + position.text.length, offset));
@@ -139,7 +158,7 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
         choices: [
           {
             index: delta.index,
-            text: echo ? job.echoText + delta.text : delta.text,
+            text: echo ? echoText + delta.text : delta.text,
             logprobs,
             finish_reason: delta.finishReason,
             stop_reason: delta.stopReason,

@@ -31,6 +31,16 @@ interface ModelPermission {
 
 /** `maxModelLen`: the context length served, which the server config may set below the model's. */
 export function listModels(info: ModelInfo, maxModelLen: number): { object: 'list'; data: ModelCard[] } {
+  return { object: 'list', data: [modelCard(info, maxModelLen)] };
+}
+
+/** GET /v1/models/{id}: the card of the served model; any other id is vLLM's 404. */
+export function retrieveModel(id: string, info: ModelInfo, maxModelLen: number): ModelCard {
+  if (id !== info.id) throw modelNotFound(id);
+  return modelCard(info, maxModelLen);
+}
+
+function modelCard(info: ModelInfo, maxModelLen: number): ModelCard {
   const created = unixSeconds();
   const card: ModelCard = {
     id: info.id,
@@ -57,7 +67,7 @@ export function listModels(info: ModelInfo, maxModelLen: number): { object: 'lis
       },
     ],
   };
-  return { object: 'list', data: [card] };
+  return card;
 }
 
 /**

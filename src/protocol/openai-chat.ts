@@ -7,7 +7,9 @@
  */
 import { z } from 'zod';
 import { SENTENCE } from './issues.js';
-import { bool, intIn, optional, str, withDefault } from './fields.js';
+import { optional, str, withDefault } from './fields.js';
+// Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
+import { laxBool as bool, laxIntIn as intIn } from './lax.js';
 import { addCommonOpenAIIssues, openAISamplingShape, requiredString } from './openai-common.js';
 
 const urlObject = z.object({ url: requiredString }, { error: 'must be an object with a "url"' });
@@ -75,8 +77,8 @@ const NamedToolChoiceSchema = z.object({
   function: z.object({ name: requiredString }),
 });
 
-const toolChoice = z.union([z.literal('none'), z.literal('auto'), NamedToolChoiceSchema], {
-  error: 'must be "none", "auto" or a named tool {"type": "function", "function": {"name": ...}}',
+const toolChoice = z.union([z.literal('none'), z.literal('auto'), z.literal('required'), NamedToolChoiceSchema], {
+  error: 'must be "none", "auto", "required" or a named tool {"type": "function", "function": {"name": ...}}',
 });
 
 export const ChatCompletionRequestSchema = z
@@ -90,7 +92,7 @@ export const ChatCompletionRequestSchema = z
         .min(1, { error: 'must contain at least one message' }),
       logprobs: withDefault(bool, false),
       top_logprobs: optional(intIn({ min: 0 })),
-      // null: as many tokens as the context allows (vLLM); absent: the spec's default 16.
+      // null or absent: as many tokens as the context allows (vLLM, OpenAI).
       max_tokens: intIn({ min: 1 }).nullable().optional(),
       max_completion_tokens: intIn({ min: 1 }).nullable().optional(),
       tools: optional(z.array(ToolSchema, { error: 'must be a list of tools' })),
@@ -129,12 +131,6 @@ export const ChatCompletionRequestSchema = z
   });
 
 export type ChatCompletionRequest = z.output<typeof ChatCompletionRequestSchema>;
-
-/** tool_choice as vLLM resolves it: "auto" when tools are given without a choice. */
-export function effectiveToolChoice(req: ChatCompletionRequest): ChatCompletionRequest['tool_choice'] {
-  if (req.tool_choice !== undefined) return req.tool_choice;
-  return req.tools !== undefined && req.tools.length > 0 ? 'auto' : 'none';
-}
 
 /** The max_tokens a chat request asked for: max_completion_tokens wins (OpenAI's newer name). */
 export function requestedChatMaxTokens(req: ChatCompletionRequest): number | null | undefined {

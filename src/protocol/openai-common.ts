@@ -13,16 +13,15 @@ import { SENTENCE } from './issues.js';
 import {
   INT64_MAX,
   INT64_MIN,
-  bool,
   checkedField,
-  floatIn,
-  intIn,
   isObject,
   optional,
   str,
   toBigIntInRange,
   withDefault,
 } from './fields.js';
+// Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
+import { laxBool as bool, laxFloatIn as floatIn, laxIntIn as intIn, laxNumber } from './lax.js';
 
 /** The spec table's max_tokens default. */
 export const OPENAI_DEFAULT_MAX_TOKENS = 16;
@@ -34,10 +33,15 @@ export const requiredString = z.string({
 /** vLLM: "top_k must be -1 (disable), or at least 1". */
 const topK = intIn().refine((k) => k === -1 || k >= 1, { error: 'must be -1 (disabled) or an integer >= 1' });
 
+/** An integer-looking string as a bigint (exact beyond 2^53); other input as laxNumber reads it. */
+function laxInteger(input: unknown): unknown {
+  return typeof input === 'string' && /^\s*[+-]?\d+\s*$/.test(input) ? BigInt(input.trim()) : laxNumber(input);
+}
+
 /** A signed 64-bit integer, as vLLM bounds `seed` by torch.long. */
 const openAISeed = checkedField((input, report): bigint | undefined => {
   if (input === undefined || input === null) return undefined;
-  const seed = toBigIntInRange(input, INT64_MIN, INT64_MAX);
+  const seed = toBigIntInRange(laxInteger(input), INT64_MIN, INT64_MAX);
   if (seed === undefined) report(`must be an integer in [${INT64_MIN}, ${INT64_MAX}]`);
   return seed;
 });
@@ -60,7 +64,10 @@ const openAIStop = checkedField((input, report): string[] => {
   return list as string[];
 });
 
-/** Token id (as a string, JSON keys being strings) → bias. */
+/** OpenAI's range for a logit_bias value. */
+const MAX_LOGIT_BIAS = 100;
+
+/** Token id (as a string, JSON keys being strings) → bias in [-100, 100] (OpenAI's range). */
 const logitBias = checkedField((input, report): Map<number, number> | undefined => {
   if (input === undefined || input === null) return undefined;
   if (!isObject(input)) {
@@ -73,8 +80,8 @@ const logitBias = checkedField((input, report): Map<number, number> | undefined 
       report(`has key ${JSON.stringify(key)}, but token ids must be integers`, { input: undefined });
       return undefined;
     }
-    if (typeof value !== 'number') {
-      report('must be a number', { path: [key], input: value });
+    if (typeof value !== 'number' || !(Math.abs(value) <= MAX_LOGIT_BIAS)) {
+      report(`must be a number in [-${MAX_LOGIT_BIAS}.0, ${MAX_LOGIT_BIAS}.0]`, { path: [key], input: value });
       return undefined;
     }
     bias.set(Number(key), value);

@@ -1,6 +1,8 @@
 /** Request schema of `POST /v1/completions` (vLLM's CompletionRequest). */
 import { z } from 'zod';
-import { bool, checkedField, intIn, optional, str, withDefault } from './fields.js';
+import { checkedField, optional, str, withDefault } from './fields.js';
+// Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
+import { laxBool as bool, laxIntIn as intIn } from './lax.js';
 import { addCommonOpenAIIssues, openAISamplingShape } from './openai-common.js';
 
 export type CompletionPrompt = string | string[] | number[] | number[][];

@@ -158,7 +158,7 @@ export function completionToSamplingParams(
   // vLLM: echo with logprobs reports the prompt's logprobs too, as many alternatives per token.
   const promptLogprobs = req.prompt_logprobs ?? (req.echo ? req.logprobs : undefined);
   const requested = { logprobs: req.logprobs, logprobsParam: 'logprobs', promptLogprobs };
-  return openAIToSamplingParams(req, req.max_tokens, ctx, promptTokenCount, 'prompt', requested);
+  return openAIToSamplingParams(req, req.max_tokens, ctx, promptTokenCount, 'prompt', requested, 'spec');
 }
 
 export function chatToSamplingParams(
@@ -172,12 +172,20 @@ export function chatToSamplingParams(
     logprobsParam: 'top_logprobs',
     promptLogprobs: req.prompt_logprobs,
   };
-  return openAIToSamplingParams(req, requestedChatMaxTokens(req), ctx, promptTokenCount, 'messages', requested);
+  return openAIToSamplingParams(req, requestedChatMaxTokens(req), ctx, promptTokenCount, 'messages', requested, 'context');
 }
 
 /**
- * @param requestedMaxTokens undefined: not given (generation_config, else the spec's 16);
- *   null: as many as the context allows (vLLM).
+ * What max_tokens means when the request leaves it out: /v1/completions keeps the spec
+ * table's (and vLLM's) 16; chat gets the rest of the context as in vLLM and OpenAI,
+ * since a chat reply cut at 16 tokens breaks every client (a structured object cannot
+ * even close). generation_config's max_new_tokens, when the model has one, wins in both.
+ */
+type MaxTokensDefault = 'spec' | 'context';
+
+/**
+ * @param requestedMaxTokens undefined: not given (see MaxTokensDefault); null: as many
+ *   as the context allows (vLLM).
  */
 function openAIToSamplingParams(
   req: OpenAISamplingFields,
@@ -186,6 +194,7 @@ function openAIToSamplingParams(
   promptTokenCount: number,
   promptParam: 'prompt' | 'messages',
   requested: RequestedLogprobs,
+  maxTokensDefault: MaxTokensDefault,
 ): SamplingParams {
   const knobs = resolveKnobs(req, ctx.generationDefaults);
   checkSequenceRules(req, knobs);
@@ -193,7 +202,10 @@ function openAIToSamplingParams(
 
   const limit = contextLength(ctx);
   let maxTokens: number;
-  if (requestedMaxTokens === null) {
+  const restOfContext =
+    requestedMaxTokens === null ||
+    (requestedMaxTokens === undefined && maxTokensDefault === 'context' && ctx.generationDefaults.maxTokens === undefined);
+  if (restOfContext) {
     maxTokens = limit - promptTokenCount;
     if (maxTokens < 1) {
       throw invalidRequest(
@@ -217,8 +229,11 @@ function openAIToSamplingParams(
     );
   }
 
+  const logitBias = checkedLogitBias(req.logit_bias, ctx.vocabSize);
+
   return {
     ...finishKnobs(knobs, ctx.vocabSize),
+    ...(logitBias ? { logitBias } : {}),
     maxTokens,
     minTokens: req.min_tokens,
     seed: openAISeed(req.seed),
@@ -289,6 +304,19 @@ function checkSequenceRules(req: OpenAISamplingFields, knobs: ResolvedKnobs): vo
     }
   }
   if (req.stream) checkStreamableBestOf(n, bestOf);
+}
+
+/** vLLM refuses logit_bias ids outside the vocabulary instead of ignoring them. */
+function checkedLogitBias(bias: ReadonlyMap<number, number> | undefined, vocabSize: number): ReadonlyMap<number, number> | undefined {
+  if (bias === undefined || bias.size === 0) return undefined;
+  const unknown = [...bias.keys()].filter((id) => id < 0 || id >= vocabSize);
+  if (unknown.length > 0) {
+    throw invalidRequest(
+      `token_id(s) [${unknown.join(', ')}] in logit_bias contain out-of-vocab token ids. Vocabulary size: ${vocabSize}`,
+      'logit_bias',
+    );
+  }
+  return bias;
 }
 
 /** vLLM: seed -1 means "random"; other negative int64 seeds map to the same uint64 bits. */

@@ -1,7 +1,6 @@
 /**
  * Features the request schemas accept (so clients get vLLM's validation) but this server
- * does not implement yet: logit_bias, priority, suffix, allowed_token_ids, several
- * prompts per request, chat echo, tool calling. The serving layer lists them and refuses
+ * does not implement yet: priority, suffix, allowed_token_ids. The serving layer lists them and refuses
  * the request with a clear 400 instead of silently ignoring a parameter. Each entry names the parameter, so a route
  * that implements one of them can drop it from the list. (Media parts are not listed:
  * the serving layer fetches and decodes them, then refuses what the model cannot take.
@@ -14,7 +13,7 @@ import { invalidRequest } from './errors.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import type { OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
-import { effectiveToolChoice, type ChatCompletionRequest } from './openai-chat.js';
+import type { ChatCompletionRequest } from './openai-chat.js';
 
 export interface UnsupportedFeature {
   /** The request parameter that asks for it (dotted path). */
@@ -24,9 +23,6 @@ export interface UnsupportedFeature {
 
 function commonOpenAI(req: OpenAISamplingFields): UnsupportedFeature[] {
   const out: UnsupportedFeature[] = [];
-  if (req.logit_bias !== undefined && req.logit_bias.size > 0) {
-    out.push({ param: 'logit_bias', message: 'logit_bias is not supported yet.' });
-  }
   if (req.priority !== 0) {
     out.push({ param: 'priority', message: `Got priority ${req.priority} but priority scheduling is not enabled.` });
   }
@@ -39,26 +35,11 @@ export function unsupportedCompletionFeatures(req: CompletionRequest): Unsupport
   if (req.allowed_token_ids !== undefined) {
     out.push({ param: 'allowed_token_ids', message: 'allowed_token_ids is not supported yet.' });
   }
-  if (Array.isArray(req.prompt) && req.prompt.length > 1 && typeof req.prompt[0] !== 'number') {
-    out.push({ param: 'prompt', message: 'A list of several prompts is not supported yet: send one prompt per request.' });
-  }
   return out;
 }
 
 export function unsupportedChatFeatures(req: ChatCompletionRequest): UnsupportedFeature[] {
   const out = commonOpenAI(req);
-  if (req.echo) out.push({ param: 'echo', message: 'echo is not supported yet for chat completions.' });
-  // With no tool-call parser (vLLM without --enable-auto-tool-choice), "auto" is refused
-  // and a named tool needs guided decoding; "none" just hands the tools to the template.
-  const toolChoice = effectiveToolChoice(req);
-  if (toolChoice === 'auto') {
-    out.push({
-      param: 'tool_choice',
-      message: 'Tool calling is not supported: "auto" tool choice needs a tool-call parser, which this server does not have. Send tool_choice "none" to pass the tools to the chat template only.',
-    });
-  } else if (typeof toolChoice === 'object') {
-    out.push({ param: 'tool_choice', message: 'A named tool_choice needs structured output, which is not supported yet.' });
-  }
   return out;
 }
 

@@ -17,6 +17,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
 import { MODEL_FILE_PATHS } from '../engine/model-files.js';
+import { errorBody } from '../http/errors.js';
 
 export interface PlaygroundStaticOptions {
   /**
@@ -78,7 +79,7 @@ async function fileResponse(path: string, notFoundHint: string): Promise<Respons
 
 /** The API's error body, so the page and curl users see the same shape everywhere. */
 function notFound(what: string): Response {
-  return Response.json({ object: 'error', message: `Not found: ${what}`, type: 'NotFoundError', param: null, code: 404 }, { status: 404 });
+  return Response.json(errorBody(404, 'NotFoundError', `Not found: ${what}`), { status: 404 });
 }
 
 /** Where onnxruntime-web's dist/ folder is, as Node resolves the package from here. */

@@ -24,13 +24,16 @@ import { mergedModels } from '../gateway/merged-models.js';
 import { forwardOpenAI, OPENAI_ROUTES, type EdgeModel } from '../gateway/openai-proxy.js';
 import { UpstreamPool } from '../gateway/upstream-pool.js';
 import { upstreamsFromEnv } from '../gateway/upstreams.js';
+import { Hono } from 'hono';
 import { createApp } from '../http/app.js';
 import { errorResponse, HttpError } from '../http/errors.js';
 import { readJsonBody } from '../http/request-body.js';
 import { ProtocolError } from '../protocol/errors.js';
 import { parseJsonBody } from '../protocol/json.js';
-import { checkBearerToken } from './worker-auth.js';
-import { serverConfigFromEnv, type WorkerEnv } from './worker-env.js';
+import { apiKeyChecker, type ApiKeyChecker } from '../http/security/api-key.js';
+import { isApiPath, refuseUnauthorized } from '../http/security/middleware.js';
+import { apiKeyFromEnv } from '../config/server-config.js';
+import { serverConfigFromEnv, WORKER_API_KEY_VARS, type WorkerEnv } from './worker-env.js';
 import type { WorkerContext } from './worker-handler.js';
 import { edgeLimitsFromEnv } from './worker-limits.js';
 import { EMBEDDED_MODEL_DIR, embeddedTokenizerFiles } from './worker-tokenizer-files.js';
@@ -96,12 +99,17 @@ function build(env: WorkerEnv): Gateway {
       tokenIds: tokenIdSource(env.UPSTREAM_TOKEN_IDS),
     },
   });
-  const app = createApp({ engine, config, guideCompiler: forwardingGuideCompiler });
+  const edgeModel: EdgeModel = {
+    name: config.servedModelName,
+    tokenizer: engine.tokenizer,
+    maxModelLen: Math.min(engine.info.maxModelLen, config.maxSeqLen ?? Infinity),
+  };
+  const app = createApp({ engine, config, guideCompiler: forwardingGuideCompiler, routesBefore: fleetRoutes(pool, edgeModel) });
   return {
     config,
     pool,
     limits: edgeLimitsFromEnv(env),
-    edgeModel: { name: config.servedModelName, tokenizer: engine.tokenizer, maxModelLen: Math.min(engine.info.maxModelLen, config.maxSeqLen ?? Infinity) },
+    edgeModel,
     app,
     healthCheckMs: seconds(env.HEALTH_CHECK_SECONDS, DEFAULT_HEALTH_CHECK_SECONDS) * 1000,
     lastProbe: Date.now(),
@@ -121,17 +129,17 @@ function releasingAtEnd(response: Response, release: Release): Response {
   return new Response(onStreamEnd(response.body, release), response);
 }
 
-async function route(gateway: Gateway, request: Request): Promise<Response> {
-  const { pathname } = new URL(request.url);
-  if (request.method === 'GET' && pathname === '/v1/models') return Response.json(await mergedModels(gateway.pool));
-  const openAIRoute = OPENAI_ROUTES[pathname];
-  if (request.method === 'POST' && openAIRoute !== undefined) {
-    try {
-      return await forwardOpenAI(openAIRoute, await readJsonBody(request), gateway.pool, gateway.edgeModel, request.signal);
-    } catch (error) {
-      return errorResponse(error);
-    }
+/** The routes the fleet answers directly: models merged, OpenAI requests forwarded as received. */
+function fleetRoutes(pool: UpstreamPool, edgeModel: EdgeModel): Hono {
+  const routes = new Hono();
+  routes.get('/v1/models', async (c) => c.json(await mergedModels(pool)));
+  for (const [path, openAIRoute] of Object.entries(OPENAI_ROUTES)) {
+    routes.post(path, async (c) => forwardOpenAI(openAIRoute, await readJsonBody(c.req.raw), pool, edgeModel, c.req.raw.signal));
   }
+  return routes;
+}
+
+function route(gateway: Gateway, request: Request): Response | Promise<Response> {
   return gateway.app.fetch(request);
 }
 
@@ -147,11 +155,24 @@ export function createGatewayHandler() {
     return gateway;
   }
 
+  const keyCheckers = new WeakMap<object, ApiKeyChecker | null>();
+  /** The API key (API_KEY, VLLM_API_KEY or API_TOKEN, as the local Worker reads them); null: open. */
+  function keyCheckerFor(env: WorkerEnv): ApiKeyChecker | null {
+    let checker = keyCheckers.get(env);
+    if (checker === undefined) {
+      const key = apiKeyFromEnv(env as unknown as Record<string, unknown>, WORKER_API_KEY_VARS);
+      checker = key === undefined ? null : apiKeyChecker([key]);
+      keyCheckers.set(env, checker);
+    }
+    return checker;
+  }
+
   return {
     async fetch(request: Request, env: WorkerEnv, ctx?: WorkerContext): Promise<Response> {
-      const token = typeof env.API_TOKEN === 'string' ? env.API_TOKEN : '';
-      if (token !== '') {
-        const refused = await checkBearerToken(request, token);
+      // Before anything else: the forwarded OpenAI routes never reach the shared app's check.
+      const checker = keyCheckerFor(env);
+      if (checker !== null && request.method !== 'OPTIONS' && isApiPath(new URL(request.url).pathname)) {
+        const refused = await refuseUnauthorized(request, checker);
         if (refused !== null) return refused;
       }
       let gateway: Gateway;

@@ -24,6 +24,8 @@ export interface SamplingParams {
   presencePenalty: number;
   /** Subtracted per occurrence of a token in the output so far. */
   frequencyPenalty: number;
+  /** OpenAI's logit_bias: token id → amount added to its raw score before every other processor. */
+  logitBias?: ReadonlyMap<number, number>;
   /** uint64 seed; undefined draws a fresh random seed per request. */
   seed?: bigint;
   /** Stop strings: generation ends when the output text contains one. */

@@ -2,6 +2,7 @@ import type { TokenLogprob } from '../engine/types.js';
 import type { LogitsMask } from '../guided/guide.js';
 import type { LogitsProcessor } from './logits-processor.js';
 import { isGreedy, type SamplingParams } from './params.js';
+import { LogitBiasProcessor } from './processors/logit-bias.js';
 import { MinPProcessor } from './processors/min-p.js';
 import { MinTokensProcessor } from './processors/min-tokens.js';
 import { PresenceFrequencyPenaltyProcessor } from './processors/presence-frequency-penalty.js';
@@ -44,7 +45,7 @@ export interface SampledToken {
  * (only tokens appended since the last call are looked at). Calling `accept` with each
  * token as it is appended is optional and consistent with that: nothing is counted twice.
  *
- * Pipeline, in vLLM 0.6's order: min_tokens ban → repetition penalty → presence/frequency
+ * Pipeline, in vLLM 0.6's order: logit_bias → min_tokens ban → repetition penalty → presence/frequency
  * penalties → temperature → top-k → top-p → min-p → draw. Greedy decoding (temperature
  * below GREEDY_TEMPERATURE_EPSILON) stops after the penalties and takes the argmax, lowest
  * id on ties; like vLLM it ignores temperature, top-k, top-p and min-p.
@@ -67,6 +68,9 @@ export class Sampler {
     this.rng = options.rng;
     this.guide = options.guide;
 
+    if (params.logitBias !== undefined && params.logitBias.size > 0) {
+      this.processors.push(new LogitBiasProcessor(params.logitBias));
+    }
     if (params.minTokens > 0) {
       this.processors.push(
         new MinTokensProcessor(params.minTokens, [...options.eosTokenIds, ...params.stopTokenIds]),

@@ -44,6 +44,11 @@ describe('server configuration', () => {
       requestTimeoutMs: 30_000,
       maxConnections: 1024,
       shutdownGraceMs: 5000,
+      toolCallParser: undefined,
+      corsAllowedOrigins: ['*'],
+      corsAllowedMethods: ['*'],
+      corsAllowedHeaders: ['*'],
+      corsAllowCredentials: false,
     });
   });
 
@@ -60,6 +65,15 @@ describe('server configuration', () => {
     expect(configError(() => resolveServerConfig({ env: { LOG_REQUESTS: 'no' } }))).toMatch(/logRequests/);
     expect(configError(() => parseServerConfig({ apiKey: '' }))).toMatch(/apiKey/);
     expect(configError(() => parseServerConfig({ allowedHosts: 'localhost' }))).toMatch(/allowedHosts/);
+  });
+
+  it('takes a tool-call parser by name and CORS lists as lists or comma-separated text', () => {
+    expect(parseServerConfig({ toolCallParser: 'pythonic' }).toolCallParser).toBe('pythonic');
+    expect(() => parseServerConfig({ toolCallParser: 'qwen' })).toThrow(/toolCallParser must be one of "hermes", "llama3_json", "mistral", "pythonic"/);
+    expect(resolveServerConfig({ env: { TOOL_CALL_PARSER: 'mistral' } }).toolCallParser).toBe('mistral');
+    expect(parseServerConfig({ corsAllowedOrigins: 'https://a.example, https://b.example' }).corsAllowedOrigins).toEqual(['https://a.example', 'https://b.example']);
+    expect(resolveServerConfig({ env: { CORS_ALLOWED_ORIGINS: 'https://a.example' } }).corsAllowedOrigins).toEqual(['https://a.example']);
+    expect(parseServerConfig({ corsAllowedMethods: ['GET', 'POST'] }).corsAllowedMethods).toEqual(['GET', 'POST']);
   });
 
   it('hands the scheduler its limits, speculative decoding included', () => {

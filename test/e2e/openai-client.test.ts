@@ -1,5 +1,7 @@
 import OpenAI from 'openai';
+import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { golden } from '../http/helpers.js';
 import { servedOpenAIClient } from './spawn-server.js';
 
@@ -77,12 +79,14 @@ describe('the official openai client against `npm start`', () => {
     expect(await chat(7)).toBe(await chat(7));
   });
 
-  // openai-node takes its message from a body's "error" field; vLLM 0.6's flat error body
-  // has none, so (as against vLLM 0.6) only the class and status carry over.
-  it('an invalid request surfaces as OpenAI.BadRequestError', async () => {
+  // openai-node takes message, param and code from the body's nested "error" object.
+  it("an invalid request surfaces as OpenAI.BadRequestError with the server's message and param", async () => {
     const error = await served.client.completions.create({ model: MODEL, prompt: golden.prompt, temperature: -1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((error as InstanceType<typeof OpenAI.BadRequestError>).status).toBe(400);
+    const badRequest = error as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(badRequest.status).toBe(400);
+    expect(badRequest.param).toBe('temperature');
+    expect(badRequest.message).toBe('400 temperature must be a number >= 0.0, got -1');
   });
 
   it('an unknown model surfaces as OpenAI.NotFoundError', async () => {
@@ -91,5 +95,54 @@ describe('the official openai client against `npm start`', () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as InstanceType<typeof OpenAI.NotFoundError>).status).toBe(404);
+  });
+
+  const weatherInput = z.object({ city: z.string().max(12), days: z.number().int().min(1).max(7) });
+  const timeInput = z.object({ zone: z.enum(['UTC', 'CET']) });
+  const tools = [zodFunction({ name: 'get_weather', parameters: weatherInput }), zodFunction({ name: 'get_time', parameters: timeInput })];
+  const question: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const nameAndArguments = (call: OpenAI.ChatCompletionMessageToolCall) =>
+    call.type === 'function' ? { name: call.function.name, arguments: call.function.arguments } : null;
+  const inputOf = (call: OpenAI.ChatCompletionMessageToolCall) => {
+    if (call.type !== 'function') throw new Error(`not a function call: ${call.type}`);
+    return (call.function.name === 'get_weather' ? weatherInput : timeInput).parse(JSON.parse(call.function.arguments));
+  };
+
+  it('a named tool: one call of it, streamed (the SDK adds up the deltas) and not', async () => {
+    const tool_choice = { type: 'function', function: { name: 'get_weather' } } as const;
+    const chat = await served.client.chat.completions.create({ model: MODEL, messages: question, tools, tool_choice, seed: 1 });
+    const message = chat.choices[0]!.message;
+    expect(message.tool_calls).toHaveLength(1);
+    expect(inputOf(message.tool_calls![0]!)).toBeTruthy();
+    expect(chat.choices[0]!.finish_reason).toBe('stop');
+
+    const stream = served.client.chat.completions.stream({ model: MODEL, messages: question, tools, tool_choice, seed: 1 });
+    const final = await stream.finalChatCompletion();
+    const streamedCall = final.choices[0]!.message.tool_calls![0]!;
+    expect(nameAndArguments(streamedCall)).toEqual(nameAndArguments(message.tool_calls![0]!));
+  });
+
+  it('tool_choice "required": calls of the tools, streamed and not', async () => {
+    const request = { model: MODEL, messages: question, tools, tool_choice: 'required', parallel_tool_calls: false, seed: 2 } as const;
+    const chat = await served.client.chat.completions.create(request);
+    expect(chat.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(chat.choices[0]!.message.tool_calls).toHaveLength(1);
+    expect(inputOf(chat.choices[0]!.message.tool_calls![0]!)).toBeTruthy();
+
+    const final = await served.client.chat.completions.stream(request).finalChatCompletion();
+    expect(final.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(final.choices[0]!.message.tool_calls!.map(nameAndArguments)).toEqual(chat.choices[0]!.message.tool_calls!.map(nameAndArguments));
+  });
+
+  it('a structured object with no max_tokens: parse() returns a whole, valid object', async () => {
+    const pet = z.object({ name: z.string().max(10), legs: z.number().int().min(0).max(4), mood: z.enum(['happy', 'sad']) });
+    const chat = await served.client.chat.completions.parse({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Tell me about a dog.' }],
+      response_format: zodResponseFormat(pet, 'pet'),
+      seed: 7,
+    });
+    expect(chat.choices[0]!.finish_reason).toBe('stop');
+    expect(pet.parse(chat.choices[0]!.message.parsed)).toBeTruthy();
   });
 });

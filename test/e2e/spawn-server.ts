@@ -94,3 +94,20 @@ export function servedOpenAIClient(): { readonly client: OpenAI } {
     },
   };
 }
+
+/** For a test file: `npm start`'s server on a free port for the whole file, with `env` added. */
+export function servedUrl(env: Record<string, string> = {}): { readonly url: string } {
+  let server: RunningServer | undefined;
+  beforeAll(async () => {
+    server = await spawnServer(env);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  return {
+    get url() {
+      if (!server) throw new Error('the server is not started yet (use the url inside tests)');
+      return server.url;
+    },
+  };
+}

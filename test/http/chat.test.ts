@@ -186,4 +186,21 @@ describe('POST /v1/chat/completions, streaming', () => {
     });
     expect(chunks.map((chunk) => chunk.usage?.completion_tokens)).toEqual([0, 1, 2, 3, 3]);
   });
+
+  it('echo: the final message is put before the reply when the reply continues it (vLLM), streamed as its own chunk', async () => {
+    const app = testApp(engine);
+    const messages = [{ role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Once upon a time' }];
+    const request = { model: MODEL, messages, add_generation_prompt: false, continue_final_message: true, temperature: 0, max_tokens: 5 };
+    const plain = await (await postJson(app, '/v1/chat/completions', request)).json();
+    const echoed = await (await postJson(app, '/v1/chat/completions', { ...request, echo: true })).json();
+    expect(echoed.choices[0].message.content).toBe('Once upon a time' + plain.choices[0].message.content);
+    expect(echoed.usage).toEqual(plain.usage);
+    const chunks = await streamChunks({ ...request, echo: true });
+    expect(chunks[1].choices[0].delta).toEqual({ content: 'Once upon a time' });
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe(echoed.choices[0].message.content);
+    // A new assistant turn does not continue the user's message: nothing is echoed.
+    const newTurn = { model: MODEL, messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0, max_tokens: 5 };
+    const noEcho = await (await postJson(app, '/v1/chat/completions', { ...newTurn, echo: true })).json();
+    expect(noEcho.choices[0].message.content).toBe((await (await postJson(app, '/v1/chat/completions', newTurn)).json()).choices[0].message.content);
+  });
 });

@@ -9,7 +9,14 @@ describe('mapError', () => {
     expect(mapError(invalidRequest('top_p must be ...', 'top_p'))).toEqual({
       status: 400,
       headers: {},
-      body: { object: 'error', message: 'top_p must be ...', type: 'BadRequestError', param: 'top_p', code: 400 },
+      body: {
+        object: 'error',
+        message: 'top_p must be ...',
+        type: 'BadRequestError',
+        param: 'top_p',
+        code: 400,
+        error: { message: 'top_p must be ...', type: 'BadRequestError', param: 'top_p', code: 400 },
+      },
     });
     expect(mapError(new ProtocolError('not_found', 'no such adapter')).status).toBe(404);
     expect(mapError(new ProtocolError('not_found', 'x')).body.type).toBe('NotFoundError');
@@ -25,6 +32,7 @@ describe('mapError', () => {
       type: 'NotFoundError',
       param: null,
       code: 404,
+      error: { message: 'The model `gpt-4` does not exist.', type: 'NotFoundError', param: null, code: 404 },
     });
   });
 
@@ -57,12 +65,13 @@ describe('error responses', () => {
     const response = errorResponse(invalidRequest('bad', 'prompt'));
     expect(response.status).toBe(400);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await response.json()).toEqual({ object: 'error', message: 'bad', type: 'BadRequestError', param: 'prompt', code: 400 });
+    const info = { message: 'bad', type: 'BadRequestError', param: 'prompt', code: 400 };
+    // vLLM's flat fields (the specified shape) and OpenAI's nested form, which the clients read.
+    expect(await response.json()).toEqual({ object: 'error', ...info, error: info });
   });
 
-  it('wraps an in-stream error as {"error": {...}}, which OpenAI clients raise', () => {
-    expect(JSON.parse(streamingErrorPayload(invalidRequest('bad')))).toEqual({
-      error: { object: 'error', message: 'bad', type: 'BadRequestError', param: null, code: 400 },
-    });
+  it('sends the same body as an in-stream error event: its "error" key is what OpenAI clients raise', () => {
+    const info = { message: 'bad', type: 'BadRequestError', param: null, code: 400 };
+    expect(JSON.parse(streamingErrorPayload(invalidRequest('bad')))).toEqual({ object: 'error', ...info, error: info });
   });
 });

@@ -51,10 +51,11 @@ export function ssePayloads(raw: string): string[] {
     .map((event) => event.slice('data: '.length));
 }
 
-/** The exact error body vLLM 0.6 returns. */
+/** The exact error body: vLLM 0.6's flat fields and OpenAI's nested `error` with the same values. */
 export function expectErrorBody(body: unknown, status: number, type: string, param: string | null = null): void {
-  expect(Object.keys(body as object).sort()).toEqual(['code', 'message', 'object', 'param', 'type']);
-  const error = body as { object: string; message: string; type: string; param: string | null; code: number };
+  expect(Object.keys(body as object).sort()).toEqual(['code', 'error', 'message', 'object', 'param', 'type']);
+  const error = body as { object: string; message: string; type: string; param: string | null; code: number; error: unknown };
+  expect(error.error).toEqual({ message: error.message, type, param, code: status });
   expect(error.object).toBe('error');
   expect(error.type).toBe(type);
   expect(error.code).toBe(status);

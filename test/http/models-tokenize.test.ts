@@ -23,6 +23,15 @@ describe('GET /v1/models', () => {
     const body = await (await testApp(engine, { maxSeqLen: 256 }).request('/v1/models')).json();
     expect(body.data[0].max_model_len).toBe(256);
   });
+
+  it('GET /v1/models/{id}: the served model\'s card; another id is a 404', async () => {
+    const app = testApp(engine);
+    const card = await (await app.request(`/v1/models/${MODEL}`)).json();
+    const listed = (await (await app.request('/v1/models')).json()).data[0];
+    expect({ ...card, created: 0, permission: [] }).toEqual({ ...listed, created: 0, permission: [] });
+    const message = await expectError(app.request('/v1/models/org/gpt-4'), 404, 'NotFoundError');
+    expect(message).toBe('The model `org/gpt-4` does not exist.');
+  });
 });
 
 describe('GET /health', () => {

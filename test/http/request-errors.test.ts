@@ -108,7 +108,6 @@ describe('features not supported yet → 400 naming the parameter', () => {
   });
 
   it.each([
-    ['echo', { echo: true }, 'echo'],
     // Tools without tool_choice mean "auto", which needs a tool-call parser.
     ['tools', { tools: [{ type: 'function', function: { name: 'f' } }] }, 'tool_choice'],
     // A JSON Schema keyword the grammar compiler does not implement is refused, not ignored.

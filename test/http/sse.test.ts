@@ -51,15 +51,8 @@ describe('sseResponse', () => {
     logged.mockRestore();
     const events = text.split('\n\n').filter(Boolean);
     expect(events[0]).toBe('data: ok');
-    expect(JSON.parse(events[1]!.slice('data: '.length))).toEqual({
-      error: {
-        object: 'error',
-        message: 'Internal server error: engine exploded',
-        type: 'InternalServerError',
-        param: null,
-        code: 500,
-      },
-    });
+    const info = { message: 'Internal server error: engine exploded', type: 'InternalServerError', param: null, code: 500 };
+    expect(JSON.parse(events[1]!.slice('data: '.length))).toEqual({ object: 'error', ...info, error: info });
     expect(events).toHaveLength(2);
   });
 });

@@ -17,9 +17,8 @@ async function collect(payloads: AsyncIterable<string>): Promise<string[]> {
 }
 
 const usage = { includeUsage: true, continuousUsage: false };
-const internalError = {
-  error: { object: 'error', message: 'Internal server error: session.run failed', type: 'InternalServerError', param: null, code: 500 },
-};
+const internalInfo = { message: 'Internal server error: session.run failed', type: 'InternalServerError', param: null, code: 500 };
+const internalError = { object: 'error', ...internalInfo, error: internalInfo };
 
 describe('an engine failure after the stream started', () => {
   const quiet = () => vi.spyOn(console, 'error').mockImplementation(() => {});

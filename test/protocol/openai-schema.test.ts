@@ -4,7 +4,6 @@ import {
   ChatCompletionRequestSchema,
   CompletionRequestSchema,
   completionPrompts,
-  effectiveToolChoice,
   guidedDecodingFields,
   messageText,
   requestedChatMaxTokens,
@@ -29,31 +28,31 @@ function chatWith(body: string): ChatCompletionRequest {
 
 /** Parameters shared by both endpoints: [param, inside, outside] as JSON literals. */
 const COMMON: [string, string[], string[]][] = [
-  ['max_tokens', ['1', '100000', 'null'], ['0', '-1', '1.5', '"16"']],
-  ['temperature', ['0', '0.0', '2.0', '5'], ['-0.000001', '-1', '"1"']],
+  ['max_tokens', ['1', '100000', 'null', '"16"'], ['0', '-1', '1.5', '"1.5"', '"x"']],
+  ['temperature', ['0', '0.0', '2.0', '5', '"1"'], ['-0.000001', '-1', '"-1"', '"warm"']],
   ['top_p', ['1.0', '0.000000001', '0.5'], ['0', '0.0', '1.0000001', '-0.1']],
-  ['top_k', ['-1', '1', '1000'], ['0', '-2', '1.5', '"5"']],
+  ['top_k', ['-1', '1', '1000', '"5"'], ['0', '-2', '1.5', '"five"']],
   ['min_p', ['0', '1', '0.05'], ['-0.000001', '1.000001']],
   ['presence_penalty', ['-2', '2'], ['-2.000001', '2.000001']],
   ['frequency_penalty', ['-2', '2'], ['-2.000001', '2.000001']],
   ['repetition_penalty', ['0.000001', '1', '5'], ['0', '-1']],
   ['n', ['1'], ['0', '-1', '1.5']],
   ['best_of', ['1', '3'], ['0', '1.5']],
-  ['seed', ['-9223372036854775808', '9223372036854775807', '0', '-1'], ['-9223372036854775809', '9223372036854775808', '1.5', '"7"']],
+  ['seed', ['-9223372036854775808', '9223372036854775807', '0', '-1'], ['-9223372036854775809', '9223372036854775808', '1.5', '"seven"']],
   ['stop', ['"a"', '["a", "b"]', '[]', 'null'], ['""', '["a", ""]', '5', '[1]']],
   ['stop_token_ids', ['[1, 2]', '[]'], ['[1.5]', '"1"', '[18446744073709551615]']],
   ['min_tokens', ['0', '1'], ['-1', '0.5']],
-  ['stream', ['true', 'false'], ['"true"', '1']],
-  ['use_beam_search', ['true', 'false'], ['"yes"']],
-  ['length_penalty', ['1.0', '-3', '0.5'], ['"1"']],
-  ['early_stopping', ['true', 'false', '"never"'], ['"always"', '1']],
+  ['stream', ['true', 'false', '"true"', '1'], ['"x"', '2']],
+  ['use_beam_search', ['true', 'false', '"yes"'], ['"maybe"']],
+  ['length_penalty', ['1.0', '-3', '0.5', '"1"'], ['"one"']],
+  ['early_stopping', ['true', 'false', '"never"', '1'], ['"always"', '2']],
   ['include_stop_str_in_output', ['true'], ['"x"']],
   ['ignore_eos', ['true'], ['"x"']],
   ['skip_special_tokens', ['false'], ['"x"']],
   ['spaces_between_special_tokens', ['false'], ['"x"']],
   ['truncate_prompt_tokens', ['1', '500'], ['0', '-5']],
   ['prompt_logprobs', ['0', '5'], ['-1']],
-  ['logit_bias', ['{"1": 2.5, "-1": -100}', '{}'], ['{"a": 1}', '{"1": "x"}', '[1]']],
+  ['logit_bias', ['{"1": 2.5, "-1": -100, "2": 100}', '{}'], ['{"a": 1}', '{"1": "x"}', '[1]', '{"1": 100.5}', '{"1": -101}']],
   ['user', ['"someone"'], ['5']],
   ['stream_options', ['null'], ['5', '"x"']],
   ['response_format', ['{"type": "text"}', '{"type": "json_object"}', '{"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}'], ['{"type": "xml"}', '"json"', '{"type": "json_schema", "json_schema": {}}']],
@@ -66,7 +65,7 @@ const COMMON: [string, string[], string[]][] = [
 
 const COMPLETION_ONLY: [string, string[], string[]][] = [
   ['prompt', ['""', '"hi"', '["a", "b"]', '[1, 2]', '[[1], [2, 3]]'], ['[]', '[-1]', '[[]]', '[[1], 2]', '["a", 1]', '5', '{}', 'null', '[1.5]', '[18446744073709551615]']],
-  ['echo', ['true', 'false'], ['"yes"']],
+  ['echo', ['true', 'false', '"yes"'], ['"x"']],
   ['logprobs', ['0', '5', 'null'], ['-1', 'true', '1.5']],
   ['suffix', ['"end"'], ['5']],
   ['allowed_token_ids', ['[0, 5]'], ['[-1]', '5']],
@@ -188,7 +187,7 @@ describe('OpenAI requests: vLLM cross-field rules', () => {
     ['top_logprobs without logprobs', () => chat('"top_logprobs": 3'), 'top_logprobs', /`logprobs` must be set to true/],
     ['tool_choice without tools', () => chat('"tool_choice": "auto"'), 'tool_choice', /`tools` must be set/],
     ['named tool_choice not among tools', () => chat('"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}'), 'tool_choice', /does not match any of the specified `tools`/],
-    ['tool_choice "required"', () => chat('"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"'), 'tool_choice', /must be "none", "auto" or a named tool/],
+    ['tool_choice of an unknown kind', () => chat('"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "any"'), 'tool_choice', /must be "none", "auto", "required" or a named tool/],
   ];
   it.each(rules)('refuses %s', (_name, run, param, pattern) => {
     const error = expectInvalidRequest(run);
@@ -267,13 +266,6 @@ describe('helpers for the serving layer', () => {
     expect(requestedChatMaxTokens(chat('"max_tokens": 5, "max_completion_tokens": null'))).toBe(5);
   });
 
-  it('resolves tool_choice as vLLM does', () => {
-    const tools = '"tools": [{"type": "function", "function": {"name": "f"}}]';
-    expect(effectiveToolChoice(chat())).toBe('none');
-    expect(effectiveToolChoice(chat(tools))).toBe('auto');
-    expect(effectiveToolChoice(chat(`${tools}, "tool_choice": "none"`))).toBe('none');
-  });
-
   it('lists guided-decoding fields', () => {
     expect(guidedDecodingFields(completion())).toEqual([]);
     expect(guidedDecodingFields(completion('"response_format": {"type": "text"}'))).toEqual([]);
@@ -282,5 +274,22 @@ describe('helpers for the serving layer', () => {
       'guided_grammar',
       'response_format',
     ]);
+  });
+});
+
+describe('lenient scalars (pydantic lax mode, as vLLM reads them)', () => {
+  it('reads numeric strings as numbers and "true"/"yes"/1-style values as booleans', () => {
+    const request = chat('"n": "2", "temperature": " 0.5 ", "top_k": "40", "stream": "false", "logprobs": "true", "top_logprobs": "3", "echo": 0, "seed": "9007199254740993"');
+    expect(request).toMatchObject({ n: 2, temperature: 0.5, top_k: 40, stream: false, logprobs: true, top_logprobs: 3, echo: false });
+    expect(request.seed).toBe(9007199254740993n);
+    expect(completion('"max_tokens": "16", "logprobs": "2", "echo": "yes"')).toMatchObject({ max_tokens: 16, logprobs: 2, echo: true });
+  });
+
+  it('still refuses what no lax reading makes valid, with the strict message', () => {
+    expect(() => chat('"n": "two"')).toThrow('n must be an integer >= 1, got "two"');
+    expect(() => chat('"n": "1.5"')).toThrow(/n must be an integer/);
+    expect(() => chat('"stream": "maybe"')).toThrow(/stream must be true or false/);
+    // Strings are not made from numbers.
+    expect(() => chat('"user": 5')).toThrow(/user must be a string/);
   });
 });

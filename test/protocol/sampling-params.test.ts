@@ -131,10 +131,18 @@ describe('mindieToSamplingParams', () => {
 });
 
 describe('completionToSamplingParams / chatToSamplingParams: defaults', () => {
-  it('defaults max_tokens to 16 (spec table) and temperature/top_k/top_p to 1.0/-1/1.0', () => {
+  it('defaults temperature/top_k/top_p to 1.0/-1/1.0', () => {
     for (const params of [completion(''), chat('')]) {
-      expect(params).toMatchObject({ maxTokens: 16, temperature: 1, topK: -1, topP: 1, minP: 0, repetitionPenalty: 1, minTokens: 0, seed: undefined });
+      expect(params).toMatchObject({ temperature: 1, topK: -1, topP: 1, minP: 0, repetitionPenalty: 1, minTokens: 0, seed: undefined });
     }
+  });
+
+  it('defaults max_tokens to 16 for completions (spec table) and to the rest of the context for chat (vLLM, OpenAI)', () => {
+    expect(completion('').maxTokens).toBe(16);
+    expect(chat('', context(), 5).maxTokens).toBe(512 - 5);
+    expect(chat('', context({ maxSeqLen: 100 }), 30).maxTokens).toBe(70);
+    // generation_config's max_new_tokens still wins when the model sets one.
+    expect(chat('', context({ generationDefaults: { maxTokens: 64 } }), 5).maxTokens).toBe(64);
   });
 
   it('uses generation_config defaults, including its max_tokens, below the request', () => {
@@ -188,9 +196,12 @@ describe('OpenAI context length (vLLM messages)', () => {
   });
 
   it('counts the default max_tokens too, blaming the prompt', () => {
-    const error = expectInvalidRequest(() => chat('', context(), 500));
+    const error = expectInvalidRequest(() => completion('', context(), 500));
     expect(error.message).toContain('you requested 516 tokens (500 in the messages, 16 in the completion)');
-    expect(error.param).toBe('messages');
+    expect(error.param).toBe('prompt');
+    // Chat's default is whatever room is left: only a prompt that fills the context fails.
+    expect(chat('', context(), 511).maxTokens).toBe(1);
+    expect(expectInvalidRequest(() => chat('', context(), 512)).param).toBe('messages');
   });
 
   it('uses the smaller of the model length and maxSeqLen', () => {

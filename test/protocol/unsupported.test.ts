@@ -31,7 +31,6 @@ describe('features accepted by the schemas but not served yet', () => {
   });
 
   it.each([
-    [', "logit_bias": {"5": 10}', ['logit_bias']],
     [', "suffix": "x"', ['suffix']],
     [', "allowed_token_ids": [1]', ['allowed_token_ids']],
     [', "priority": 1', ['priority']],
@@ -58,17 +57,16 @@ describe('features accepted by the schemas but not served yet', () => {
     expect(mindie('{"prompt": "hi", "n": 2, "best_of": 2, "temperature": 0.5}')).toEqual([]);
   });
 
-  it('flags a batch of prompts but not one token-id prompt', () => {
-    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: ['a', 'b'] })))).toEqual(['prompt']);
-    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual(['prompt']);
+  it('leaves a batch of prompts to the serving layer (test/http/multi-prompt.test.ts)', () => {
+    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: ['a', 'b'] })))).toEqual([]);
+    expect(params(unsupportedCompletionFeatures(parseRequest(CompletionRequestSchema, { model: 'm', prompt: [[1], [2]] })))).toEqual([]);
   });
 
-  it('flags chat tools that need a parser or guided decoding, and logprobs', () => {
+  it('leaves tool calling (src/tools) and chat echo to the serving layer', () => {
     const tools = ', "tools": [{"type": "function", "function": {"name": "f"}}]';
-    expect(params(chat(tools))).toEqual(['tool_choice']);
-    expect(chat(tools)[0]!.message).toMatch(/"auto" tool choice/);
-    expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual(['tool_choice']);
-    expect(params(chat(', "echo": true'))).toEqual(['echo']);
+    expect(params(chat(tools))).toEqual([]);
+    expect(params(chat(`${tools}, "tool_choice": {"type": "function", "function": {"name": "f"}}`))).toEqual([]);
+    expect(params(chat(', "echo": true'))).toEqual([]);
   });
 
   // Media is the serving layer's: it fetches and decodes each part, then refuses what the
@@ -76,7 +74,7 @@ describe('features accepted by the schemas but not served yet', () => {
   it('leaves media parts to the serving layer', () => {
     const media = '[{"role": "user", "content": [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "x"}}]}]';
     expect(chat('', media)).toEqual([]);
-    expect(chat(', "echo": true', media).map((f) => f.param)).toEqual(['echo']);
+    expect(chat(', "priority": 1', media).map((f) => f.param)).toEqual(['priority']);
     expect(mindie('{"prompt": [{"type": "text", "text": "a"}, {"type": "video_url", "video_url": "v.mp4"}]}')).toEqual([]);
     expect(mindie('{"prompt": [{"type": "audio_url", "audio_url": {"url": "a.wav"}}], "n": 2, "best_of": 2, "temperature": 1}')).toEqual([]);
   });
@@ -94,8 +92,8 @@ describe('features accepted by the schemas but not served yet', () => {
 
   it('refuses the first feature as a 400 naming its parameter', () => {
     expect(() => refuseUnsupported([])).not.toThrow();
-    const error = expectInvalidRequest(() => refuseUnsupported(completion(', "logit_bias": {"1": 2}, "suffix": "x"')));
-    expect(error.param).toBe('logit_bias');
-    expect(error.message).toMatch(/logit_bias/);
+    const error = expectInvalidRequest(() => refuseUnsupported(completion(', "suffix": "x", "allowed_token_ids": [1]')));
+    expect(error.param).toBe('suffix');
+    expect(error.message).toMatch(/suffix/);
   });
 });

@@ -70,8 +70,12 @@ describe('the Worker as a public endpoint', () => {
   });
 
   it('counts the traffic of this isolate in /metrics under vLLM names', async () => {
+    // The edge generates through its RemoteEngine on /generate (tokens counted here); the
+    // OpenAI routes are relayed to the fleet as received, so only their refusals and log lines are.
     const env = workerEnv({ UPSTREAM_URL: nodeServerUrl });
-    for (let i = 0; i < 2; i++) expect((await postJson(gateway, env, '/v1/completions', completion)).status).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      expect((await postJson(gateway, env, '/generate', { prompt: golden.prompt, max_tokens: 4, temperature: 0 })).status).toBe(200);
+    }
     expect((await postJson(gateway, env, '/v1/completions', { ...completion, max_tokens: 0 })).status).toBe(400);
     const text = await (await gateway.fetch(new Request('http://worker.test/metrics'), env)).text();
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);

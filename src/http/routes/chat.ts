@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { ChatCompletionRequestSchema } from '../../protocol/openai-chat.js';
+import { ChatCompletionRequestSchema, messageText } from '../../protocol/openai-chat.js';
 import { checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
@@ -7,7 +7,9 @@ import { parseRequest } from '../../protocol/validate.js';
 import { buildChatPrompt } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
+import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
 import { responseId } from '../ids.js';
+import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
@@ -22,16 +24,23 @@ export function chatRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/v1/chat/completions', async (c) => {
-    const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(ChatCompletionRequestSchema, body);
+    warnIgnoredFields(ChatCompletionRequestSchema, body);
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedChatFeatures(request));
+    const tools = requestToolCalling(request, ctx.config.toolCallParser);
     // Structured output is compiled with the rest of validation: a constraint the server
-    // cannot serve is refused before any prompt work.
-    const guide = await requestGuide(ctx.guideCompiler, request);
+    // cannot serve is refused before any prompt work. Named and "required" tool calls are
+    // structured output too.
+    const guide =
+      tools?.schema !== undefined
+        ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema })
+        : await requestGuide(ctx.guideCompiler, request);
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
 
-    // Templates see tools and documents as transformers passes them (tool_choice "none" only).
+    // Templates see tools and documents as transformers passes them.
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
     if (request.tools !== undefined) templateVariables.tools = request.tools;
     if (request.documents !== undefined) templateVariables.documents = request.documents;
@@ -46,19 +55,26 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
+    // A parser's tags are special tokens in the models that write them (vLLM does the same).
+    if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
+    // vLLM: the generated message continues the final one unless a new assistant turn was opened.
+    const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
+    const last = request.messages.at(-1)!;
     const job = {
       id: responseId('chatcmpl', c.req.raw, request.request_id, c.get('requestRecord')?.id),
       model: engine.info.id,
       promptTokenCount: promptTokenIds.length,
-      // vLLM: the generated message continues the final one unless a new assistant turn was opened.
-      role: request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role,
+      role,
+      // vLLM echoes the final message only when the reply continues it (same role).
+      echoText: request.echo ? (last.role === role ? messageText(last) : '') : undefined,
       usage: streamUsageOptions(request.stream_options),
       n: request.n,
       tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
       logprobs: params.logprobs,
+      tools,
     };
     if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
     return c.json(await chatNonStreaming(run, job));

@@ -4,9 +4,10 @@ import { checkPromptTokenIds, checkPromptTokenLimit, truncatePromptTokens } from
 import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedCompletionFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
-import { GenerationRun } from '../generation.js';
+import { GenerationRun, MergedRuns } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
+import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
@@ -20,43 +21,59 @@ export function completionsRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/v1/completions', async (c) => {
-    const request = parseRequest(CompletionRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(CompletionRequestSchema, body);
+    warnIgnoredFields(CompletionRequestSchema, body);
     checkModel(request.model, engine.info);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
     const guide = await requestGuide(ctx.guideCompiler, request);
 
-    // unsupportedCompletionFeatures leaves exactly one prompt.
-    const prompt = completionPrompts(request.prompt)[0]!;
-    c.get('requestRecord')?.notePrompt('text' in prompt ? prompt.text : JSON.stringify(prompt.tokenIds));
-    let promptTokenIds: number[];
-    if ('text' in prompt) {
-      promptTokenIds = engine.tokenizer.encode(prompt.text, { addSpecialTokens: request.add_special_tokens });
-    } else {
-      checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
-      promptTokenIds = prompt.tokenIds;
-    }
-    promptTokenIds = truncatePromptTokens(promptTokenIds, request.truncate_prompt_tokens);
-    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'prompt');
-    const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
-    refuseUnsupported(unsupportedByEngine(params, engine.features));
-
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
-    const job: CompletionJob = {
-      id: responseId('cmpl', c.req.raw, undefined, c.get('requestRecord')?.id),
-      model: engine.info.id,
-      promptTokenCount: promptTokenIds.length,
-      usage: streamUsageOptions(request.stream_options),
-      tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
-      logprobs: request.logprobs,
+    // vLLM runs a list of prompts as one request: one set of n choices per prompt.
+    const prompts = completionPrompts(request.prompt);
+    const inputs = prompts.map((prompt, promptIndex) => {
+      const param = prompts.length === 1 ? 'prompt' : `prompt[${promptIndex}]`;
+      let promptTokenIds: number[];
+      if ('text' in prompt) {
+        promptTokenIds = engine.tokenizer.encode(prompt.text, { addSpecialTokens: request.add_special_tokens });
+      } else {
+        checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
+        promptTokenIds = prompt.tokenIds;
+      }
+      promptTokenIds = truncatePromptTokens(promptTokenIds, request.truncate_prompt_tokens);
+      checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', param);
+      const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
+      c.get('requestRecord')?.notePrompt('text' in prompt ? prompt.text : JSON.stringify(prompt.tokenIds));
+      const tokens = { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens };
       // vLLM echoes a token-id prompt as its decoded text.
-      echoText: request.echo
+      const echoText = request.echo
         ? 'text' in prompt
           ? prompt.text
           : engine.tokenizer.decode(promptTokenIds, { skipSpecialTokens: false })
-        : undefined,
+        : undefined;
+      return { promptTokenIds, params, tokens, echoText };
+    });
+    const first = inputs[0]!;
+    refuseUnsupported(unsupportedByEngine(first.params, engine.features));
+
+    const job: CompletionJob = {
+      id: responseId('cmpl', c.req.raw, undefined, c.get('requestRecord')?.id),
+      model: engine.info.id,
+      promptTokenCount: inputs.reduce((sum, input) => sum + input.promptTokenIds.length, 0),
+      usage: streamUsageOptions(request.stream_options),
+      tokens: first.tokens,
+      logprobs: request.logprobs,
+      echoText: first.echoText,
     };
+    let run: GenerationRun | MergedRuns;
+    if (inputs.length === 1) {
+      run = await GenerationRun.start(engine, first.promptTokenIds, first.params, c.req.raw.signal, c.get('requestRecord'));
+    } else {
+      job.prompts = inputs;
+      job.choicesPerPrompt = request.n;
+      run = await MergedRuns.start(engine, inputs, request.n, c.req.raw.signal, c.get('requestRecord'));
+    }
     if (request.stream) return sseResponse(completionStream(run, job), () => run.abort());
     return c.json(await completeNonStreaming(run, job));
   });

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/engine/types.js';
+import { MODEL, loadEngine, postJson, testApp } from './helpers.js';
+
+let engine: Engine;
+beforeAll(async () => {
+  engine = await loadEngine();
+});
+afterAll(() => engine.dispose());
+
+const ORIGIN = 'https://app.example';
+const preflight = (path: string, headers: Record<string, string> = {}) => ({
+  method: 'OPTIONS',
+  headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization', ...headers },
+});
+
+describe('CORS', () => {
+  it('answers a preflight on every route (and unknown paths) with everything allowed by default', async () => {
+    const app = testApp(engine);
+    for (const path of ['/v1/chat/completions', '/v1/completions', '/generate', '/v1/models', '/v1/models/stories260k', '/tokenize', '/health', '/no/such/route']) {
+      const response = await app.request(path, preflight(path));
+      expect(response.status, path).toBe(204);
+      expect(response.headers.get('access-control-allow-origin')).toBe('*');
+      expect(response.headers.get('access-control-allow-methods')).toContain('POST');
+      expect(response.headers.get('access-control-allow-headers')).toBe('content-type,authorization');
+    }
+  });
+
+  it('puts the origin header on answers and on errors', async () => {
+    const app = testApp(engine);
+    const ok = await postJson(app, '/v1/completions', { model: MODEL, prompt: 'Hi', max_tokens: 2 }, { headers: { 'content-type': 'application/json', origin: ORIGIN } });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('access-control-allow-origin')).toBe('*');
+    const bad = await postJson(app, '/v1/completions', { model: MODEL, prompt: 'Hi', top_p: 0 }, { headers: { 'content-type': 'application/json', origin: ORIGIN } });
+    expect(bad.status).toBe(400);
+    expect(bad.headers.get('access-control-allow-origin')).toBe('*');
+    const stream = await postJson(app, '/v1/completions', { model: MODEL, prompt: 'Hi', max_tokens: 2, stream: true }, { headers: { 'content-type': 'application/json', origin: ORIGIN } });
+    expect(stream.headers.get('access-control-allow-origin')).toBe('*');
+    await stream.text();
+  });
+
+  it('allows only the configured origins, methods and headers', async () => {
+    const app = testApp(engine, { corsAllowedOrigins: [ORIGIN], corsAllowedMethods: ['POST'], corsAllowedHeaders: ['content-type'], corsAllowCredentials: true });
+    const allowed = await app.request('/v1/chat/completions', preflight('/v1/chat/completions'));
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(allowed.headers.get('access-control-allow-methods')).toBe('POST');
+    expect(allowed.headers.get('access-control-allow-headers')).toBe('content-type');
+    expect(allowed.headers.get('access-control-allow-credentials')).toBe('true');
+    const other = await app.request('/v1/chat/completions', preflight('/v1/chat/completions', { origin: 'https://evil.example' }));
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('with credentials and any origin, echoes the origin (browsers refuse "*" with credentials)', async () => {
+    const app = testApp(engine, { corsAllowCredentials: true });
+    const response = await app.request('/v1/models', { headers: { origin: ORIGIN } });
+    expect(response.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+  });
+});
