@@ -75,7 +75,8 @@ const logitBias = checkedField((input, report): Map<number, number> | undefined 
     return undefined;
   }
   const bias = new Map<number, number>();
-  for (const [key, value] of Object.entries(input)) {
+  for (const [key, raw] of Object.entries(input)) {
+    const value = laxNumber(raw);
     if (!/^-?[0-9]+$/.test(key) || !Number.isSafeInteger(Number(key))) {
       report(`has key ${JSON.stringify(key)}, but token ids must be integers`, { input: undefined });
       return undefined;

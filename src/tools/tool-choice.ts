@@ -47,7 +47,11 @@ export function effectiveToolChoice(request: ToolRequest): ToolChoice {
 export function toolCalling(request: ToolRequest, parserName: ToolCallParserName | undefined): ToolCalling | null {
   const choice = effectiveToolChoice(request);
   const tools = (request.tools ?? []).map((tool) => tool.function);
-  if (choice === 'none' || tools.length === 0) return null;
+  if (choice === 'none') return null;
+  if (tools.length === 0) {
+    if (choice === 'auto') return null;
+    throw new ToolChoiceError(`tool_choice ${typeof choice === 'object' ? 'naming a function' : `"${choice}"`} needs at least one tool in \`tools\``);
+  }
   if (typeof choice === 'object') {
     const tool = tools.find((candidate) => candidate.name === choice.function.name);
     if (tool === undefined) throw new ToolChoiceError(`The tool specified in \`tool_choice\` does not match any of the specified \`tools\``);

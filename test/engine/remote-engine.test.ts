@@ -195,6 +195,15 @@ describe('RemoteEngine request', () => {
     expect(unseeded.requests[0].body.model).toBe('stories260k');
   });
 
+  it('passes logit_bias on, keyed by token id', async () => {
+    const upstream = scriptedUpstream(() => sse(chunk('.', 'stop', 1)));
+    await collect(remoteEngine({ url: 'http://x', fetch: upstream.fetch }), { logitBias: new Map([[13, -100], [5, 2.5]]) });
+    expect(upstream.requests[0].body.logit_bias).toEqual({ 13: -100, 5: 2.5 });
+    const plain = scriptedUpstream(() => sse(chunk('.', 'stop', 1)));
+    await collect(remoteEngine({ url: 'http://x', fetch: plain.fetch }), {});
+    expect(plain.requests[0].body).not.toHaveProperty('logit_bias');
+  });
+
   it('joins the completions path onto a root or /v1 base URL', () => {
     expect(completionsUrl('http://h:8000')).toBe('http://h:8000/v1/completions');
     expect(completionsUrl('http://h:8000/')).toBe('http://h:8000/v1/completions');

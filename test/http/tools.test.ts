@@ -108,6 +108,31 @@ describe('tool_choice named and "required" (served through structured output)', 
     expect(streamed.finish).toBe('tool_calls');
   });
 
+  it('with n = 2, streamed: each choice has its own call, announced once, as its non-streamed choice', async () => {
+    const app = testApp(engine);
+    const request = { ...chat, tool_choice: named, n: 2, seed: 9 };
+    const whole = await (await postJson(app, '/v1/chat/completions', request)).json();
+    const payloads = ssePayloads(await (await postJson(app, '/v1/chat/completions', { ...request, stream: true })).text());
+    const calls: Record<number, { id?: string; arguments: string; announced: number }> = {};
+    for (const payload of payloads.slice(0, -1)) {
+      for (const choice of JSON.parse(payload).choices) {
+        for (const delta of choice.delta.tool_calls ?? []) {
+          const call = (calls[choice.index] ??= { arguments: '', announced: 0 });
+          if (delta.id !== undefined) {
+            call.id = delta.id;
+            call.announced++;
+          }
+          call.arguments += delta.function.arguments ?? '';
+        }
+      }
+    }
+    for (const index of [0, 1]) {
+      expect(calls[index]!.announced).toBe(1);
+      expect(calls[index]!.arguments).toBe(whole.choices[index].message.tool_calls[0].function.arguments);
+    }
+    expect(calls[0]!.id).not.toBe(calls[1]!.id);
+  });
+
   it('refuses tool calls combined with another structured-output constraint', async () => {
     const message = await expectError(
       postJson(testApp(engine), '/v1/chat/completions', { ...chat, tool_choice: 'required', response_format: { type: 'json_object' } }),

@@ -283,6 +283,7 @@ describe('lenient scalars (pydantic lax mode, as vLLM reads them)', () => {
     expect(request).toMatchObject({ n: 2, temperature: 0.5, top_k: 40, stream: false, logprobs: true, top_logprobs: 3, echo: false });
     expect(request.seed).toBe(9007199254740993n);
     expect(completion('"max_tokens": "16", "logprobs": "2", "echo": "yes"')).toMatchObject({ max_tokens: 16, logprobs: 2, echo: true });
+    expect(completion('"logit_bias": {"5": "-2.5"}').logit_bias).toEqual(new Map([[5, -2.5]]));
   });
 
   it('still refuses what no lax reading makes valid, with the strict message', () => {

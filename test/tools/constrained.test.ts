@@ -25,6 +25,11 @@ describe('tool_choice resolution', () => {
     expect(toolCalling({ tools, tool_choice: 'required', parallel_tool_calls: false }, undefined)!.schema).toMatchObject({ maxItems: 1 });
   });
 
+  it('needs tools for "required" and a named tool; "auto" with an empty list is "none"', () => {
+    expect(() => toolCalling({ tools: [], tool_choice: 'required' }, undefined)).toThrow('tool_choice "required" needs at least one tool in `tools`');
+    expect(toolCalling({ tools: [], tool_choice: 'auto' }, undefined)).toBeNull();
+  });
+
   it('needs a parser for "auto"', () => {
     expect(() => toolCalling({ tools }, undefined)).toThrow(ToolChoiceError);
     expect(toolCalling({ tools }, 'pythonic')!.schema).toBeUndefined();
