@@ -36,6 +36,8 @@ export default defineConfig({
               bindings: { TEST_NODE_SERVER_URL: inject('nodeServerUrl'), TEST_UPSTREAM_API_KEY },
               // A service binding to a key-checking backend in front of that server.
               serviceBindings: { TEST_UPSTREAM_SERVICE: keyCheckingUpstream(inject('nodeServerUrl')) },
+              // The platform's rate-limiting binding, for the gateway's edge limits.
+              ratelimits: { TEST_RATE_LIMITER: { simple: { limit: 2, period: 60 } } },
             },
           })),
         ],

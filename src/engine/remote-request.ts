@@ -4,6 +4,7 @@
  * applies exactly what the edge resolved and none of its own defaults.
  */
 import type { SamplingParams } from '../sampling/params.js';
+import { guidedFields } from './remote-guides.js';
 
 /** How the upstream reports which tokens it generated. */
 export type TokenIdSource =
@@ -60,6 +61,8 @@ export function completionRequestBody(options: CompletionRequestOptions): string
     ignore_eos: params.ignoreEos,
     skip_special_tokens: params.skipSpecialTokens,
   };
+  // Structured output is the upstream's to enforce (remote-guides.ts).
+  if (params.guide !== undefined) Object.assign(body, guidedFields(params.guide.request));
   if (options.tokenIds === 'logprobs') {
     body.logprobs = 0;
     body.return_tokens_as_token_ids = true;

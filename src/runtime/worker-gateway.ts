@@ -1,18 +1,193 @@
 /**
- * The gateway-only Worker entry (`wrangler deploy --env gateway`): validates,
- * authenticates and streams at the edge, generation always runs on the upstream. It
+ * The gateway-only Worker entry (`wrangler deploy --env gateway`): authentication,
+ * per-key limits, validation and streaming at the edge, generation on a fleet of
+ * upstreams (src/gateway/upstreams.ts) with weights, health checks and failover. It
  * bundles the tokenizer but neither onnxruntime nor the model, so it stays far below
  * the size limits (see docs/workerd.md).
+ *
+ *  - /v1/completions, /v1/chat/completions: validated here, forwarded as received in
+ *    the upstream's vocabulary (tools, logit_bias, n, guided_*, ... included), the
+ *    upstream's stream passed through as it arrives (src/gateway/openai-proxy.ts).
+ *  - /v1/models: the fleet's models, merged.
+ *  - /generate and the rest: the shared app on a RemoteEngine whose requests go through
+ *    the fleet as OpenAI completions, so /generate works with upstreams that only speak
+ *    the OpenAI API; structured output is forwarded, not compiled here.
  */
-import { upstreamFromEnv } from './worker-env.js';
-import { createWorkerHandler } from './worker-handler.js';
-import { workerRemoteEngine } from './worker-remote.js';
-import { EMBEDDED_MODEL_DIR } from './worker-tokenizer-files.js';
+import type { ServerConfig } from '../config/server-config.js';
+import { RemoteEngine, type FetchLike } from '../engine/remote-engine.js';
+import { forwardingGuideCompiler } from '../engine/remote-guides.js';
+import type { TokenIdSource } from '../engine/remote-request.js';
+import { translateRequest } from '../gateway/dialects.js';
+import { limitKey, onStreamEnd, type EdgeLimits, type Release } from '../gateway/edge-limits.js';
+import { writeJson } from '../gateway/json-text.js';
+import { mergedModels } from '../gateway/merged-models.js';
+import { forwardOpenAI, OPENAI_ROUTES, type EdgeModel } from '../gateway/openai-proxy.js';
+import { UpstreamPool } from '../gateway/upstream-pool.js';
+import { upstreamsFromEnv } from '../gateway/upstreams.js';
+import { createApp } from '../http/app.js';
+import { errorResponse, HttpError } from '../http/errors.js';
+import { readJsonBody } from '../http/request-body.js';
+import { ProtocolError } from '../protocol/errors.js';
+import { parseJsonBody } from '../protocol/json.js';
+import { checkBearerToken } from './worker-auth.js';
+import { serverConfigFromEnv, type WorkerEnv } from './worker-env.js';
+import type { WorkerContext } from './worker-handler.js';
+import { edgeLimitsFromEnv } from './worker-limits.js';
+import { EMBEDDED_MODEL_DIR, embeddedTokenizerFiles } from './worker-tokenizer-files.js';
 
-export default createWorkerHandler(async (env, config) => {
-  const upstream = upstreamFromEnv(env);
-  if (upstream === null) {
-    throw new Error('The gateway has no upstream: set UPSTREAM_URL or bind a service as UPSTREAM.');
+export { KeyConcurrency } from './worker-limits.js';
+
+/** How often an isolate re-checks its upstreams' /health in the background of a request. */
+const DEFAULT_HEALTH_CHECK_SECONDS = 10;
+
+interface Gateway {
+  config: ServerConfig;
+  pool: UpstreamPool;
+  limits: EdgeLimits;
+  edgeModel: EdgeModel;
+  app: { fetch(request: Request): Response | Promise<Response> };
+  healthCheckMs: number;
+  lastProbe: number;
+}
+
+/** RemoteEngine's upstream calls, sent through the fleet for `model` in each upstream's vocabulary. */
+function fleetFetch(pool: UpstreamPool, model: string): FetchLike {
+  return async (_url, init) => {
+    const body = parseJsonBody(String(init.body)) as Record<string, unknown>;
+    try {
+      const { response } = await pool.send(model, '/v1/completions', (target) => writeJson(translateRequest(body, 'completions', target)), init.signal ?? undefined);
+      return response;
+    } catch (error) {
+      // A field no upstream can honour: RemoteEngine reports an upstream 400 to the client as a 400.
+      if (error instanceof ProtocolError) {
+        return Response.json({ object: 'error', message: error.message, param: error.param, code: 400 }, { status: 400 });
+      }
+      throw error;
+    }
+  };
+}
+
+function tokenIdSource(value: unknown): TokenIdSource {
+  const source = typeof value === 'string' && value.trim() !== '' ? value.trim() : 'usage';
+  if (source !== 'usage' && source !== 'logprobs') throw new Error(`UPSTREAM_TOKEN_IDS must be "usage" or "logprobs", got ${JSON.stringify(source)}.`);
+  return source;
+}
+
+function seconds(value: unknown, fallback: number): number {
+  const number = Number(value);
+  return value !== undefined && value !== '' && Number.isFinite(number) && number > 0 ? number : fallback;
+}
+
+function build(env: WorkerEnv): Gateway {
+  const config = serverConfigFromEnv(env, EMBEDDED_MODEL_DIR);
+  const targets = upstreamsFromEnv(env, config.servedModelName);
+  if (targets.length === 0) {
+    throw new Error('The gateway has no upstream: set UPSTREAMS or UPSTREAM_URL, or bind a service as UPSTREAM.');
   }
-  return { engine: workerRemoteEngine(upstream, config), sharedStepLoop: false };
-}, EMBEDDED_MODEL_DIR);
+  const pool = new UpstreamPool(targets, { retryDownAfterMs: seconds(env.UPSTREAM_RETRY_DOWN_SECONDS, 10) * 1000 });
+  // The embedded tokenizer is the served model's: /generate, /tokenize and prompt checks use it.
+  const files = embeddedTokenizerFiles();
+  const engine = new RemoteEngine({
+    files,
+    servedModelName: config.servedModelName,
+    upstream: {
+      url: 'https://upstream-fleet',
+      fetch: fleetFetch(pool, pool.models().includes(config.servedModelName) ? config.servedModelName : targets[0].model),
+      tokenIds: tokenIdSource(env.UPSTREAM_TOKEN_IDS),
+    },
+  });
+  const app = createApp({ engine, config, guideCompiler: forwardingGuideCompiler });
+  return {
+    config,
+    pool,
+    limits: edgeLimitsFromEnv(env),
+    edgeModel: { name: config.servedModelName, tokenizer: engine.tokenizer, maxModelLen: Math.min(engine.info.maxModelLen, config.maxSeqLen ?? Infinity) },
+    app,
+    healthCheckMs: seconds(env.HEALTH_CHECK_SECONDS, DEFAULT_HEALTH_CHECK_SECONDS) * 1000,
+    lastProbe: Date.now(),
+  };
+}
+
+function tooMany(message: string, retryAfterSeconds: number): Response {
+  return errorResponse(new HttpError(429, 'TooManyRequestsError', message, null, { 'retry-after': String(retryAfterSeconds) }));
+}
+
+/** `response` with `release` called once its body is done (or at once when it has none). */
+function releasingAtEnd(response: Response, release: Release): Response {
+  if (response.body === null) {
+    release();
+    return response;
+  }
+  return new Response(onStreamEnd(response.body, release), response);
+}
+
+async function route(gateway: Gateway, request: Request): Promise<Response> {
+  const { pathname } = new URL(request.url);
+  if (request.method === 'GET' && pathname === '/v1/models') return Response.json(await mergedModels(gateway.pool));
+  const openAIRoute = OPENAI_ROUTES[pathname];
+  if (request.method === 'POST' && openAIRoute !== undefined) {
+    try {
+      return await forwardOpenAI(openAIRoute, await readJsonBody(request), gateway.pool, gateway.edgeModel, request.signal);
+    } catch (error) {
+      return errorResponse(error);
+    }
+  }
+  return gateway.app.fetch(request);
+}
+
+export function createGatewayHandler() {
+  const gateways = new WeakMap<object, Gateway>();
+
+  function gatewayFor(env: WorkerEnv): Gateway {
+    let gateway = gateways.get(env);
+    if (gateway === undefined) {
+      gateway = build(env);
+      gateways.set(env, gateway);
+    }
+    return gateway;
+  }
+
+  return {
+    async fetch(request: Request, env: WorkerEnv, ctx?: WorkerContext): Promise<Response> {
+      const token = typeof env.API_TOKEN === 'string' ? env.API_TOKEN : '';
+      if (token !== '') {
+        const refused = await checkBearerToken(request, token);
+        if (refused !== null) return refused;
+      }
+      let gateway: Gateway;
+      try {
+        gateway = gatewayFor(env);
+      } catch (error) {
+        console.error('The gateway could not start:', error);
+        return errorResponse(new HttpError(500, 'InternalServerError', `The gateway could not start: ${(error as Error).message}`));
+      }
+      if (Date.now() - gateway.lastProbe >= gateway.healthCheckMs) {
+        gateway.lastProbe = Date.now();
+        ctx?.waitUntil(gateway.pool.probe());
+      }
+      if (request.method !== 'POST') return route(gateway, request);
+      const { rate, concurrency, concurrencyRetryAfterSeconds } = gateway.limits;
+      const key = rate !== null || concurrency !== null ? await limitKey(request) : '';
+      if (rate !== null) {
+        const decision = await rate.limit(key);
+        if (!decision.allowed) return tooMany('Rate limit exceeded for this API key. Retry later.', decision.retryAfterSeconds);
+      }
+      if (concurrency === null) return route(gateway, request);
+      const release = await concurrency.acquire(key, ctx ? (p) => ctx.waitUntil(p) : undefined);
+      if (release === null) return tooMany('Too many concurrent requests for this API key. Retry when one has finished.', concurrencyRetryAfterSeconds);
+      try {
+        return releasingAtEnd(await route(gateway, request), release);
+      } catch (error) {
+        release();
+        throw error;
+      }
+    },
+
+    /** Cron Trigger: health-check the fleet (this isolate's view of it). */
+    async scheduled(_controller: unknown, env: WorkerEnv, ctx: WorkerContext): Promise<void> {
+      ctx.waitUntil(gatewayFor(env).pool.probe());
+    },
+  };
+}
+
+export default createGatewayHandler();

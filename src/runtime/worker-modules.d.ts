@@ -21,3 +21,12 @@ declare module '*/xgrammar-wasm.json' {
   const info: { byteLength: number; prefix: string };
   export default info;
 }
+
+/** The part of workerd's built-in `cloudflare:workers` module the Worker uses (Durable Objects with RPC methods). */
+declare module 'cloudflare:workers' {
+  export abstract class DurableObject<Env = unknown> {
+    protected readonly ctx: unknown;
+    protected readonly env: Env;
+    constructor(ctx: unknown, env: Env);
+  }
+}

@@ -8,6 +8,7 @@
  */
 import { schedulerLimitsOf } from '../config/server-config.js';
 import { LocalEngine } from '../engine/local-engine.js';
+import { forwardingGuideCompiler } from '../engine/remote-guides.js';
 import { upstreamFromEnv } from './worker-env.js';
 import { workerGuideCompiler } from './worker-guides.js';
 import { createWorkerHandler } from './worker-handler.js';
@@ -18,7 +19,7 @@ import { EMBEDDED_MODEL_DIR } from './worker-tokenizer-files.js';
 
 export default createWorkerHandler(async (env, config) => {
   const upstream = upstreamFromEnv(env);
-  if (upstream !== null) return { engine: workerRemoteEngine(upstream, config), sharedStepLoop: false };
+  if (upstream !== null) return { engine: workerRemoteEngine(upstream, config), sharedStepLoop: false, guideCompiler: forwardingGuideCompiler };
   const engine = await LocalEngine.create({
     ort: workerOrt(),
     files: embeddedModelFiles(),

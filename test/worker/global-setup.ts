@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { TestProject } from 'vitest/node';
@@ -17,6 +17,7 @@ import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { extractXGrammarWasm } from '../../scripts/extract-xgrammar-wasm.js';
 import { MODEL_DIR } from '../helpers/model.js';
+import { startLlamaServer } from './llama-server.js';
 
 /** What test/worker/ort-wasm-binding.ts compiles in place of the pool's slow .wasm import. */
 const ORT_WASM_PATH = createRequire(import.meta.url).resolve('onnxruntime-web/ort-wasm-simd-threaded.wasm');
@@ -24,7 +25,19 @@ const ORT_WASM_PATH = createRequire(import.meta.url).resolve('onnxruntime-web/or
 declare module 'vitest' {
   export interface ProvidedContext {
     nodeServerUrl: string;
+    /** llama.cpp's server (llama-server.ts), or '' with llamaServerError saying why not. */
+    llamaServerUrl: string;
+    llamaServerError: string;
+    /** A loopback port nothing listens on: an upstream that is down. */
+    closedPortUrl: string;
   }
+}
+
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -42,7 +55,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     server = serve({ fetch: withStats.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => resolve(info.port));
   });
   project.provide('nodeServerUrl', `http://127.0.0.1:${port}`);
+  const llama = await startLlamaServer();
+  project.provide('llamaServerUrl', 'url' in llama ? llama.url : '');
+  project.provide('llamaServerError', 'error' in llama ? llama.error : '');
+  project.provide('closedPortUrl', await closedPort());
   return async () => {
+    if ('stop' in llama) await llama.stop();
     await new Promise<void>((resolve) => {
       server!.close(() => resolve());
       if ('closeAllConnections' in server!) server!.closeAllConnections();

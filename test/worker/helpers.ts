@@ -51,11 +51,19 @@ export async function ssePayloads(response: Response): Promise<string[]> {
  * A stand-in for an UPSTREAM service binding that records the requests it gets and
  * answers each with a finished one-chunk completion stream saying `text`.
  */
-export function recordingUpstream(text: string): { fetch(url: string, init: RequestInit): Promise<Response>; requests: unknown[] } {
+export function recordingUpstream(text: string): {
+  fetch(url: string, init: RequestInit): Promise<Response>;
+  requests: unknown[];
+  /** The bodies as sent, for what JSON.parse would round (64-bit seeds). */
+  rawBodies: string[];
+} {
   const requests: unknown[] = [];
+  const rawBodies: string[] = [];
   return {
     requests,
+    rawBodies,
     async fetch(_url, init) {
+      rawBodies.push(init.body as string);
       requests.push(JSON.parse(init.body as string));
       const chunk = { choices: [{ index: 0, text, finish_reason: 'stop', stop_reason: null }], usage: { completion_tokens: 3 } };
       return new Response(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`, { headers: { 'content-type': 'text/event-stream' } });

@@ -41,7 +41,7 @@ describe('the gateway Worker delegating to the Node server', () => {
     expect(payloads.length).toBeGreaterThan(golden.completion_ids.length * 0.9);
   });
 
-  it('counts tokens at the edge: one chunk per upstream token, usage from the local tokenizer', async () => {
+  it('relays /v1/completions chunk by chunk, with the usage the upstream counted', async () => {
     const response = await postJson(gateway, viaUrl, '/v1/completions', {
       model: 'stories260k',
       prompt: golden.prompt,
