@@ -29,19 +29,25 @@ import { errorResponse, HttpError } from '../http/errors.js';
 import { readJsonBody } from '../http/request-body.js';
 import { ProtocolError } from '../protocol/errors.js';
 import { parseJsonBody } from '../protocol/json.js';
-import { checkBearerToken } from './worker-auth.js';
-import { serverConfigFromEnv, type WorkerEnv } from './worker-env.js';
+import { apiKeyChecker, type ApiKeyChecker } from '../http/security/api-key.js';
+import { refuseAtFront } from '../http/security/middleware.js';
+import { apiKeyFromEnv } from '../config/server-config.js';
+import { serverConfigFromEnv, WORKER_API_KEY_VARS, type WorkerEnv } from './worker-env.js';
 import type { WorkerContext } from './worker-handler.js';
 import { edgeLimitsFromEnv } from './worker-limits.js';
 import { EMBEDDED_MODEL_DIR, embeddedTokenizerFiles } from './worker-tokenizer-files.js';
 
 export { KeyConcurrency } from './worker-limits.js';
 
+/** POST routes the gateway forwards itself (the app checks the others). */
+const FORWARDED_JSON_ROUTES: ReadonlySet<string> = new Set(Object.keys(OPENAI_ROUTES));
+
 /** How often an isolate re-checks its upstreams' /health in the background of a request. */
 const DEFAULT_HEALTH_CHECK_SECONDS = 10;
 
 interface Gateway {
   config: ServerConfig;
+  apiKeys: ApiKeyChecker | null;
   pool: UpstreamPool;
   limits: EdgeLimits;
   edgeModel: EdgeModel;
@@ -97,8 +103,10 @@ function build(env: WorkerEnv): Gateway {
     },
   });
   const app = createApp({ engine, config, guideCompiler: forwardingGuideCompiler });
+  const { apiKey } = config;
   return {
     config,
+    apiKeys: apiKey === undefined ? null : apiKeyChecker(typeof apiKey === 'string' ? [apiKey] : apiKey),
     pool,
     limits: edgeLimitsFromEnv(env),
     edgeModel: { name: config.servedModelName, tokenizer: engine.tokenizer, maxModelLen: Math.min(engine.info.maxModelLen, config.maxSeqLen ?? Infinity) },
@@ -149,18 +157,28 @@ export function createGatewayHandler() {
 
   return {
     async fetch(request: Request, env: WorkerEnv, ctx?: WorkerContext): Promise<Response> {
-      const token = typeof env.API_TOKEN === 'string' ? env.API_TOKEN : '';
-      if (token !== '') {
-        const refused = await checkBearerToken(request, token);
-        if (refused !== null) return refused;
-      }
       let gateway: Gateway;
       try {
         gateway = gatewayFor(env);
       } catch (error) {
+        // No configuration to check against: the key alone guards the reason.
+        const key = apiKeyFromEnv(env, WORKER_API_KEY_VARS);
+        if (key !== undefined) {
+          const refused = await refuseAtFront(request, { allowedHosts: null, apiKeys: apiKeyChecker([key]), requireJsonContentType: false, jsonRoutes: new Set() });
+          if (refused !== null) return refused;
+        }
         console.error('The gateway could not start:', error);
         return errorResponse(new HttpError(500, 'InternalServerError', `The gateway could not start: ${(error as Error).message}`));
       }
+      // The forwarded OpenAI routes skip the app, so its checks (host, API key as vLLM's
+      // --api-key, JSON content type) run here first, before any limit is spent.
+      const refused = await refuseAtFront(request, {
+        allowedHosts: gateway.config.allowedHosts,
+        apiKeys: gateway.apiKeys,
+        requireJsonContentType: gateway.config.requireJsonContentType,
+        jsonRoutes: FORWARDED_JSON_ROUTES,
+      });
+      if (refused !== null) return refused;
       if (Date.now() - gateway.lastProbe >= gateway.healthCheckMs) {
         gateway.lastProbe = Date.now();
         ctx?.waitUntil(gateway.pool.probe());
