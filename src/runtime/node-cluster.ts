@@ -16,6 +16,80 @@ import cluster, { type Worker } from 'node:cluster';
 /** Sent by the primary to each worker on SIGINT/SIGTERM: finish in-flight requests and exit. */
 export const SHUTDOWN_MESSAGE = 'edge-llm:shutdown';
 
+/** IPC for /metrics across engine processes: any process's scrape covers all of them. */
+const METRICS_REQUEST = 'edge-llm:metrics-request';
+const METRICS_COLLECT = 'edge-llm:metrics-collect';
+const METRICS_SNAPSHOT = 'edge-llm:metrics-snapshot';
+const METRICS_PEERS = 'edge-llm:metrics-peers';
+/** A peer that does not answer in this long (busy in a long step, stopping) is left out of the scrape. */
+const METRICS_WAIT_MS = 1000;
+
+interface MetricsMessage {
+  type: string;
+  id: string;
+  snapshot?: unknown;
+  snapshots?: unknown[];
+}
+
+function isMetricsMessage(message: unknown): message is MetricsMessage {
+  return typeof message === 'object' && message !== null && typeof (message as MetricsMessage).type === 'string' && typeof (message as MetricsMessage).id === 'string';
+}
+
+/**
+ * In an engine process: answers the primary's requests for this process's metrics with
+ * `snapshot()`, and returns the function that fetches the other processes' snapshots.
+ */
+export function shareMetricsWithPeers(snapshot: () => unknown): () => Promise<unknown[]> {
+  const pending = new Map<string, (snapshots: unknown[]) => void>();
+  let next = 0;
+  process.on('message', (message: unknown) => {
+    if (!isMetricsMessage(message)) return;
+    if (message.type === METRICS_COLLECT) process.send?.({ type: METRICS_SNAPSHOT, id: message.id, snapshot: snapshot() });
+    if (message.type === METRICS_PEERS) {
+      pending.get(message.id)?.(message.snapshots ?? []);
+      pending.delete(message.id);
+    }
+  });
+  return () =>
+    new Promise((resolve) => {
+      const id = `${process.pid}-${next++}`;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        resolve([]);
+      }, METRICS_WAIT_MS * 2);
+      pending.set(id, (snapshots) => {
+        clearTimeout(timer);
+        resolve(snapshots);
+      });
+      process.send?.({ type: METRICS_REQUEST, id });
+    });
+}
+
+/** In the primary: relays a worker's request for its peers' metrics and sends back what they answer. */
+function relayMetrics(workers: readonly Worker[], requester: Worker, id: string): void {
+  const peers = workers.filter((worker) => worker !== requester && worker.isConnected());
+  const snapshots: unknown[] = [];
+  let answered = false;
+  const answer = () => {
+    if (answered) return;
+    answered = true;
+    clearTimeout(timer);
+    for (const peer of peers) peer.off('message', onSnapshot);
+    if (requester.isConnected()) requester.send({ type: METRICS_PEERS, id, snapshots });
+  };
+  const onSnapshot = (message: unknown) => {
+    if (!isMetricsMessage(message) || message.type !== METRICS_SNAPSHOT || message.id !== id) return;
+    snapshots.push(message.snapshot);
+    if (snapshots.length === peers.length) answer();
+  };
+  const timer = setTimeout(answer, METRICS_WAIT_MS);
+  if (peers.length === 0) return answer();
+  for (const peer of peers) {
+    peer.on('message', onSnapshot);
+    peer.send({ type: METRICS_COLLECT, id });
+  }
+}
+
 /** True in a worker process started by `startEngineProcesses`. */
 export function isEngineWorker(): boolean {
   return cluster.isWorker;
@@ -36,6 +110,9 @@ export function startEngineProcesses(count: number, forceStopMs: number): void {
   for (let index = 0; index < count; index++) workers.push(cluster.fork({ ENGINE_PROCESS_INDEX: String(index) }));
   let running = workers.length;
   for (const worker of workers) {
+    worker.on('message', (message: unknown) => {
+      if (isMetricsMessage(message) && message.type === METRICS_REQUEST) relayMetrics(workers, worker, message.id);
+    });
     worker.on('exit', (code, signal) => {
       running -= 1;
       if (code !== 0) failed = true;

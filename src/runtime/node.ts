@@ -18,10 +18,11 @@ import type { Engine } from '../engine/types.js';
 import { createApp, serverActivity } from '../http/app.js';
 import { HttpError } from '../http/errors.js';
 import type { ServerActivity } from '../http/observability/activity.js';
+import type { RegistrySnapshot } from '../http/observability/prometheus.js';
 import { defaultAllowedHosts } from '../http/security/allowed-hosts.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
-import { isEngineWorker, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
+import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
 import { createNodeEngine } from './node-engine.js';
 import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
@@ -175,6 +176,10 @@ async function main(): Promise<void> {
     console.warn(`Warning: listening on ${config.host} without an API key: anyone who can reach this address can use it (set API_KEY).`);
   }
   const activity = serverActivity(engine, config, (line) => console.log(line));
+  if (isEngineWorker()) {
+    const peers = shareMetricsWithPeers(() => activity.metrics.snapshot());
+    activity.peerMetrics = () => peers() as Promise<RegistrySnapshot[]>;
+  }
   let app: ReturnType<typeof createApp>;
   try {
     app = createApp({

@@ -31,7 +31,7 @@ import { readJsonBody } from '../http/request-body.js';
 import { ProtocolError } from '../protocol/errors.js';
 import { parseJsonBody } from '../protocol/json.js';
 import { apiKeyChecker, type ApiKeyChecker } from '../http/security/api-key.js';
-import { isApiPath, refuseUnauthorized } from '../http/security/middleware.js';
+import { refuseAtFront } from '../http/security/middleware.js';
 import { apiKeyFromEnv } from '../config/server-config.js';
 import { serverConfigFromEnv, WORKER_API_KEY_VARS, type WorkerEnv } from './worker-env.js';
 import type { WorkerContext } from './worker-handler.js';
@@ -40,11 +40,15 @@ import { EMBEDDED_MODEL_DIR, embeddedTokenizerFiles } from './worker-tokenizer-f
 
 export { KeyConcurrency } from './worker-limits.js';
 
+/** POST routes the gateway forwards itself (the app checks the others). */
+const FORWARDED_JSON_ROUTES: ReadonlySet<string> = new Set(Object.keys(OPENAI_ROUTES));
+
 /** How often an isolate re-checks its upstreams' /health in the background of a request. */
 const DEFAULT_HEALTH_CHECK_SECONDS = 10;
 
 interface Gateway {
   config: ServerConfig;
+  apiKeys: ApiKeyChecker | null;
   pool: UpstreamPool;
   limits: EdgeLimits;
   edgeModel: EdgeModel;
@@ -105,8 +109,10 @@ function build(env: WorkerEnv): Gateway {
     maxModelLen: Math.min(engine.info.maxModelLen, config.maxSeqLen ?? Infinity),
   };
   const app = createApp({ engine, config, guideCompiler: forwardingGuideCompiler, routesBefore: fleetRoutes(pool, edgeModel) });
+  const { apiKey } = config;
   return {
     config,
+    apiKeys: apiKey === undefined ? null : apiKeyChecker(typeof apiKey === 'string' ? [apiKey] : apiKey),
     pool,
     limits: edgeLimitsFromEnv(env),
     edgeModel,
@@ -155,33 +161,30 @@ export function createGatewayHandler() {
     return gateway;
   }
 
-  const keyCheckers = new WeakMap<object, ApiKeyChecker | null>();
-  /** The API key (API_KEY, VLLM_API_KEY or API_TOKEN, as the local Worker reads them); null: open. */
-  function keyCheckerFor(env: WorkerEnv): ApiKeyChecker | null {
-    let checker = keyCheckers.get(env);
-    if (checker === undefined) {
-      const key = apiKeyFromEnv(env as unknown as Record<string, unknown>, WORKER_API_KEY_VARS);
-      checker = key === undefined ? null : apiKeyChecker([key]);
-      keyCheckers.set(env, checker);
-    }
-    return checker;
-  }
-
   return {
     async fetch(request: Request, env: WorkerEnv, ctx?: WorkerContext): Promise<Response> {
-      // Before anything else: the forwarded OpenAI routes never reach the shared app's check.
-      const checker = keyCheckerFor(env);
-      if (checker !== null && request.method !== 'OPTIONS' && isApiPath(new URL(request.url).pathname)) {
-        const refused = await refuseUnauthorized(request, checker);
-        if (refused !== null) return refused;
-      }
       let gateway: Gateway;
       try {
         gateway = gatewayFor(env);
       } catch (error) {
+        // No configuration to check against: the key alone guards the reason.
+        const key = apiKeyFromEnv(env, WORKER_API_KEY_VARS);
+        if (key !== undefined) {
+          const refused = await refuseAtFront(request, { allowedHosts: null, apiKeys: apiKeyChecker([key]), requireJsonContentType: false, jsonRoutes: new Set() });
+          if (refused !== null) return refused;
+        }
         console.error('The gateway could not start:', error);
         return errorResponse(new HttpError(500, 'InternalServerError', `The gateway could not start: ${(error as Error).message}`));
       }
+      // The forwarded OpenAI routes skip the app, so its checks (host, API key as vLLM's
+      // --api-key, JSON content type) run here first, before any limit is spent.
+      const refused = await refuseAtFront(request, {
+        allowedHosts: gateway.config.allowedHosts,
+        apiKeys: gateway.apiKeys,
+        requireJsonContentType: gateway.config.requireJsonContentType,
+        jsonRoutes: FORWARDED_JSON_ROUTES,
+      });
+      if (refused !== null) return refused;
       if (Date.now() - gateway.lastProbe >= gateway.healthCheckMs) {
         gateway.lastProbe = Date.now();
         ctx?.waitUntil(gateway.pool.probe());

@@ -64,6 +64,14 @@ describe('data parallel server (DATA_PARALLEL_SIZE=2)', () => {
         }),
       );
       expect(texts).toEqual(Array(8).fill(golden.completion_text));
+
+      // Each scrape reaches one engine process (a new connection each, handed out in turn);
+      // each reports the traffic of both.
+      for (let scrape = 0; scrape < 4; scrape++) {
+        const metrics = await (await fetch(`${server.url}/metrics`, { headers: { connection: 'close' } })).text();
+        expect(metrics).toContain('vllm:request_success_total{model_name="stories260k",finished_reason="length"} 8');
+        expect(metrics).toContain(`vllm:generation_tokens_total{model_name="stories260k"} ${8 * golden.completion_ids.length}`);
+      }
     } finally {
       expect(await server.stop('SIGTERM')).toBe(0);
     }

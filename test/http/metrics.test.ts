@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import { createApp, serverActivity } from '../../src/http/app.js';
 import type { Engine } from '../../src/engine/types.js';
+import { Counter, Gauge, Histogram, Registry } from '../../src/http/observability/prometheus.js';
 import { oneTwoFiveBuckets } from '../../src/http/observability/server-metrics.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
@@ -111,6 +112,43 @@ describe('GET /metrics', () => {
     const { values } = await scrape(appWithLog().app);
     expect(values.get(`vllm:prompt_tokens_total{${label}}`)).toBe(0);
     expect(values.get(`vllm:e2e_request_latency_seconds_count{${label}}`)).toBe(0);
+  });
+
+  it("adds other processes' snapshots into one exposition (data parallelism)", () => {
+    const make = () => {
+      const registry = new Registry({ model_name: 'm' });
+      const counter = registry.add(new Counter('c_total', 'c'));
+      const histogram = registry.add(new Histogram('h', 'h', [1, 2]));
+      let running = 0;
+      registry.add(new Gauge('g', 'g', () => running));
+      return { registry, counter, histogram, setRunning: (value: number) => (running = value) };
+    };
+    const a = make();
+    const b = make();
+    a.counter.inc({ reason: 'x' }, 2);
+    b.counter.inc({ reason: 'x' }, 3);
+    b.counter.inc({ reason: 'y' });
+    a.histogram.observe(0.5);
+    b.histogram.observe(1.5);
+    b.histogram.observe(5);
+    a.setRunning(1);
+    b.setRunning(2);
+    const merged = samples(a.registry.render([b.registry.snapshot()]));
+    expect(merged.get('c_total{model_name="m",reason="x"}')).toBe(5);
+    expect(merged.get('c_total{model_name="m",reason="y"}')).toBe(1);
+    expect(merged.get('h_bucket{model_name="m",le="1"}')).toBe(1);
+    expect(merged.get('h_bucket{model_name="m",le="2"}')).toBe(2);
+    expect(merged.get('h_bucket{model_name="m",le="+Inf"}')).toBe(3);
+    expect(merged.get('h_sum{model_name="m"}')).toBe(7);
+    expect(merged.get('g{model_name="m"}')).toBe(3);
+    // Alone, each reports only its own.
+    expect(samples(a.registry.render()).get('c_total{model_name="m",reason="x"}')).toBe(2);
+  });
+
+  it('escapes label values as the text format requires', () => {
+    const registry = new Registry({ model_name: 'a"b\\c\nd' });
+    registry.add(new Counter('c_total', 'c'));
+    expect(registry.render()).toContain('c_total{model_name="a\\"b\\\\c\\nd"} 0');
   });
 
   it("builds the token-count buckets as vLLM's 1-2-5 series", () => {

@@ -31,6 +31,8 @@ describe('the Worker as a public endpoint', () => {
       expect((await postJson(gateway, env, path, body, { authorization: 'Bearer edge-key' })).status, path).toBe(200);
     }
     expect((await gateway.fetch(new Request('http://worker.test/v1/models'), env)).status).toBe(401);
+    // However the path is spelled.
+    for (const path of ['/%761/completions', '/%67enerate']) expect((await postJson(gateway, env, path, completion)).status, path).toBe(401);
     for (const open of ['/health', '/metrics', '/version']) {
       expect((await gateway.fetch(new Request(`http://worker.test${open}`), env)).status, open).toBe(200);
     }
@@ -69,14 +71,13 @@ describe('the Worker as a public endpoint', () => {
     logged.mockRestore();
   });
 
-  it('counts the traffic of this isolate in /metrics under vLLM names', async () => {
-    // The edge generates through its RemoteEngine on /generate (tokens counted here); the
-    // OpenAI routes are relayed to the fleet as received, so only their refusals and log lines are.
+  it('counts the traffic the app serves in this isolate in /metrics under vLLM names', async () => {
+    // The fleet gateway forwards /v1/completions and /v1/chat/completions itself, past the
+    // app: /generate (and /tokenize) are what its metrics count.
     const env = workerEnv({ UPSTREAM_URL: nodeServerUrl });
-    for (let i = 0; i < 2; i++) {
-      expect((await postJson(gateway, env, '/generate', { prompt: golden.prompt, max_tokens: 4, temperature: 0 })).status).toBe(200);
-    }
-    expect((await postJson(gateway, env, '/v1/completions', { ...completion, max_tokens: 0 })).status).toBe(400);
+    const generate = { prompt: golden.prompt, max_tokens: 4, temperature: 0 };
+    for (let i = 0; i < 2; i++) expect((await postJson(gateway, env, '/generate', generate)).status).toBe(200);
+    expect((await postJson(gateway, env, '/generate', { ...generate, max_tokens: 0 })).status).toBe(400);
     const text = await (await gateway.fetch(new Request('http://worker.test/metrics'), env)).text();
     const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
     expect(value('vllm:prompt_tokens_total{model_name="stories260k"}')).toBe(2 * golden.prompt_ids.length);

@@ -8,6 +8,7 @@
  * only advances across I/O, so durations there are coarse.
  */
 import type { FinishReason, GenerationDelta } from '../../engine/types.js';
+import type { RegistrySnapshot } from './prometheus.js';
 import { ServerMetrics } from './server-metrics.js';
 
 /** What a generation reports to its request's record (GenerationRun calls these). */
@@ -162,6 +163,11 @@ export class ServerActivity {
   private idleWaiters: Array<() => void> = [];
   /** Set by a shutting-down server: new requests get a 503. */
   draining = false;
+  /**
+   * Set by a runtime with several processes behind one port (Node's data parallelism):
+   * fetches the others' metrics so that any process's /metrics covers them all.
+   */
+  peerMetrics: (() => Promise<RegistrySnapshot[]>) | null = null;
 
   constructor(options: ActivityOptions) {
     this.log = options.log;
@@ -177,6 +183,12 @@ export class ServerActivity {
     const record = new RequestRecord(this, request.method, route.slice(0, 256), header !== null && header !== '' ? header.slice(0, 256) : null);
     this.open.add(record);
     return record;
+  }
+
+  /** GET /metrics' body: this process's metrics, its peers' added in. */
+  async metricsText(): Promise<string> {
+    const others = this.peerMetrics === null ? [] : await this.peerMetrics().catch(() => []);
+    return this.metrics.render(others);
   }
 
   /** Requests not yet answered in full (streams still running included). */

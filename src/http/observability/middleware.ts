@@ -42,7 +42,7 @@ export function observeRequests(activity: ServerActivity): MiddlewareHandler {
 /** GET /metrics (Prometheus text) and GET /version, both open like /health. */
 export function observabilityRoutes(activity: ServerActivity): Hono {
   const routes = new Hono();
-  routes.get('/metrics', () => new Response(activity.metrics.render(), { headers: { 'content-type': PROMETHEUS_CONTENT_TYPE } }));
+  routes.get('/metrics', async () => new Response(await activity.metricsText(), { headers: { 'content-type': PROMETHEUS_CONTENT_TYPE } }));
   routes.get('/version', (c) => c.json({ version: VERSION }));
   return routes;
 }

@@ -24,9 +24,19 @@ function numberText(value: number): string {
   return String(value);
 }
 
+/** A metric's state as plain JSON, to add another process's counts into a scrape. */
+export type MetricSnapshot =
+  | { kind: 'counter'; values: Array<[Labels, number]> }
+  | { kind: 'gauge'; value: number }
+  | { kind: 'histogram'; counts: number[]; sum: number; count: number };
+
+export type RegistrySnapshot = Record<string, MetricSnapshot>;
+
 interface Metric {
   readonly name: string;
-  render(constant: Labels): string[];
+  snapshot(): MetricSnapshot;
+  /** The exposition lines, with `others` (the same metric in other processes) added in. */
+  render(constant: Labels, others: readonly MetricSnapshot[]): string[];
 }
 
 /** A monotonically increasing count, per combination of its labels. */
@@ -45,10 +55,23 @@ export class Counter implements Metric {
     else entry.value += by;
   }
 
-  render(constant: Labels): string[] {
+  snapshot(): MetricSnapshot {
+    return { kind: 'counter', values: [...this.values.values()].map(({ labels, value }) => [labels, value]) };
+  }
+
+  render(constant: Labels, others: readonly MetricSnapshot[] = []): string[] {
+    const merged = new Map<string, { labels: Labels; value: number }>();
+    const add = (labels: Labels, value: number) => {
+      const key = JSON.stringify(labels);
+      const entry = merged.get(key);
+      if (entry === undefined) merged.set(key, { labels, value });
+      else entry.value += value;
+    };
+    for (const { labels, value } of this.values.values()) add(labels, value);
+    for (const other of others) if (other.kind === 'counter') for (const [labels, value] of other.values) add(labels, value);
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    if (this.values.size === 0) lines.push(`${this.name}${labelText(constant)} 0`);
-    for (const { labels, value } of this.values.values()) lines.push(`${this.name}${labelText({ ...constant, ...labels })} ${numberText(value)}`);
+    if (merged.size === 0) lines.push(`${this.name}${labelText(constant)} 0`);
+    for (const { labels, value } of merged.values()) lines.push(`${this.name}${labelText({ ...constant, ...labels })} ${numberText(value)}`);
     return lines;
   }
 }
@@ -61,8 +84,15 @@ export class Gauge implements Metric {
     private readonly read: () => number,
   ) {}
 
-  render(constant: Labels): string[] {
-    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name}${labelText(constant)} ${numberText(this.read())}`];
+  snapshot(): MetricSnapshot {
+    return { kind: 'gauge', value: this.read() };
+  }
+
+  /** Other processes' values are summed in (requests running across all of them). */
+  render(constant: Labels, others: readonly MetricSnapshot[] = []): string[] {
+    let value = this.read();
+    for (const other of others) if (other.kind === 'gauge') value += other.value;
+    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name}${labelText(constant)} ${numberText(value)}`];
   }
 }
 
@@ -87,12 +117,24 @@ export class Histogram implements Metric {
     this.count += 1;
   }
 
-  render(constant: Labels): string[] {
+  snapshot(): MetricSnapshot {
+    return { kind: 'histogram', counts: [...this.counts], sum: this.sum, count: this.count };
+  }
+
+  render(constant: Labels, others: readonly MetricSnapshot[] = []): string[] {
+    const counts = [...this.counts];
+    let { sum, count } = this;
+    for (const other of others) {
+      if (other.kind !== 'histogram' || other.counts.length !== counts.length) continue;
+      other.counts.forEach((value, i) => (counts[i]! += value));
+      sum += other.sum;
+      count += other.count;
+    }
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    this.buckets.forEach((bound, i) => lines.push(`${this.name}_bucket${labelText({ ...constant, le: numberText(bound) })} ${this.counts[i]}`));
-    lines.push(`${this.name}_bucket${labelText({ ...constant, le: '+Inf' })} ${this.count}`);
-    lines.push(`${this.name}_sum${labelText(constant)} ${numberText(this.sum)}`);
-    lines.push(`${this.name}_count${labelText(constant)} ${this.count}`);
+    this.buckets.forEach((bound, i) => lines.push(`${this.name}_bucket${labelText({ ...constant, le: numberText(bound) })} ${counts[i]}`));
+    lines.push(`${this.name}_bucket${labelText({ ...constant, le: '+Inf' })} ${count}`);
+    lines.push(`${this.name}_sum${labelText(constant)} ${numberText(sum)}`);
+    lines.push(`${this.name}_count${labelText(constant)} ${count}`);
     return lines;
   }
 }
@@ -107,9 +149,19 @@ export class Registry {
     return metric;
   }
 
-  /** The whole exposition, newline-terminated. */
-  render(): string {
-    return `${this.metrics.flatMap((metric) => metric.render(this.constantLabels)).join('\n')}\n`;
+  snapshot(): RegistrySnapshot {
+    return Object.fromEntries(this.metrics.map((metric) => [metric.name, metric.snapshot()]));
+  }
+
+  /** The whole exposition, newline-terminated, with other processes' snapshots added in. */
+  render(others: readonly RegistrySnapshot[] = []): string {
+    const lines = this.metrics.flatMap((metric) =>
+      metric.render(
+        this.constantLabels,
+        others.map((other) => other[metric.name]).filter((snapshot): snapshot is MetricSnapshot => snapshot !== undefined),
+      ),
+    );
+    return `${lines.join('\n')}\n`;
   }
 }
 

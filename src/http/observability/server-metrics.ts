@@ -8,7 +8,7 @@
  * model or remote delegate) and every home; they are per process (per isolate in workerd).
  */
 import type { FinishReason } from '../../engine/types.js';
-import { Counter, Gauge, Histogram, Registry } from './prometheus.js';
+import { Counter, Gauge, Histogram, Registry, type RegistrySnapshot } from './prometheus.js';
 
 /** vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to `max`. */
 export function oneTwoFiveBuckets(max: number): number[] {
@@ -126,7 +126,12 @@ export class ServerMetrics {
     this.refused.inc({ reason: refusalReason(status) });
   }
 
-  render(): string {
-    return this.registry.render();
+  snapshot(): RegistrySnapshot {
+    return this.registry.snapshot();
+  }
+
+  /** The exposition; `others`: the snapshots of the other engine processes behind the same port. */
+  render(others: readonly RegistrySnapshot[] = []): string {
+    return this.registry.render(others);
   }
 }

@@ -19,19 +19,24 @@ function preview(text: string): string {
   return text.length > 100 ? `${text.slice(0, 100)}…` : text;
 }
 
+/** null when the request's Host is allowed; otherwise the 403 to send. */
+export function refuseHost(request: Request, allowed: readonly string[]): Response | null {
+  // Under Node the URL's host is built from the Host header; elsewhere the URL is what the request names.
+  const header = request.headers.get('host') ?? new URL(request.url).host;
+  if (hostAllowed(header, allowed)) return null;
+  return errorResponse(
+    new HttpError(
+      403,
+      'ForbiddenError',
+      `This server does not answer to the host "${preview(hostName(header))}": it is not in allowedHosts (names a server answers to are checked against DNS rebinding).`,
+    ),
+  );
+}
+
 export function hostCheck(allowed: readonly string[]): MiddlewareHandler {
   return async (c, next) => {
-    // Under Node the URL's host is built from the Host header; elsewhere the URL is what the request names.
-    const header = c.req.header('host') ?? new URL(c.req.url).host;
-    if (!hostAllowed(header, allowed)) {
-      return errorResponse(
-        new HttpError(
-          403,
-          'ForbiddenError',
-          `This server does not answer to the host "${preview(hostName(header ?? ''))}": it is not in allowedHosts (names a server answers to are checked against DNS rebinding).`,
-        ),
-      );
-    }
+    const refused = refuseHost(c.req.raw, allowed);
+    if (refused !== null) return refused;
     await next();
   };
 }
@@ -72,17 +77,46 @@ export function isJsonContentType(contentType: string | null | undefined): boole
 /** The routes that take a JSON body (other paths get their 404 or 405 first). */
 const JSON_BODY_ROUTES: ReadonlySet<string> = new Set(['/generate', '/v1/completions', '/v1/chat/completions', '/tokenize', '/detokenize']);
 
+/** null when the request says its body is JSON; otherwise the 415 to send. */
+export function refuseNonJson(request: Request): Response | null {
+  const contentType = request.headers.get('content-type');
+  if (isJsonContentType(contentType)) return null;
+  const got = contentType === null || contentType.trim() === '' ? 'no Content-Type' : `Content-Type: ${preview(contentType)}`;
+  return errorResponse(new HttpError(415, 'UnsupportedMediaTypeError', `Expected a JSON request body with Content-Type: application/json, got ${got}.`));
+}
+
 export function jsonContentTypeRequired(): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.method === 'POST' && JSON_BODY_ROUTES.has(c.req.path)) {
-      const contentType = c.req.header('content-type');
-      if (!isJsonContentType(contentType)) {
-        const got = contentType === undefined || contentType.trim() === '' ? 'no Content-Type' : `Content-Type: ${preview(contentType)}`;
-        return errorResponse(
-          new HttpError(415, 'UnsupportedMediaTypeError', `Expected a JSON request body with Content-Type: application/json, got ${got}.`),
-        );
-      }
+      const refused = refuseNonJson(c.req.raw);
+      if (refused !== null) return refused;
     }
     await next();
   };
+}
+
+/** Open to anyone even with a key: probes, scrapes and the version. */
+const OPEN_PATHS: ReadonlySet<string> = new Set(['/health', '/metrics', '/version']);
+
+/**
+ * The checks for a front that routes some requests itself before the app (the fleet
+ * gateway): the same three, applied the way the app applies them, except that with a key
+ * every path but the open ones needs it (the front cannot know which paths its own
+ * router would decode onto an API route, so it refuses rather than guess).
+ */
+export async function refuseAtFront(
+  request: Request,
+  checks: { allowedHosts: readonly string[] | null; apiKeys: ApiKeyChecker | null; requireJsonContentType: boolean; jsonRoutes: ReadonlySet<string> },
+): Promise<Response | null> {
+  if (checks.allowedHosts !== null) {
+    const refused = refuseHost(request, checks.allowedHosts);
+    if (refused !== null) return refused;
+  }
+  const { pathname } = new URL(request.url);
+  if (checks.apiKeys !== null && request.method !== 'OPTIONS' && !OPEN_PATHS.has(pathname)) {
+    const refused = await refuseUnauthorized(request, checks.apiKeys);
+    if (refused !== null) return refused;
+  }
+  if (checks.requireJsonContentType && request.method === 'POST' && checks.jsonRoutes.has(pathname)) return refuseNonJson(request);
+  return null;
 }
