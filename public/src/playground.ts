@@ -14,7 +14,7 @@ import { createResultsView } from './results-view.js';
 import { RunState } from './run-state.js';
 import { defaultState, loadState, saveState, type PlaygroundState, type TargetId } from './store.js';
 import { createTabs } from './tabs.js';
-import { TARGET_LABELS, Targets, type InPageLoader } from './targets.js';
+import { TARGET_LABELS, Targets, type InPageBenchmark, type InPageLoader } from './targets.js';
 import { sendRequest } from './transport.js';
 import { topLevelParam } from './param-path.js';
 
@@ -22,6 +22,8 @@ export interface PlaygroundOptions {
   loadInPage: InPageLoader;
   /** Resolves to whether WebGPU has an adapter here; the WebGPU engine is offered only then. */
   webGpuAvailable: Promise<boolean>;
+  /** Measures a started in-page engine (the "Benchmark" button). */
+  benchmark?: InPageBenchmark;
   storage?: Storage;
 }
 

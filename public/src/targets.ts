@@ -17,6 +17,12 @@ export type InPageLoader = (
   options: { servedModelName: string; onStatus: (message: string) => void },
 ) => Promise<AppFetch>;
 
+/** A decode benchmark of a started in-page engine (src/runtime/browser-benchmark.ts). */
+export type InPageBenchmark = (
+  backend: InPageBackend,
+  options: { tokens?: number; runs?: number; onRun?: (run: number, result: { stepsPerSecond: number }) => void },
+) => Promise<{ tokens: number; prefillMs: number; stepsPerSecond: number }>;
+
 export interface ModelSummary {
   id: string;
   maxModelLen: number | null;

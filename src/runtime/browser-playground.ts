@@ -3,28 +3,74 @@
  * dist/playground/playground.js). It starts the UI of public/src and hands it the
  * in-page engine loader: the engine, Hono and onnxruntime-web are imported only when a
  * visitor first picks an in-page engine, so the page itself loads fast.
+ *
+ * The in-page engines are also reachable from the browser console as `edgeLlm`:
+ * `await edgeLlm.app('webgpu')` is the page's own engine and app once it is loaded, and
+ * `await edgeLlm.benchmark('webgpu')` measures it.
  */
 import { startPlayground } from '../../public/src/playground.js';
 import type { InPageLoader } from '../../public/src/targets.js';
+import type { BenchmarkOptions, BenchmarkResult } from './browser-benchmark.js';
+import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { probeWebGpu } from './browser-ort.js';
+import { defaultSamplingParams } from '../sampling/params.js';
 
-const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
+const inPageApps = new Map<BrowserBackend, Promise<BrowserApp>>();
+
+async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<BrowserApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
   const [{ createBrowserApp }, { loadBrowserOrt }] = await Promise.all([import('./browser-engine.js'), import('./browser-ort.js')]);
   const ort = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href);
   onStatus('downloading the model…');
-  const { app } = await createBrowserApp({
+  return createBrowserApp({
     ort,
     backend,
     modelBaseUrl: new URL('playground/model/', document.baseURI).href,
     servedModelName,
     onProgress: (bytes) => onStatus(`downloading the model… ${(bytes / 1024 / 1024).toFixed(1)} MB`),
   });
+}
+
+/** One app per backend for the page's lifetime; a failed load is forgotten so a retry can work. */
+function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<BrowserApp> {
+  let app = inPageApps.get(backend);
+  if (!app) {
+    app = createInPageApp(backend, servedModelName, onStatus);
+    inPageApps.set(backend, app);
+    app.catch(() => inPageApps.delete(backend));
+  }
+  return app;
+}
+
+const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
+  const { app } = await inPageApp(backend, servedModelName, onStatus);
   return (request) => app.fetch(request);
 };
 
+export interface EdgeLlmConsole {
+  /** The page's in-page app and engine for a backend, or null when it was not started. */
+  app(backend?: BrowserBackend): Promise<BrowserApp> | null;
+  /** Median decode rate of a started in-page engine (greedy, EOS ignored). */
+  benchmark(backend?: BrowserBackend, options?: BenchmarkOptions): Promise<BenchmarkResult>;
+  /** Complete SamplingParams from overrides, for `engine.generate` from the console. */
+  samplingParams: typeof defaultSamplingParams;
+}
+
+const edgeLlm: EdgeLlmConsole = {
+  app: (backend = 'wasm') => inPageApps.get(backend) ?? null,
+  async benchmark(backend = 'wasm', options) {
+    const app = inPageApps.get(backend);
+    if (!app) throw new Error(`the ${backend} engine is not started: pick it in the page first`);
+    const [{ engine }, { benchmarkEngine }] = await Promise.all([app, import('./browser-benchmark.js')]);
+    return benchmarkEngine(engine, options);
+  },
+  samplingParams: defaultSamplingParams,
+};
+(globalThis as { edgeLlm?: EdgeLlmConsole }).edgeLlm = edgeLlm;
+
 startPlayground({
   loadInPage,
+  benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
   webGpuAvailable: probeWebGpu(),
   storage: (() => {
     try {

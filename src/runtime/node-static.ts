@@ -26,6 +26,8 @@ export interface PlaygroundStaticOptions {
   modelDir?: string;
   /** The repository root holding public/ and dist/playground/; defaults to this file's. */
   rootDir?: string;
+  /** The page's built script; defaults to dist/playground/ under rootDir. */
+  bundleDir?: string;
 }
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -90,7 +92,7 @@ function ortDistDir(): string {
 export function playgroundRoutes(options: PlaygroundStaticOptions = {}): Hono {
   const root = resolve(options.rootDir ?? fileURLToPath(new URL('../..', import.meta.url)));
   const publicDir = join(root, 'public');
-  const bundleDir = join(root, 'dist', 'playground');
+  const bundleDir = options.bundleDir !== undefined ? resolve(options.bundleDir) : join(root, 'dist', 'playground');
   // Relative to the working directory, as createNodeEngine reads it: the page gets the served model.
   const modelDir = options.modelDir !== undefined ? resolve(options.modelDir) : join(root, 'models', 'stories260k');
   let ortDir: string | undefined;
