@@ -56,6 +56,13 @@ export function startPlayground(options: PlaygroundOptions): void {
       state.target = id;
       changed();
       showStatus();
+      // An error belongs to the engine that answered it: it must not sit under the new one.
+      if (lastRun?.error && lastRunTarget !== id && !running) {
+        results.clear();
+        params.clearErrors('server');
+        promptEditor.setError(null);
+        continueButton.hidden = true;
+      }
       // Start loading an in-page engine as soon as it is picked; Send then waits for the same load.
       if (id !== 'server') targets.fetchFor(id).catch(() => {});
     });
@@ -233,6 +240,7 @@ export function startPlayground(options: PlaygroundOptions): void {
   async function send(): Promise<void> {
     if (running) return;
     const d = draft();
+    const target = state.target;
     const body = buildRequestBody(d);
     const json = toJson(body);
     params.clearErrors('server');
@@ -263,9 +271,9 @@ export function startPlayground(options: PlaygroundOptions): void {
       results.render(run, true);
       let apiFetch;
       try {
-        apiFetch = await targets.fetchFor(state.target);
+        apiFetch = await targets.fetchFor(target);
       } catch (error) {
-        run.setError(`The ${TARGET_LABELS[state.target]} engine could not start: ${(error as Error).message}`, null);
+        run.setError(`The ${TARGET_LABELS[target]} engine could not start: ${(error as Error).message}`, null);
         run.endedAt = performance.now();
         return;
       }
@@ -281,14 +289,16 @@ export function startPlayground(options: PlaygroundOptions): void {
       sendButton.disabled = false;
       stopButton.disabled = true;
       document.body.classList.remove('busy');
-      afterRun(run);
+      afterRun(run, target);
     }
   }
 
   let lastRun: RunState | null = null;
+  let lastRunTarget: TargetId | null = null;
 
-  function afterRun(run: RunState): void {
+  function afterRun(run: RunState, target: TargetId): void {
     lastRun = run;
+    lastRunTarget = target;
     if (run.error?.param) {
       const key = topLevelParam(run.error.param);
       if (key === 'prompt' || key === 'messages') promptEditor.setError(run.error.message);

@@ -4,6 +4,7 @@
  * build pulls a larger .wasm, so a visitor who never picks WebGPU never downloads it.
  */
 import type { OrtRuntime } from '../engine/ort-runtime.js';
+import { fetchOk, fileName, readWithProgress, type ProgressListener } from './browser-downloads.js';
 import type { BrowserBackend } from './browser-engine.js';
 
 /** The .wasm file each backend's build fetches from `env.wasm.wasmPaths`. */
@@ -30,16 +31,30 @@ export async function probeWebGpu(): Promise<boolean> {
   }
 }
 
+export interface BrowserOrtOptions {
+  /** Defaults to the page's fetch; the playground passes one that reads its cache first. */
+  fetch?: typeof fetch;
+  onProgress?: ProgressListener;
+}
+
 /**
  * Loads and configures onnxruntime-web.
  * @param wasmBaseUrl where the .wasm files are served, ending with a slash: they are
  *   served locally, never from a CDN.
  */
-export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string): Promise<OrtRuntime> {
-  const ort = backend === 'webgpu' ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web/wasm');
+export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string, options: BrowserOrtOptions = {}): Promise<OrtRuntime> {
+  const wasmUrl = new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href;
+  const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
+  // The page downloads the .wasm itself, so it can show its progress (it is the largest
+  // file by far) and keep it in its cache; onnxruntime then compiles these bytes.
+  const [ort, wasmBinary] = await Promise.all([
+    backend === 'webgpu' ? import('onnxruntime-web/webgpu') : import('onnxruntime-web/wasm'),
+    fetchOk(fetchFn, wasmUrl).then((response) => readWithProgress(response, fileName(wasmUrl), options.onProgress)),
+  ]);
+  ort.env.wasm.wasmBinary = wasmBinary;
   // Only the .wasm path: with a path prefix the bundle would fetch its JS glue separately
   // instead of using the copy it embeds.
-  ort.env.wasm.wasmPaths = { wasm: new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href };
+  ort.env.wasm.wasmPaths = { wasm: wasmUrl };
   // Several threads need SharedArrayBuffer, i.e. a cross-origin-isolated page; the model
   // is tiny, so one thread on the page's own thread costs little and works everywhere.
   ort.env.wasm.numThreads = 1;

@@ -9,8 +9,10 @@
  * `await edgeLlm.benchmark('webgpu')` measures it.
  */
 import { startPlayground } from '../../public/src/playground.js';
+import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
 import type { BenchmarkOptions, BenchmarkResult } from './browser-benchmark.js';
+import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { probeWebGpu } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
@@ -19,16 +21,29 @@ const inPageApps = new Map<BrowserBackend, Promise<BrowserApp>>();
 
 async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<BrowserApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
-  const [{ createBrowserApp }, { loadBrowserOrt }] = await Promise.all([import('./browser-engine.js'), import('./browser-ort.js')]);
-  const ort = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href);
-  onStatus('downloading the model…');
-  return createBrowserApp({
-    ort,
-    backend,
-    modelBaseUrl: new URL('playground/model/', document.baseURI).href,
-    servedModelName,
-    onProgress: (bytes) => onStatus(`downloading the model… ${(bytes / 1024 / 1024).toFixed(1)} MB`),
-  });
+  const [{ createBrowserApp }, { loadBrowserOrt }, { explainEngineError }] = await Promise.all([
+    import('./browser-engine.js'),
+    import('./browser-ort.js'),
+    import('./browser-errors.js'),
+  ]);
+  const downloads = new DownloadList();
+  const onProgress = (progress: FileProgress) => {
+    downloads.update(progress);
+    onStatus(`downloading ${downloads.summary()}`);
+  };
+  try {
+    const ort = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { onProgress });
+    const app = await createBrowserApp({
+      ort,
+      backend,
+      modelBaseUrl: new URL('playground/model/', document.baseURI).href,
+      servedModelName,
+      onProgress,
+    });
+    return app;
+  } catch (error) {
+    throw new Error(explainEngineError(error, backend), { cause: error });
+  }
 }
 
 /** One app per backend for the page's lifetime; a failed load is forgotten so a retry can work. */

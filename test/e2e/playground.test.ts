@@ -3,7 +3,9 @@
  * page served by the real app on a free port, a streamed chat from the server, the same
  * seeded request answered by the engine running inside the page, and the inline errors.
  */
-import type { Browser } from 'playwright-core';
+import { statSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { REPO_ROOT } from '../helpers/model.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   askServer as askServerAt,
@@ -34,6 +36,18 @@ it('has Chromium to run the playground in', () => {
 
 const openPlayground = (viewport?: { width: number; height: number }) => openPlaygroundAt(browser, baseUrl, viewport);
 const askServer = (path: string, body: Record<string, unknown>) => askServerAt(baseUrl, path, body);
+
+/** Records every text of the engine status line (read with `seenStatuses`). */
+async function watchStatus(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const seen: string[] = [];
+    (window as unknown as { statuses: string[] }).statuses = seen;
+    const line = document.getElementById('engine-status')!;
+    new MutationObserver(() => seen.push(line.textContent ?? '')).observe(line, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+const seenStatuses = (page: Page) => page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
 
 describe('playground page', () => {
   beforeAll(async () => {
@@ -113,6 +127,7 @@ describe('playground page', () => {
 
     const requests: string[] = [];
     page.on('request', (request) => requests.push(`${request.method()} ${request.url()}`));
+    await watchStatus(page);
     await page.getByText('In-page · WASM').click();
     await page.keyboard.press('Control+Enter');
     await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('running in this page');
@@ -126,6 +141,11 @@ describe('playground page', () => {
     expect(requests.some((r) => r.endsWith('/playground/model/onnx/model.onnx'))).toBe(true);
     expect(requests.filter((r) => r.startsWith('POST'))).toEqual([]);
     expect(requests.filter((r) => !r.includes(` ${baseUrl}`))).toEqual([]);
+    // Download progress, per file as bytes of total and percent, up to 100%: the .wasm and the weights.
+    const statuses = await seenStatuses(page);
+    const wasmMb = (statSync(`${REPO_ROOT}node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm`).size / 1024 / 1024).toFixed(1);
+    expect(statuses.some((t) => t.includes(`ort-wasm-simd-threaded.wasm 0.0 of ${wasmMb} MB (0%)`))).toBe(true);
+    expect(statuses.some((t) => t.includes(`ort-wasm-simd-threaded.wasm ${wasmMb} of ${wasmMb} MB (100%) · model.onnx 1.0 of 1.0 MB (100%)`))).toBe(true);
 
     // Stop (Esc) ends an in-page generation early, and the engine takes the next request.
     await setParam(page, 'max_tokens', '400');
@@ -173,6 +193,63 @@ describe('playground page', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await expect.poll(() => page.locator('#api-error .error-message').textContent(), WAIT).toContain('best_of must equal n when streaming');
     expect(await page.locator('#param-best_of-error').textContent()).toContain('best_of must equal n when streaming');
+    expect(errors).toEqual([]);
+  });
+
+  it('shows n = 2 sampled sequences and beam search’s n best side by side, as the server answers them', async () => {
+    const { page, errors } = await openPlayground();
+    await page.getByRole('tab', { name: 'Completions' }).click();
+    await page.getByLabel('Prompt', { exact: true }).fill('Once upon a time');
+    await setParam(page, 'max_tokens', '24');
+    await setParam(page, 'temperature', '0.9');
+    await setParam(page, 'seed', '5');
+    await setParam(page, 'n', '2');
+    // The help says what the server does, not a refusal that no longer happens.
+    const sequences = page.locator('[data-param="n"], [data-param="best_of"], [data-param="use_beam_search"]');
+    expect(await sequences.count()).toBe(3);
+    for (const text of await sequences.allTextContents()) expect(text).not.toMatch(/refuse|not supported/i);
+
+    await page.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => page.locator('.choice .badge.length, .choice .badge.stop').count(), WAIT).toBe(2);
+    const sampled = await page.locator('.choice .output').allTextContents();
+    const direct = await askServer('/v1/completions', await shownRequestBody(page));
+    expect(sampled).toEqual(direct.json.choices.map((c: { text: string }) => c.text));
+    expect(sampled[0]).not.toBe(sampled[1]);
+
+    await page.getByLabel('Stream tokens').uncheck();
+    await setParam(page, 'temperature', '0');
+    await setParam(page, 'top_k', '-1');
+    await page.getByLabel('use_beam_search').check();
+    await page.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => page.locator('.choice .badge.length, .choice .badge.stop').count(), WAIT).toBe(2);
+    expect(await page.locator('#api-error').isVisible()).toBe(false);
+    const beams = await page.locator('.choice .output').allTextContents();
+    const beamBody = await shownRequestBody(page);
+    expect(beamBody).toMatchObject({ use_beam_search: true, n: 2, temperature: 0 });
+    const directBeams = await askServer('/v1/completions', beamBody);
+    expect(beams).toEqual(directBeams.json.choices.map((c: { text: string }) => c.text));
+    expect(errors).toEqual([]);
+  });
+
+  it('explains an in-page engine that cannot start, and clears that error when another engine is picked', async () => {
+    const { page, errors } = await openPlayground();
+    // A proxy or a stale deploy that answers with an HTML page instead of the .wasm.
+    await page.route('**/playground/ort/ort-wasm-simd-threaded.wasm', (route) =>
+      route.fulfill({ status: 200, contentType: 'application/wasm', body: '<html>Service unavailable</html>' }),
+    );
+    await page.getByText('In-page · WASM').click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('could not be compiled');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const error = page.locator('#api-error');
+    await error.waitFor(WAIT);
+    const message = (await error.textContent()) ?? '';
+    expect(message).toContain('The In-page · WASM engine could not start: onnxruntime-web’s .wasm file could not be compiled');
+    expect(message).toContain('expected magic word'); // onnxruntime's own words, kept for whoever debugs it
+    expect(await page.locator('#engine-status').getAttribute('data-kind')).toBe('error');
+
+    await page.getByText('Server', { exact: true }).click();
+    await expect.poll(() => error.isVisible(), WAIT).toBe(false);
+    expect(await page.locator('#engine-status').textContent()).toContain('Server: stories260k');
     expect(errors).toEqual([]);
   });
 });
