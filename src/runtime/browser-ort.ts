@@ -35,6 +35,18 @@ export interface BrowserOrtOptions {
   /** Defaults to the page's fetch; the playground passes one that reads its cache first. */
   fetch?: typeof fetch;
   onProgress?: ProgressListener;
+  /** onnxruntime's WASM threads (intra-op); defaults to `defaultWasmThreads()`. */
+  threads?: number;
+}
+
+/**
+ * Several threads need SharedArrayBuffer, which only a cross-origin-isolated page has
+ * (COOP/COEP headers, as `npm start` serves it); elsewhere onnxruntime runs on one.
+ * Capped at 4: the model's kernels are small and more threads only add hand-offs.
+ */
+export function defaultWasmThreads(): number {
+  if (typeof crossOriginIsolated === 'undefined' || !crossOriginIsolated) return 1;
+  return Math.max(1, Math.min(4, typeof navigator === 'undefined' ? 1 : navigator.hardwareConcurrency || 1));
 }
 
 /**
@@ -42,7 +54,13 @@ export interface BrowserOrtOptions {
  * @param wasmBaseUrl where the .wasm files are served, ending with a slash: they are
  *   served locally, never from a CDN.
  */
-export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string, options: BrowserOrtOptions = {}): Promise<OrtRuntime> {
+export interface BrowserOrt {
+  ort: OrtRuntime;
+  /** WASM threads onnxruntime was configured with. */
+  threads: number;
+}
+
+export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string, options: BrowserOrtOptions = {}): Promise<BrowserOrt> {
   const wasmUrl = new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href;
   const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
   // The page downloads the .wasm itself, so it can show its progress (it is the largest
@@ -55,9 +73,8 @@ export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: strin
   // Only the .wasm path: with a path prefix the bundle would fetch its JS glue separately
   // instead of using the copy it embeds.
   ort.env.wasm.wasmPaths = { wasm: wasmUrl };
-  // Several threads need SharedArrayBuffer, i.e. a cross-origin-isolated page; the model
-  // is tiny, so one thread on the page's own thread costs little and works everywhere.
-  ort.env.wasm.numThreads = 1;
+  const threads = options.threads ?? defaultWasmThreads();
+  ort.env.wasm.numThreads = threads;
   ort.env.wasm.proxy = false;
-  return ort as unknown as OrtRuntime;
+  return { ort: ort as unknown as OrtRuntime, threads };
 }

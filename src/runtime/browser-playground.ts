@@ -17,9 +17,17 @@ import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { probeWebGpu } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 
-const inPageApps = new Map<BrowserBackend, Promise<BrowserApp>>();
+/** The page's in-page app, and what it runs on. */
+export interface InPageApp extends BrowserApp {
+  backend: BrowserBackend;
+  /** onnxruntime's WASM threads (the CPU part of WebGPU sessions too). */
+  threads: number;
+  runsOn: string;
+}
 
-async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<BrowserApp> {
+const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
+
+async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
   const [{ createBrowserApp }, { loadBrowserOrt }, { explainEngineError }] = await Promise.all([
     import('./browser-engine.js'),
@@ -32,7 +40,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     onStatus(`downloading ${downloads.summary()}`);
   };
   try {
-    const ort = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { onProgress });
+    const { ort, threads } = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { onProgress, threads: requestedThreads() });
     const app = await createBrowserApp({
       ort,
       backend,
@@ -40,14 +48,21 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       servedModelName,
       onProgress,
     });
-    return app;
+    const runsOn = backend === 'webgpu' ? 'WebGPU' : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
+    return { ...app, backend, threads, runsOn };
   } catch (error) {
     throw new Error(explainEngineError(error, backend), { cause: error });
   }
 }
 
+/** `?threads=N` in the page's URL sets onnxruntime's WASM thread count (for measuring it). */
+function requestedThreads(): number | undefined {
+  const value = Number(new URL(document.URL).searchParams.get('threads') ?? NaN);
+  return Number.isInteger(value) && value >= 1 ? value : undefined;
+}
+
 /** One app per backend for the page's lifetime; a failed load is forgotten so a retry can work. */
-function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<BrowserApp> {
+function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
   let app = inPageApps.get(backend);
   if (!app) {
     app = createInPageApp(backend, servedModelName, onStatus);
@@ -58,13 +73,13 @@ function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (
 }
 
 const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
-  const { app } = await inPageApp(backend, servedModelName, onStatus);
-  return (request) => app.fetch(request);
+  const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
+  return { fetch: (request) => app.fetch(request), details: runsOn };
 };
 
 export interface EdgeLlmConsole {
   /** The page's in-page app and engine for a backend, or null when it was not started. */
-  app(backend?: BrowserBackend): Promise<BrowserApp> | null;
+  app(backend?: BrowserBackend): Promise<InPageApp> | null;
   /** Median decode rate of a started in-page engine (greedy, EOS ignored). */
   benchmark(backend?: BrowserBackend, options?: BenchmarkOptions): Promise<BenchmarkResult>;
   /** Complete SamplingParams from overrides, for `engine.generate` from the console. */

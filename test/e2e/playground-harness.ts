@@ -10,6 +10,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { buildPlayground } from '../../scripts/build-playground.js';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../scripts/chromium.js';
 import { DEFAULT_SERVER_CONFIG } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
@@ -17,19 +18,8 @@ import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { playgroundRoutes } from '../../src/runtime/node-static.js';
 import { MODEL_DIR, REPO_ROOT } from '../helpers/model.js';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  // Without these Chromium phones home (updates, field trials).
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  // WebGPU on SwiftShader (Chromium's CPU implementation of Vulkan): no GPU needed, so the
-  // in-page WebGPU engine runs in CI. The adapter has no shader-f16.
-  '--enable-unsafe-webgpu',
-  '--use-webgpu-adapter=swiftshader',
-];
+export const CHROMIUM = CHROMIUM_PATH;
+export { CHROMIUM_ARGS };
 export const OUTPUT_DIR = `${REPO_ROOT}test-output`;
 /** Generous: the whole suite shares two cores with this browser. */
 export const WAIT = { timeout: 30_000 };
