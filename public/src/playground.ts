@@ -14,6 +14,7 @@ import { createResultsView } from './results-view.js';
 import { RunState } from './run-state.js';
 import { defaultState, loadState, saveState, type PlaygroundState, type TargetId } from './store.js';
 import { createTabs } from './tabs.js';
+import { createInPageTools } from './inpage-tools.js';
 import { TARGET_LABELS, Targets, type InPageBenchmark, type InPageLoader } from './targets.js';
 import { sendRequest } from './transport.js';
 import { topLevelParam } from './param-path.js';
@@ -24,6 +25,8 @@ export interface PlaygroundOptions {
   webGpuAvailable: Promise<boolean>;
   /** Measures a started in-page engine (the "Benchmark" button). */
   benchmark?: InPageBenchmark;
+  /** The in-page engine's cached files (Cache Storage), for the footer's size and Clear button. */
+  cache?: { size(): Promise<{ files: number; bytes: number }>; clear(): Promise<void> };
   storage?: Storage;
 }
 
@@ -45,6 +48,7 @@ export function startPlayground(options: PlaygroundOptions): void {
     targetStatus.set(target, { message, kind });
     showStatus();
     schedulePreview();
+    if (target !== 'server' && kind !== 'loading') void tools.refresh();
   });
 
   // Engine choice.
@@ -56,6 +60,7 @@ export function startPlayground(options: PlaygroundOptions): void {
       state.target = id;
       changed();
       showStatus();
+      void tools.refresh();
       // An error belongs to the engine that answered it: it must not sit under the new one.
       if (lastRun?.error && lastRunTarget !== id && !running) {
         results.clear();
@@ -337,6 +342,9 @@ export function startPlayground(options: PlaygroundOptions): void {
       stop();
     }
   });
+
+  const tools = createInPageTools(options, () => state.target, (target) => targetStatus.get(target)?.kind === 'ready');
+  void tools.refresh();
 
   params.setValues(state.params);
   renderForApi();

@@ -3,6 +3,7 @@
  * progress per file: what has arrived of how much, from the response's content-length.
  */
 import { concatChunks } from '../media/body-reader.js';
+import { FROM_CACHE_HEADER } from './browser-cache.js';
 
 /** One file's download so far. `totalBytes` is null when the server sent no length. */
 export interface FileProgress {
@@ -38,7 +39,8 @@ function declaredLength(response: Response): number | null {
  * Reads a body to the end, reporting progress as chunks arrive: first 0 of the total,
  * then after each chunk, and last the full size as the total (100% even without a length).
  */
-export async function readWithProgress(response: Response, file: string, onProgress?: ProgressListener, cached = false): Promise<Uint8Array> {
+export async function readWithProgress(response: Response, file: string, onProgress?: ProgressListener): Promise<Uint8Array> {
+  const cached = response.headers.get(FROM_CACHE_HEADER) === '1';
   const totalBytes = declaredLength(response);
   const report = (loadedBytes: number, total: number | null) => onProgress?.({ file, loadedBytes, totalBytes: total, ...(cached ? { cached } : {}) });
   report(0, totalBytes);

@@ -11,9 +11,11 @@
 import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
-import type { BenchmarkOptions, BenchmarkResult } from './browser-benchmark.js';
+// Static, small: the benchmark must run when the server is gone and no chunk can load.
+import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
+import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { probeWebGpu } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 
@@ -35,17 +37,19 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     import('./browser-errors.js'),
   ]);
   const downloads = new DownloadList();
+  const fetchFile = cachingFetch();
   const onProgress = (progress: FileProgress) => {
     downloads.update(progress);
     onStatus(`downloading ${downloads.summary()}`);
   };
   try {
-    const { ort, threads } = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { onProgress, threads: requestedThreads() });
+    const { ort, threads } = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, threads: requestedThreads() });
     const app = await createBrowserApp({
       ort,
       backend,
       modelBaseUrl: new URL('playground/model/', document.baseURI).href,
       servedModelName,
+      fetch: fetchFile,
       onProgress,
     });
     const runsOn = backend === 'webgpu' ? 'WebGPU' : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
@@ -91,8 +95,7 @@ const edgeLlm: EdgeLlmConsole = {
   async benchmark(backend = 'wasm', options) {
     const app = inPageApps.get(backend);
     if (!app) throw new Error(`the ${backend} engine is not started: pick it in the page first`);
-    const [{ engine }, { benchmarkEngine }] = await Promise.all([app, import('./browser-benchmark.js')]);
-    return benchmarkEngine(engine, options);
+    return benchmarkEngine((await app).engine, options);
   },
   samplingParams: defaultSamplingParams,
 };
@@ -101,6 +104,7 @@ const edgeLlm: EdgeLlmConsole = {
 startPlayground({
   loadInPage,
   benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
+  cache: { size: () => cachedBytes(), clear: () => clearCache() },
   webGpuAvailable: probeWebGpu(),
   storage: (() => {
     try {
