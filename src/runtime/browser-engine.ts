@@ -6,6 +6,7 @@
  */
 import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
+import { GpuKvStore, type GpuDeviceLike } from '../engine/gpu-kv-cache.js';
 import { LocalEngine } from '../engine/local-engine.js';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
@@ -29,10 +30,19 @@ export interface BrowserAppOptions {
   fetch?: typeof fetch;
   /** Reports download progress, per model file. */
   onProgress?: ProgressListener;
+  /**
+   * WebGPU: keep the KV cache in GPU buffers between steps (the default). false copies it
+   * to JavaScript and back every step, as the WASM backend does: for comparing the two.
+   */
+  gpuKvCache?: boolean;
 }
 
 export interface BrowserApp {
   app: Hono;
+  /** WebGPU with the KV cache kept in GPU buffers. */
+  kvCacheOnGpu: boolean;
+  /** That cache's store (undefined otherwise), for inspecting it. */
+  gpuKv?: GpuKvStore;
   engine: LocalEngine;
   config: ServerConfig;
 }
@@ -75,12 +85,24 @@ function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOption
 export async function createBrowserApp(options: BrowserAppOptions): Promise<BrowserApp> {
   const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName });
   const files = await fetchModelFiles(options.modelBaseUrl, { fetch: options.fetch, onProgress: options.onProgress });
+  const backend = options.backend ?? 'wasm';
+  const gpuKv = backend === 'webgpu' && options.gpuKvCache !== false ? new GpuKvStore(options.ort) : undefined;
   const engine = await LocalEngine.create({
     ort: options.ort,
     files,
     servedModelName: config.servedModelName,
-    sessionOptions: sessionOptions(options.backend ?? 'wasm'),
+    sessionOptions: sessionOptions(backend),
     limits: schedulerLimitsOf(config),
+    gpuKv,
   });
-  return { app: createApp({ engine, config }), engine, config };
+  if (gpuKv) {
+    // The device onnxruntime-web's WebGPU backend made when the session was created.
+    const device = await (options.ort as unknown as { env?: { webgpu?: { device?: Promise<GpuDeviceLike> | GpuDeviceLike } } }).env?.webgpu?.device;
+    if (!device) {
+      await engine.dispose();
+      throw new Error('onnxruntime-web created no WebGPU device for the session');
+    }
+    gpuKv.attach(device);
+  }
+  return { app: createApp({ engine, config }), engine, config, kvCacheOnGpu: gpuKv !== undefined, gpuKv };
 }

@@ -51,8 +51,13 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       servedModelName,
       fetch: fetchFile,
       onProgress,
+      // `?kv=cpu`: the KV cache through JavaScript every step, to compare with keeping it on the GPU.
+      gpuKvCache: new URL(document.URL).searchParams.get('kv') !== 'cpu',
     });
-    const runsOn = backend === 'webgpu' ? 'WebGPU' : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
+    const runsOn =
+      backend === 'webgpu'
+        ? `WebGPU · KV cache ${app.kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`
+        : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
     return { ...app, backend, threads, runsOn };
   } catch (error) {
     throw new Error(explainEngineError(error, backend), { cause: error });

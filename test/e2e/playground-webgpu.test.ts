@@ -40,6 +40,11 @@ function pageGreedyIds(page: Page, backend: 'wasm' | 'webgpu', promptTokenIds: n
   );
 }
 
+/** KV caches in GPU buffers not yet released by the page's WebGPU engine. */
+function liveGpuCaches(page: Page): Promise<number> {
+  return page.evaluate(async () => (await (window as any).edgeLlm.app('webgpu')).gpuKv.liveCaches as number);
+}
+
 describe('playground on WebGPU (SwiftShader)', () => {
   beforeAll(async () => {
     server = await startPlaygroundServer('webgpu');
@@ -66,7 +71,11 @@ describe('playground on WebGPU (SwiftShader)', () => {
     });
     expect(adapter).toEqual({ architecture: 'swiftshader', f16: false });
 
+    // The KV cache stays in GPU buffers between steps, and none is left once the sequence ends.
+    expect(await page.locator('#engine-status').textContent()).toContain('WebGPU · KV cache on the GPU');
+    expect(await page.evaluate(async () => (await (window as any).edgeLlm.app('webgpu')).kvCacheOnGpu)).toBe(true);
     expect(await pageGreedyIds(page, 'webgpu', golden.prompt_ids, golden.completion_ids.length)).toEqual(golden.completion_ids);
+    await expect.poll(() => liveGpuCaches(page), WAIT).toBe(0);
     expect(errors).toEqual([]);
   });
 
@@ -110,6 +119,37 @@ describe('playground on WebGPU (SwiftShader)', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await page.locator('.choice .badge.length').waitFor(WAIT);
     expect(await page.evaluate(async () => (await (window as any).edgeLlm.app('webgpu')).engine.stats().running)).toBe(0);
+    await expect.poll(() => liveGpuCaches(page), WAIT).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it('gives the server’s n = 2 samples and beam search’s best beams on WebGPU (rows repacked on the GPU)', async () => {
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    await page.getByRole('tab', { name: 'Completions' }).click();
+    await page.getByLabel('Prompt', { exact: true }).fill('Once upon a time');
+    await page.getByLabel('Stream tokens').uncheck();
+    await setParam(page, 'max_tokens', '16');
+    await setParam(page, 'temperature', '0.9');
+    await setParam(page, 'seed', '3');
+    await setParam(page, 'n', '2');
+    await pickEngine(page, 'In-page · WebGPU');
+    const texts = async () => {
+      await page.getByRole('button', { name: 'Send' }).click();
+      await expect.poll(() => page.locator('.choice .badge.length, .choice .badge.stop').count(), WAIT).toBe(2);
+      return page.locator('.choice .output').allTextContents();
+    };
+    const sampled = await texts();
+    const direct = await askServer(server.baseUrl, '/v1/completions', await shownRequestBody(page));
+    expect(sampled).toEqual(direct.json.choices.map((c: { text: string }) => c.text));
+
+    await setParam(page, 'temperature', '0');
+    await setParam(page, 'top_k', '-1');
+    await page.getByLabel('use_beam_search').check();
+    const beams = await texts();
+    const directBeams = await askServer(server.baseUrl, '/v1/completions', await shownRequestBody(page));
+    expect(directBeams.status).toBe(200);
+    expect(beams).toEqual(directBeams.json.choices.map((c: { text: string }) => c.text));
+    await expect.poll(() => liveGpuCaches(page), WAIT).toBe(0);
     expect(errors).toEqual([]);
   });
 });
