@@ -85,10 +85,13 @@ export async function openPlayground(
   browser: Browser,
   baseUrl: string,
   viewport = { width: 1280, height: 900 },
+  /** Runs in the page before its own scripts (e.g. to instrument WebGPU). */
+  initScript?: () => void,
 ): Promise<{ page: Page; context: BrowserContext; errors: string[] }> {
   const context = await browser.newContext({ viewport });
   contexts.push(context);
   const page = await context.newPage();
+  if (initScript) await page.addInitScript(initScript);
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
   await page.goto(baseUrl);

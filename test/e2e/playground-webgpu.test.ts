@@ -40,6 +40,19 @@ function pageGreedyIds(page: Page, backend: 'wasm' | 'webgpu', promptTokenIds: n
   );
 }
 
+/** Counts GPU buffers mapped for reading (`mapAsync`): each is a GPU-to-CPU round trip. */
+function countGpuReadbacks(): void {
+  const page = window as unknown as { gpuReadbacks: number };
+  page.gpuReadbacks = 0;
+  const buffer = (globalThis as unknown as { GPUBuffer?: { prototype: { mapAsync: (...args: unknown[]) => Promise<void> } } }).GPUBuffer;
+  if (!buffer) return;
+  const mapAsync = buffer.prototype.mapAsync;
+  buffer.prototype.mapAsync = function (this: unknown, ...args: unknown[]) {
+    page.gpuReadbacks += 1;
+    return mapAsync.apply(this, args);
+  };
+}
+
 /** KV caches in GPU buffers not yet released by the page's WebGPU engine. */
 function liveGpuCaches(page: Page): Promise<number> {
   return page.evaluate(async () => (await (window as any).edgeLlm.app('webgpu')).gpuKv.liveCaches as number);
@@ -56,8 +69,8 @@ describe('playground on WebGPU (SwiftShader)', () => {
   });
   afterEach(closeContexts);
 
-  it('offers WebGPU, runs the model on it and reproduces the reference greedy tokens', async () => {
-    const { page, errors } = await openPlayground(browser, server.baseUrl);
+  it('offers WebGPU, runs the model on it with the KV cache on the GPU and reproduces the reference greedy tokens', async () => {
+    const { page, errors } = await openPlayground(browser, server.baseUrl, undefined, countGpuReadbacks);
     const requests: string[] = [];
     page.on('request', (request) => requests.push(request.url()));
     await expect.poll(() => page.locator('#target-webgpu').isDisabled(), WAIT).toBe(false);
@@ -74,7 +87,11 @@ describe('playground on WebGPU (SwiftShader)', () => {
     // The KV cache stays in GPU buffers between steps, and none is left once the sequence ends.
     expect(await page.locator('#engine-status').textContent()).toContain('WebGPU · KV cache on the GPU');
     expect(await page.evaluate(async () => (await (window as any).edgeLlm.app('webgpu')).kvCacheOnGpu)).toBe(true);
+    const readbacksBefore = await page.evaluate(() => (window as any).gpuReadbacks as number);
     expect(await pageGreedyIds(page, 'webgpu', golden.prompt_ids, golden.completion_ids.length)).toEqual(golden.completion_ids);
+    // One GPU-to-CPU read per model call (prefill + 99 decode steps): the logits. The KV
+    // cache never comes back (copying it would add two reads per layer and step).
+    expect((await page.evaluate(() => (window as any).gpuReadbacks as number)) - readbacksBefore).toBe(golden.completion_ids.length);
     await expect.poll(() => liveGpuCaches(page), WAIT).toBe(0);
     expect(errors).toEqual([]);
   });
