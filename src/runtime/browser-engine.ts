@@ -21,7 +21,9 @@ export interface BrowserAppOptions {
   ort: OrtRuntime;
   backend?: BrowserBackend;
   /** URL of the model directory (Hugging Face ONNX layout), ending with a slash. */
-  modelBaseUrl: string;
+  modelBaseUrl?: string;
+  /** The model's files, already downloaded (fetchModelFiles); then modelBaseUrl is not used. */
+  files?: ModelFiles;
   /** Name the model is served under; the server's default is the model directory's name. */
   servedModelName: string;
   /** Server settings, as in config.json; the defaults match `npm start` without a config file. */
@@ -84,7 +86,8 @@ function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOption
  */
 export async function createBrowserApp(options: BrowserAppOptions): Promise<BrowserApp> {
   const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName });
-  const files = await fetchModelFiles(options.modelBaseUrl, { fetch: options.fetch, onProgress: options.onProgress });
+  if (!options.files && options.modelBaseUrl === undefined) throw new Error('createBrowserApp needs the model: modelBaseUrl or files');
+  const files = options.files ?? (await fetchModelFiles(options.modelBaseUrl!, { fetch: options.fetch, onProgress: options.onProgress }));
   const backend = options.backend ?? 'wasm';
   const gpuKv = backend === 'webgpu' && options.gpuKvCache !== false ? new GpuKvStore(options.ort) : undefined;
   const engine = await LocalEngine.create({

@@ -35,31 +35,36 @@ export interface BrowserOrtOptions {
   /** Defaults to the page's fetch; the playground passes one that reads its cache first. */
   fetch?: typeof fetch;
   onProgress?: ProgressListener;
-  /** onnxruntime's WASM threads (intra-op); defaults to `defaultWasmThreads()`. */
-  threads?: number;
 }
 
+/** Below this much ONNX, one thread is faster: the kernels are too small to split. */
+export const THREADED_MODEL_BYTES = 16 * 1024 * 1024;
+
 /**
- * Several threads need SharedArrayBuffer, which only a cross-origin-isolated page has
- * (COOP/COEP headers, as `npm start` serves it); elsewhere onnxruntime runs on one.
- * Capped at 4: the model's kernels are small and more threads only add hand-offs.
+ * onnxruntime's WASM threads for a model of this size. Several threads need
+ * SharedArrayBuffer, which only a cross-origin-isolated page has (COOP/COEP headers, as
+ * `npm start` serves it); elsewhere onnxruntime runs on one. A small model runs on one
+ * too: the embedded 1 MB model decodes at about a third of the speed on two threads
+ * (docs/playground.md), as it does natively. Capped at 4, where hand-offs start to cost
+ * more than they give on a model that still fits a browser tab.
  */
-export function defaultWasmThreads(): number {
+export function wasmThreadsFor(modelBytes: number): number {
   if (typeof crossOriginIsolated === 'undefined' || !crossOriginIsolated) return 1;
+  if (modelBytes < THREADED_MODEL_BYTES) return 1;
   return Math.max(1, Math.min(4, typeof navigator === 'undefined' ? 1 : navigator.hardwareConcurrency || 1));
 }
 
+export interface BrowserOrt {
+  ort: OrtRuntime;
+  /** Sets onnxruntime's WASM threads: read when the first session is created, so call it before. */
+  setThreads(count: number): void;
+}
+
 /**
- * Loads and configures onnxruntime-web.
+ * Loads and configures onnxruntime-web (one thread until `setThreads`).
  * @param wasmBaseUrl where the .wasm files are served, ending with a slash: they are
  *   served locally, never from a CDN.
  */
-export interface BrowserOrt {
-  ort: OrtRuntime;
-  /** WASM threads onnxruntime was configured with. */
-  threads: number;
-}
-
 export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string, options: BrowserOrtOptions = {}): Promise<BrowserOrt> {
   const wasmUrl = new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href;
   const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
@@ -73,8 +78,12 @@ export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: strin
   // Only the .wasm path: with a path prefix the bundle would fetch its JS glue separately
   // instead of using the copy it embeds.
   ort.env.wasm.wasmPaths = { wasm: wasmUrl };
-  const threads = options.threads ?? defaultWasmThreads();
-  ort.env.wasm.numThreads = threads;
+  ort.env.wasm.numThreads = 1;
   ort.env.wasm.proxy = false;
-  return { ort: ort as unknown as OrtRuntime, threads };
+  return {
+    ort: ort as unknown as OrtRuntime,
+    setThreads: (count) => {
+      ort.env.wasm.numThreads = count;
+    },
+  };
 }

@@ -31,7 +31,7 @@ const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
 
 async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
-  const [{ createBrowserApp }, { loadBrowserOrt }, { explainEngineError }] = await Promise.all([
+  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }] = await Promise.all([
     import('./browser-engine.js'),
     import('./browser-ort.js'),
     import('./browser-errors.js'),
@@ -43,14 +43,20 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     onStatus(`downloading ${downloads.summary()}`);
   };
   try {
-    const { ort, threads } = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, threads: requestedThreads() });
+    // onnxruntime and the model download side by side; the thread count depends on the
+    // model's size and must be set before the session is created.
+    const [{ ort, setThreads }, files] = await Promise.all([
+      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+      fetchModelFiles(new URL('playground/model/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+    ]);
+    const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
+    setThreads(threads);
+    onStatus('starting the engine…');
     const app = await createBrowserApp({
       ort,
       backend,
-      modelBaseUrl: new URL('playground/model/', document.baseURI).href,
+      files,
       servedModelName,
-      fetch: fetchFile,
-      onProgress,
       // `?kv=cpu`: the KV cache through JavaScript every step, to compare with keeping it on the GPU.
       gpuKvCache: new URL(document.URL).searchParams.get('kv') !== 'cpu',
     });

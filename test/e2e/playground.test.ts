@@ -145,7 +145,8 @@ describe('playground page', () => {
     const statuses = await seenStatuses(page);
     const wasmMb = (statSync(`${REPO_ROOT}node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm`).size / 1024 / 1024).toFixed(1);
     expect(statuses.some((t) => t.includes(`ort-wasm-simd-threaded.wasm 0.0 of ${wasmMb} MB (0%)`))).toBe(true);
-    expect(statuses.some((t) => t.includes(`ort-wasm-simd-threaded.wasm ${wasmMb} of ${wasmMb} MB (100%) · model.onnx 1.0 of 1.0 MB (100%)`))).toBe(true);
+    const done = statuses.find((t) => t.includes(`ort-wasm-simd-threaded.wasm ${wasmMb} of ${wasmMb} MB (100%)`) && t.includes('model.onnx 1.0 of 1.0 MB (100%)'));
+    expect(done, statuses.join('\n')).toBeDefined();
 
     // Stop (Esc) ends an in-page generation early, and the engine takes the next request.
     await setParam(page, 'max_tokens', '400');
