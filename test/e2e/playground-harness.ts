@@ -21,8 +21,13 @@ import { MODEL_DIR, REPO_ROOT } from '../helpers/model.js';
 export const CHROMIUM = CHROMIUM_PATH;
 export { CHROMIUM_ARGS };
 export const OUTPUT_DIR = `${REPO_ROOT}test-output`;
-/** Generous: the whole suite shares two cores with this browser. */
-export const WAIT = { timeout: 30_000 };
+/**
+ * Generous: the whole suite shares two cores with this browser, and WebGPU on SwiftShader
+ * runs at ~10 tokens/s on an idle machine.
+ */
+export const WAIT = { timeout: 60_000 };
+/** Per test of the browser files (vitest's default here is 60 s). */
+export const BROWSER_TEST_TIMEOUT = 180_000;
 
 export const CHROMIUM_MISSING = existsSync(CHROMIUM)
   ? null

@@ -17,6 +17,7 @@ import {
   startPlaygroundServer,
   WAIT,
   type PlaygroundServer,
+  BROWSER_TEST_TIMEOUT,
 } from './playground-harness.js';
 
 let server: PlaygroundServer;
@@ -44,7 +45,7 @@ async function blockEngineFiles(context: BrowserContext): Promise<string[]> {
   return attempts;
 }
 
-describe('playground offline: the engine’s files cached in the page', () => {
+describe('playground offline: the engine’s files cached in the page', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {
     server = await startPlaygroundServer('offline');
     browser = await launchChromium();

@@ -4,7 +4,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { closeContexts, launchChromium, openPlayground, OUTPUT_DIR, startPlaygroundServer, type PlaygroundServer } from './playground-harness.js';
+import { BROWSER_TEST_TIMEOUT, closeContexts, launchChromium, openPlayground, OUTPUT_DIR, startPlaygroundServer, type PlaygroundServer } from './playground-harness.js';
 
 const PHONE = { width: 390, height: 844 };
 
@@ -31,7 +31,7 @@ function overflowing(page: Page, selector: string): Promise<string[]> {
   );
 }
 
-describe('playground on a 390 px phone', () => {
+describe('playground on a 390 px phone', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {
     server = await startPlaygroundServer('phone');
     browser = await launchChromium();

@@ -17,12 +17,13 @@ import {
   shownRequestBody,
   startPlaygroundServer,
   type PlaygroundServer,
+  BROWSER_TEST_TIMEOUT,
 } from './playground-harness.js';
 
 let server: PlaygroundServer;
 let browser: Browser;
 
-describe('playground, cross-origin isolated, WASM on several threads', () => {
+describe('playground, cross-origin isolated, WASM on several threads', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {
     server = await startPlaygroundServer('threads');
     browser = await launchChromium();

@@ -21,6 +21,7 @@ import {
   watchOutput,
   type PlaygroundServer,
   startPlaygroundServer,
+  BROWSER_TEST_TIMEOUT,
 } from './playground-harness.js';
 
 let server: PlaygroundServer;
@@ -58,7 +59,7 @@ function liveGpuCaches(page: Page): Promise<number> {
   return page.evaluate(async () => (await (window as any).edgeLlm.app('webgpu')).gpuKv.liveCaches as number);
 }
 
-describe('playground on WebGPU (SwiftShader)', () => {
+describe('playground on WebGPU (SwiftShader)', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {
     server = await startPlaygroundServer('webgpu');
     browser = await launchChromium();

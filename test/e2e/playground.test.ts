@@ -23,6 +23,7 @@ import {
   WAIT,
   watchOutput,
   type PlaygroundServer,
+  BROWSER_TEST_TIMEOUT,
 } from './playground-harness.js';
 
 let server: PlaygroundServer;
@@ -49,7 +50,7 @@ async function watchStatus(page: Page): Promise<void> {
 
 const seenStatuses = (page: Page) => page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
 
-describe('playground page', () => {
+describe('playground page', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {
     server = await startPlaygroundServer('playground');
     baseUrl = server.baseUrl;
