@@ -20,11 +20,16 @@ export interface BuildResult {
   files: Record<string, number>;
 }
 
-export async function buildPlayground(options: { minify?: boolean } = {}): Promise<BuildResult> {
-  await rm(PLAYGROUND_OUT_DIR, { recursive: true, force: true });
+/**
+ * @param options.outDir where to write (default dist/playground/, what `npm start` serves);
+ *   test files that run in parallel each build into their own.
+ */
+export async function buildPlayground(options: { minify?: boolean; outDir?: string } = {}): Promise<BuildResult> {
+  const outDir = options.outDir ?? PLAYGROUND_OUT_DIR;
+  await rm(outDir, { recursive: true, force: true });
   const result = await build({
     entryPoints: { playground: PLAYGROUND_ENTRY },
-    outdir: PLAYGROUND_OUT_DIR,
+    outdir: outDir,
     bundle: true,
     // The in-page engine (hono, tokenizer, onnxruntime-web) is a separate chunk, loaded
     // only when a visitor switches to in-page mode.
@@ -41,7 +46,7 @@ export async function buildPlayground(options: { minify?: boolean } = {}): Promi
   });
   const files: Record<string, number> = {};
   for (const [path, output] of Object.entries(result.metafile.outputs)) files[path] = output.bytes;
-  return { outDir: PLAYGROUND_OUT_DIR, files };
+  return { outDir, files };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -207,7 +207,7 @@ export const PARAMS: readonly ParamSpec[] = [
       mindie: 'integer in [1, 128]; default 1; > 1 needs temperature > 0',
       openai: 'integer ≥ 1 (1–10 advised); default 1; > 1 needs temperature > 0 and top_k ≠ 1',
     },
-    help: 'Sequences to return, shown side by side. This server returns one sequence for now and refuses n > 1.',
+    help: 'Sequences to return, shown side by side: each sampled independently from the same prompt, or with beam search the n best beams.',
     placeholder: { mindie: '1', openai: '1' },
   },
   {
@@ -215,8 +215,8 @@ export const PARAMS: readonly ParamSpec[] = [
     kind: 'int',
     group: 'sequences',
     apis: ALL,
-    rule: { mindie: 'integer in [1, 128], ≥ n; default n', openai: 'integer ≥ n; default n' },
-    help: 'Sequences generated, of which the best n are returned (refused above 1 for now).',
+    rule: { mindie: 'integer in [1, 128], ≥ n; default n; = n when streaming', openai: 'integer ≥ n; default n; = n when streaming' },
+    help: 'Sequences generated, of which the n with the highest cumulative logprob are returned (known only at the end, so streaming needs best_of = n). With beam search: the beam width.',
     placeholder: { mindie: 'n', openai: 'n' },
   },
   {
@@ -224,8 +224,8 @@ export const PARAMS: readonly ParamSpec[] = [
     kind: 'bool',
     group: 'sequences',
     apis: OPENAI,
-    rule: { openai: 'true or false; default false; needs n > 1, temperature 0, top_p 1, top_k -1' },
-    help: 'Beam search instead of sampling (not supported by this server yet).',
+    rule: { openai: 'true or false; default false; needs n > 1, temperature 0, top_p 1, top_k -1, no streaming' },
+    help: 'Beam search instead of sampling: keeps best_of beams (n when unset) and returns the n best. Not with streaming (the best beams are known only at the end) or structured output.',
     boolDefault: false,
   },
   {

@@ -14,7 +14,8 @@ import { createResultsView } from './results-view.js';
 import { RunState } from './run-state.js';
 import { defaultState, loadState, saveState, type PlaygroundState, type TargetId } from './store.js';
 import { createTabs } from './tabs.js';
-import { TARGET_LABELS, Targets, type InPageLoader } from './targets.js';
+import { createInPageTools } from './inpage-tools.js';
+import { TARGET_LABELS, Targets, type InPageBenchmark, type InPageLoader } from './targets.js';
 import { sendRequest } from './transport.js';
 import { topLevelParam } from './param-path.js';
 
@@ -22,6 +23,10 @@ export interface PlaygroundOptions {
   loadInPage: InPageLoader;
   /** Resolves to whether WebGPU has an adapter here; the WebGPU engine is offered only then. */
   webGpuAvailable: Promise<boolean>;
+  /** Measures a started in-page engine (the "Benchmark" button). */
+  benchmark?: InPageBenchmark;
+  /** The in-page engine's cached files (Cache Storage), for the footer's size and Clear button. */
+  cache?: { size(): Promise<{ files: number; bytes: number }>; clear(): Promise<void> };
   storage?: Storage;
 }
 
@@ -43,6 +48,7 @@ export function startPlayground(options: PlaygroundOptions): void {
     targetStatus.set(target, { message, kind });
     showStatus();
     schedulePreview();
+    if (target !== 'server' && kind !== 'loading') void tools.refresh();
   });
 
   // Engine choice.
@@ -54,6 +60,14 @@ export function startPlayground(options: PlaygroundOptions): void {
       state.target = id;
       changed();
       showStatus();
+      void tools.refresh();
+      // An error belongs to the engine that answered it: it must not sit under the new one.
+      if (lastRun?.error && lastRunTarget !== id && !running) {
+        results.clear();
+        params.clearErrors('server');
+        promptEditor.setError(null);
+        continueButton.hidden = true;
+      }
       // Start loading an in-page engine as soon as it is picked; Send then waits for the same load.
       if (id !== 'server') targets.fetchFor(id).catch(() => {});
     });
@@ -231,6 +245,7 @@ export function startPlayground(options: PlaygroundOptions): void {
   async function send(): Promise<void> {
     if (running) return;
     const d = draft();
+    const target = state.target;
     const body = buildRequestBody(d);
     const json = toJson(body);
     params.clearErrors('server');
@@ -261,9 +276,9 @@ export function startPlayground(options: PlaygroundOptions): void {
       results.render(run, true);
       let apiFetch;
       try {
-        apiFetch = await targets.fetchFor(state.target);
+        apiFetch = await targets.fetchFor(target);
       } catch (error) {
-        run.setError(`The ${TARGET_LABELS[state.target]} engine could not start: ${(error as Error).message}`, null);
+        run.setError(`The ${TARGET_LABELS[target]} engine could not start: ${(error as Error).message}`, null);
         run.endedAt = performance.now();
         return;
       }
@@ -279,14 +294,16 @@ export function startPlayground(options: PlaygroundOptions): void {
       sendButton.disabled = false;
       stopButton.disabled = true;
       document.body.classList.remove('busy');
-      afterRun(run);
+      afterRun(run, target);
     }
   }
 
   let lastRun: RunState | null = null;
+  let lastRunTarget: TargetId | null = null;
 
-  function afterRun(run: RunState): void {
+  function afterRun(run: RunState, target: TargetId): void {
     lastRun = run;
+    lastRunTarget = target;
     if (run.error?.param) {
       const key = topLevelParam(run.error.param);
       if (key === 'prompt' || key === 'messages') promptEditor.setError(run.error.message);
@@ -325,6 +342,9 @@ export function startPlayground(options: PlaygroundOptions): void {
       stop();
     }
   });
+
+  const tools = createInPageTools(options, () => state.target, (target) => targetStatus.get(target)?.kind === 'ready');
+  void tools.refresh();
 
   params.setValues(state.params);
   renderForApi();

@@ -11,11 +11,23 @@ export type InPageBackend = Exclude<TargetId, 'server'>;
 /** An app's fetch: takes a Request, answers with a Response, like Hono's `app.fetch`. */
 export type AppFetch = (request: Request) => Response | Promise<Response>;
 
+/** A started in-page app, and how it runs ("WebAssembly · 2 threads"), for the status line. */
+export interface InPageEngine {
+  fetch: AppFetch;
+  details?: string;
+}
+
 /** Supplied by the page's entry (src/runtime/browser-playground.ts): creates the in-page app. */
 export type InPageLoader = (
   backend: InPageBackend,
   options: { servedModelName: string; onStatus: (message: string) => void },
-) => Promise<AppFetch>;
+) => Promise<InPageEngine>;
+
+/** A decode benchmark of a started in-page engine (src/runtime/browser-benchmark.ts). */
+export type InPageBenchmark = (
+  backend: InPageBackend,
+  options: { tokens?: number; runs?: number; onRun?: (run: number, result: { stepsPerSecond: number }) => void },
+) => Promise<{ tokens: number; prefillMs: number; stepsPerSecond: number }>;
 
 export interface ModelSummary {
   id: string;
@@ -98,7 +110,7 @@ export class Targets {
     await this.probe;
     const servedModelName = this.serverModel?.id ?? EMBEDDED_MODEL;
     try {
-      const appFetch = await this.loader(backend, {
+      const { fetch: appFetch, details } = await this.loader(backend, {
         servedModelName,
         onStatus: (message) => this.onStatus(backend, message, 'loading'),
       });
@@ -106,7 +118,8 @@ export class Targets {
       const model = readModel(await response.json());
       if (model) this.models.set(backend, model);
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
-      this.onStatus(backend, `${model?.id ?? servedModelName} running in this page · ready in ${seconds} s`, 'ready');
+      const how = details ? ` · ${details}` : '';
+      this.onStatus(backend, `${model?.id ?? servedModelName} running in this page${how} · ready in ${seconds} s`, 'ready');
       return appFetch;
     } catch (error) {
       this.onStatus(backend, `The in-page engine failed to start: ${(error as Error).message}`, 'error');

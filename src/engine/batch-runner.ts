@@ -1,5 +1,5 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
-import { emptyKvCache, repackKvCache, type KvCache, type KvRowSource } from './kv-cache.js';
+import { emptyKvCache, releaseKvCache, repackKvCache, type KvCache, type KvRowSource } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -43,6 +43,8 @@ export class BatchRunner {
   /** Rows forked during the last step, copying rows of the current cache. */
   private forks: JoiningRow[] = [];
   private cache: KvCache;
+  /** Prefill caches handed out and not yet admitted: released at the next admission. */
+  private prefilled: KvCache[] = [];
   private speculation: SpeculationOptions;
 
   constructor(
@@ -75,6 +77,7 @@ export class BatchRunner {
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
     });
+    this.prefilled.push(present);
     return { logits, cache: present };
   }
 
@@ -85,7 +88,12 @@ export class BatchRunner {
   admitAndEvict(joining: readonly JoiningRow[]): void {
     const forks = this.forks;
     // Runs before every step: the common case (nobody joins or leaves) must not allocate.
-    if (forks.length === 0 && !joining.some(({ row }) => !row.finished) && !this.rows.some((row) => row.finished)) return;
+    const prefilled = this.prefilled;
+    this.prefilled = [];
+    if (forks.length === 0 && !joining.some(({ row }) => !row.finished) && !this.rows.some((row) => row.finished)) {
+      prefilled.forEach(releaseKvCache);
+      return;
+    }
     this.forks = [];
 
     const sources: KvRowSource[] = [];
@@ -107,7 +115,10 @@ export class BatchRunner {
     const length = sources.reduce((max, source) => Math.max(max, source.realLength), 0);
     this.rows = rows;
     this.groups = groups;
-    this.cache = rows.length > 0 ? repackKvCache(sources, length, this.cache) : this.emptyCache(0);
+    const previous = this.cache;
+    this.cache = rows.length > 0 ? repackKvCache(sources, length, previous) : this.emptyCache(0);
+    // Forks copied rows of the previous cache; joining rows, of their prefill's.
+    for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) releaseKvCache(replaced);
   }
 
   /** One decode step for every row: feeds each one's last token, then lets each group pick its rows' next tokens. */
@@ -141,6 +152,7 @@ export class BatchRunner {
     }
     const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past });
     this.cache = present;
+    releaseKvCache(past);
     const vocab = this.decoder.spec.vocabSize;
     const stepRows: StepRow[] = [];
     for (let index = 0; index < batch; index++) {
@@ -235,15 +247,19 @@ export class BatchRunner {
     });
     const length = sources.reduce((max, source) => Math.max(max, source.realLength), 0);
     this.cache = trimmed ? repackKvCache(sources, length, present) : present;
+    releaseKvCache(past);
+    if (trimmed) releaseKvCache(present);
     return generated;
   }
 
   /** Fails every group in the batch (the model threw) and empties it. */
   failAll(error: unknown): void {
     for (const group of new Set([...this.groups, ...this.forks.map((fork) => fork.group)])) group.fail(error);
+    for (const cache of new Set([this.cache, ...this.prefilled, ...this.forks.map((fork) => fork.cache)])) releaseKvCache(cache);
     this.rows = [];
     this.groups = [];
     this.forks = [];
+    this.prefilled = [];
     this.cache = this.emptyCache(0);
   }
 

@@ -1,3 +1,4 @@
+import type { GpuKvTensors } from './gpu-kv-cache.js';
 import type { Tensor } from './ort-runtime.js';
 
 /**
@@ -23,6 +24,16 @@ export interface KvCache {
    * fed back as the next step's past as they are, without wrapping the arrays again.
    */
   tensors?: { keys: Tensor[]; values: Tensor[] };
+  /**
+   * WebGPU: the cache lives in GPU buffers (gpu-kv-cache.ts) and `keys` / `values` are
+   * empty. Repacking copies on the GPU; release it (releaseKvCache) once it is replaced.
+   */
+  gpu?: GpuKvTensors;
+}
+
+/** Frees a replaced cache's GPU buffers; nothing to do for a cache in JavaScript arrays. */
+export function releaseKvCache(cache: KvCache): void {
+  cache.gpu?.release();
 }
 
 export function emptyKvCache(numLayers: number, batch: number, heads: number, headDim: number): KvCache {
@@ -53,6 +64,8 @@ export interface KvRowSource {
  * real slots right-aligned in `length` slots. Padding slots are zero.
  */
 export function repackKvCache(sources: readonly KvRowSource[], length: number, template: KvCache): KvCache {
+  const gpuStore = (template.gpu ?? sources.find((source) => source.cache.gpu)?.cache.gpu)?.store;
+  if (gpuStore) return gpuStore.repack(sources, length, template);
   const { heads, headDim } = template;
   const numLayers = template.keys.length;
   const batch = sources.length;

@@ -7,6 +7,7 @@ import { BeamSearchGroup } from './beam-search.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
+import type { GpuKvStore } from './gpu-kv-cache.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
@@ -21,6 +22,8 @@ export interface LocalEngineOptions {
   servedModelName: string;
   sessionOptions?: InferenceSession.SessionOptions;
   limits?: Partial<SchedulerLimits>;
+  /** WebGPU only: keep the KV cache in GPU buffers between steps (gpu-kv-cache.ts). */
+  gpuKv?: GpuKvStore;
 }
 
 /**
@@ -68,7 +71,7 @@ export class LocalEngine implements Engine {
     const { files } = options;
     const spec = modelSpecFromConfig(files.config, files.generationConfig);
     const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
-    const decoder = await OnnxDecoder.create(options.ort, files.onnx, spec, options.sessionOptions);
+    const decoder = await OnnxDecoder.create(options.ort, files.onnx, spec, options.sessionOptions, options.gpuKv);
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, {
       ...DEFAULT_SCHEDULER_LIMITS,
       ...options.limits,

@@ -1,4 +1,5 @@
 import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
+import type { GpuKvStore } from './gpu-kv-cache.js';
 import type { KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
 
@@ -46,6 +47,8 @@ export class OnnxDecoder {
     private readonly ort: OrtRuntime,
     private readonly session: InferenceSession,
     readonly spec: ModelSpec,
+    /** WebGPU: keeps present.* on the GPU as the next step's past (see gpu-kv-cache.ts). */
+    private readonly gpuKv?: GpuKvStore,
   ) {
     const inputs = new Set(session.inputNames);
     for (const name of ['input_ids', 'attention_mask', 'past_key_values.0.key']) {
@@ -75,9 +78,10 @@ export class OnnxDecoder {
     model: Uint8Array,
     spec: ModelSpec,
     options: InferenceSession.SessionOptions = {},
+    gpuKv?: GpuKvStore,
   ): Promise<OnnxDecoder> {
-    const session = await ort.InferenceSession.create(model, options);
-    return new OnnxDecoder(ort, session, spec);
+    const session = await ort.InferenceSession.create(model, gpuKv ? { ...options, preferredOutputLocation: presentOnGpu(spec.numLayers) } : options);
+    return new OnnxDecoder(ort, session, spec, gpuKv);
   }
 
   async run(input: DecoderInput): Promise<DecoderOutput> {
@@ -92,6 +96,11 @@ export class OnnxDecoder {
     if (this.hasCacheBranchFlag) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
     this.feedPast(feeds, past);
     const outputs = await this.session.run(feeds);
+    if (this.gpuKv) {
+      const shape = { batch, length: total, heads: past.heads, headDim: past.headDim };
+      const present = this.gpuKv.fromPresent(this.presentKeyNames.map((name) => outputs[name]), this.presentValueNames.map((name) => outputs[name]), shape);
+      return { logits: outputs.logits.data as Float32Array, present };
+    }
     const keyTensors: Tensor[] = [];
     const valueTensors: Tensor[] = [];
     const keys: Float32Array[] = [];
@@ -133,6 +142,13 @@ export class OnnxDecoder {
       }
       return;
     }
+    if (past.gpu) {
+      for (let layer = 0; layer < numLayers; layer++) {
+        feeds[this.pastKeyNames[layer]] = past.gpu.keys[layer];
+        feeds[this.pastValueNames[layer]] = past.gpu.values[layer];
+      }
+      return;
+    }
     const dims = [past.batch, past.heads, past.length, past.headDim];
     const wrap = (tensor: Tensor | undefined, data: Float32Array) =>
       // Reused only while it still wraps this very array: a cache rebuilt from the arrays
@@ -152,4 +168,14 @@ export class OnnxDecoder {
     }
     return empty;
   }
+}
+
+/** Session option: every present.* output written to a GPU buffer; logits still come to the CPU. */
+function presentOnGpu(numLayers: number): Record<string, 'gpu-buffer'> {
+  const locations: Record<string, 'gpu-buffer'> = {};
+  for (let layer = 0; layer < numLayers; layer++) {
+    locations[`present.${layer}.key`] = 'gpu-buffer';
+    locations[`present.${layer}.value`] = 'gpu-buffer';
+  }
+  return locations;
 }

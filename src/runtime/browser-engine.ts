@@ -6,11 +6,12 @@
  */
 import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
+import { GpuKvStore, type GpuDeviceLike } from '../engine/gpu-kv-cache.js';
 import { LocalEngine } from '../engine/local-engine.js';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import { createApp } from '../http/app.js';
-import { concatChunks } from '../media/body-reader.js';
+import { fetchOk, fileName, readWithProgress, type ProgressListener } from './browser-downloads.js';
 
 /** The execution providers the page offers. WASM is the default and the tested one. */
 export type BrowserBackend = 'wasm' | 'webgpu';
@@ -20,75 +21,56 @@ export interface BrowserAppOptions {
   ort: OrtRuntime;
   backend?: BrowserBackend;
   /** URL of the model directory (Hugging Face ONNX layout), ending with a slash. */
-  modelBaseUrl: string;
+  modelBaseUrl?: string;
+  /** The model's files, already downloaded (fetchModelFiles); then modelBaseUrl is not used. */
+  files?: ModelFiles;
   /** Name the model is served under; the server's default is the model directory's name. */
   servedModelName: string;
   /** Server settings, as in config.json; the defaults match `npm start` without a config file. */
   config?: Record<string, unknown>;
   /** For tests and custom loaders; defaults to the page's fetch. */
   fetch?: typeof fetch;
-  /** Reports download progress of the model files, in bytes over all files. */
-  onProgress?: (loadedBytes: number) => void;
+  /** Reports download progress, per model file. */
+  onProgress?: ProgressListener;
+  /**
+   * WebGPU: keep the KV cache in GPU buffers between steps (the default). false copies it
+   * to JavaScript and back every step, as the WASM backend does: for comparing the two.
+   */
+  gpuKvCache?: boolean;
 }
 
 export interface BrowserApp {
   app: Hono;
+  /** WebGPU with the KV cache kept in GPU buffers. */
+  kvCacheOnGpu: boolean;
+  /** That cache's store (undefined otherwise), for inspecting it. */
+  gpuKv?: GpuKvStore;
   engine: LocalEngine;
   config: ServerConfig;
-}
-
-async function fetchOk(fetchFn: typeof fetch, url: string): Promise<Response> {
-  let response: Response;
-  try {
-    response = await fetchFn(url);
-  } catch (error) {
-    throw new Error(`Cannot download ${url}: ${(error as Error).message}`);
-  }
-  if (!response.ok) throw new Error(`Cannot download ${url}: HTTP ${response.status} ${response.statusText}`.trim());
-  return response;
-}
-
-/** Reads a body to the end, reporting each chunk's size as it arrives. */
-async function readBytes(response: Response, onChunk: (bytes: number) => void): Promise<Uint8Array> {
-  if (!response.body) return new Uint8Array(await response.arrayBuffer());
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    total += value.byteLength;
-    onChunk(value.byteLength);
-  }
-  return concatChunks(chunks, total);
 }
 
 /** Downloads a model directory's files over HTTP (the page's counterpart of runtime/model-dir.ts). */
 export async function fetchModelFiles(
   baseUrl: string,
-  options: { fetch?: typeof fetch; onProgress?: (loadedBytes: number) => void } = {},
+  options: { fetch?: typeof fetch; onProgress?: ProgressListener } = {},
 ): Promise<ModelFiles> {
   const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
   const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
-  let loaded = 0;
-  const progress = (bytes: number) => {
-    loaded += bytes;
-    options.onProgress?.(loaded);
-  };
-  const json = async (path: string) => (await (await fetchOk(fetchFn, base + path)).json()) as Record<string, unknown>;
-  const optionalJson = async (path: string) => {
+  const bytesOf = async (path: string, response: Response) => readWithProgress(response, fileName(base + path), options.onProgress);
+  const json = async (path: string, response: Response) => JSON.parse(new TextDecoder().decode(await bytesOf(path, response))) as Record<string, unknown>;
+  const required = async (path: string) => json(path, await fetchOk(fetchFn, base + path));
+  const optional = async (path: string) => {
     const response = await fetchFn(base + path);
     if (response.status === 404) return undefined;
     if (!response.ok) throw new Error(`Cannot download ${base + path}: HTTP ${response.status}`);
-    return (await response.json()) as Record<string, unknown>;
+    return json(path, response);
   };
   const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
-    json(MODEL_FILE_PATHS.config),
-    optionalJson(MODEL_FILE_PATHS.generationConfig),
-    json(MODEL_FILE_PATHS.tokenizerJson),
-    json(MODEL_FILE_PATHS.tokenizerConfig),
-    fetchOk(fetchFn, base + MODEL_FILE_PATHS.onnx).then((response) => readBytes(response, progress)),
+    required(MODEL_FILE_PATHS.config),
+    optional(MODEL_FILE_PATHS.generationConfig),
+    required(MODEL_FILE_PATHS.tokenizerJson),
+    required(MODEL_FILE_PATHS.tokenizerConfig),
+    fetchOk(fetchFn, base + MODEL_FILE_PATHS.onnx).then((response) => bytesOf(MODEL_FILE_PATHS.onnx, response)),
   ]);
   return { config, generationConfig, tokenizerJson, tokenizerConfig, onnx };
 }
@@ -104,13 +86,26 @@ function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOption
  */
 export async function createBrowserApp(options: BrowserAppOptions): Promise<BrowserApp> {
   const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName });
-  const files = await fetchModelFiles(options.modelBaseUrl, { fetch: options.fetch, onProgress: options.onProgress });
+  if (!options.files && options.modelBaseUrl === undefined) throw new Error('createBrowserApp needs the model: modelBaseUrl or files');
+  const files = options.files ?? (await fetchModelFiles(options.modelBaseUrl!, { fetch: options.fetch, onProgress: options.onProgress }));
+  const backend = options.backend ?? 'wasm';
+  const gpuKv = backend === 'webgpu' && options.gpuKvCache !== false ? new GpuKvStore(options.ort) : undefined;
   const engine = await LocalEngine.create({
     ort: options.ort,
     files,
     servedModelName: config.servedModelName,
-    sessionOptions: sessionOptions(options.backend ?? 'wasm'),
+    sessionOptions: sessionOptions(backend),
     limits: schedulerLimitsOf(config),
+    gpuKv,
   });
-  return { app: createApp({ engine, config }), engine, config };
+  if (gpuKv) {
+    // The device onnxruntime-web's WebGPU backend made when the session was created.
+    const device = await (options.ort as unknown as { env?: { webgpu?: { device?: Promise<GpuDeviceLike> | GpuDeviceLike } } }).env?.webgpu?.device;
+    if (!device) {
+      await engine.dispose();
+      throw new Error('onnxruntime-web created no WebGPU device for the session');
+    }
+    gpuKv.attach(device);
+  }
+  return { app: createApp({ engine, config }), engine, config, kvCacheOnGpu: gpuKv !== undefined, gpuKv };
 }

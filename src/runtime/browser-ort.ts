@@ -4,6 +4,7 @@
  * build pulls a larger .wasm, so a visitor who never picks WebGPU never downloads it.
  */
 import type { OrtRuntime } from '../engine/ort-runtime.js';
+import { fetchOk, fileName, readWithProgress, type ProgressListener } from './browser-downloads.js';
 import type { BrowserBackend } from './browser-engine.js';
 
 /** The .wasm file each backend's build fetches from `env.wasm.wasmPaths`. */
@@ -30,19 +31,59 @@ export async function probeWebGpu(): Promise<boolean> {
   }
 }
 
+export interface BrowserOrtOptions {
+  /** Defaults to the page's fetch; the playground passes one that reads its cache first. */
+  fetch?: typeof fetch;
+  onProgress?: ProgressListener;
+}
+
+/** Below this much ONNX, one thread is faster: the kernels are too small to split. */
+export const THREADED_MODEL_BYTES = 16 * 1024 * 1024;
+
 /**
- * Loads and configures onnxruntime-web.
+ * onnxruntime's WASM threads for a model of this size. Several threads need
+ * SharedArrayBuffer, which only a cross-origin-isolated page has (COOP/COEP headers, as
+ * `npm start` serves it); elsewhere onnxruntime runs on one. A small model runs on one
+ * too: the embedded 1 MB model decodes at about a third of the speed on two threads
+ * (docs/playground.md), as it does natively. Capped at 4, where hand-offs start to cost
+ * more than they give on a model that still fits a browser tab.
+ */
+export function wasmThreadsFor(modelBytes: number): number {
+  if (typeof crossOriginIsolated === 'undefined' || !crossOriginIsolated) return 1;
+  if (modelBytes < THREADED_MODEL_BYTES) return 1;
+  return Math.max(1, Math.min(4, typeof navigator === 'undefined' ? 1 : navigator.hardwareConcurrency || 1));
+}
+
+export interface BrowserOrt {
+  ort: OrtRuntime;
+  /** Sets onnxruntime's WASM threads: read when the first session is created, so call it before. */
+  setThreads(count: number): void;
+}
+
+/**
+ * Loads and configures onnxruntime-web (one thread until `setThreads`).
  * @param wasmBaseUrl where the .wasm files are served, ending with a slash: they are
  *   served locally, never from a CDN.
  */
-export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string): Promise<OrtRuntime> {
-  const ort = backend === 'webgpu' ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web/wasm');
+export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string, options: BrowserOrtOptions = {}): Promise<BrowserOrt> {
+  const wasmUrl = new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href;
+  const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
+  // The page downloads the .wasm itself, so it can show its progress (it is the largest
+  // file by far) and keep it in its cache; onnxruntime then compiles these bytes.
+  const [ort, wasmBinary] = await Promise.all([
+    backend === 'webgpu' ? import('onnxruntime-web/webgpu') : import('onnxruntime-web/wasm'),
+    fetchOk(fetchFn, wasmUrl).then((response) => readWithProgress(response, fileName(wasmUrl), options.onProgress)),
+  ]);
+  ort.env.wasm.wasmBinary = wasmBinary;
   // Only the .wasm path: with a path prefix the bundle would fetch its JS glue separately
   // instead of using the copy it embeds.
-  ort.env.wasm.wasmPaths = { wasm: new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href };
-  // Several threads need SharedArrayBuffer, i.e. a cross-origin-isolated page; the model
-  // is tiny, so one thread on the page's own thread costs little and works everywhere.
+  ort.env.wasm.wasmPaths = { wasm: wasmUrl };
   ort.env.wasm.numThreads = 1;
   ort.env.wasm.proxy = false;
-  return ort as unknown as OrtRuntime;
+  return {
+    ort: ort as unknown as OrtRuntime,
+    setThreads: (count) => {
+      ort.env.wasm.numThreads = count;
+    },
+  };
 }

@@ -3,28 +3,119 @@
  * dist/playground/playground.js). It starts the UI of public/src and hands it the
  * in-page engine loader: the engine, Hono and onnxruntime-web are imported only when a
  * visitor first picks an in-page engine, so the page itself loads fast.
+ *
+ * The in-page engines are also reachable from the browser console as `edgeLlm`:
+ * `await edgeLlm.app('webgpu')` is the page's own engine and app once it is loaded, and
+ * `await edgeLlm.benchmark('webgpu')` measures it.
  */
 import { startPlayground } from '../../public/src/playground.js';
+import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
+// Static, small: the benchmark must run when the server is gone and no chunk can load.
+import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
+import type { FileProgress } from './browser-downloads.js';
+import type { BrowserApp, BrowserBackend } from './browser-engine.js';
+import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { probeWebGpu } from './browser-ort.js';
+import { defaultSamplingParams } from '../sampling/params.js';
+
+/** The page's in-page app, and what it runs on. */
+export interface InPageApp extends BrowserApp {
+  backend: BrowserBackend;
+  /** onnxruntime's WASM threads (the CPU part of WebGPU sessions too). */
+  threads: number;
+  runsOn: string;
+}
+
+const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
+
+async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
+  onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
+  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }] = await Promise.all([
+    import('./browser-engine.js'),
+    import('./browser-ort.js'),
+    import('./browser-errors.js'),
+  ]);
+  const downloads = new DownloadList();
+  const fetchFile = cachingFetch();
+  const onProgress = (progress: FileProgress) => {
+    downloads.update(progress);
+    onStatus(`downloading ${downloads.summary()}`);
+  };
+  try {
+    // onnxruntime and the model download side by side; the thread count depends on the
+    // model's size and must be set before the session is created.
+    const [{ ort, setThreads }, files] = await Promise.all([
+      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+      fetchModelFiles(new URL('playground/model/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+    ]);
+    const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
+    setThreads(threads);
+    onStatus('starting the engine…');
+    const app = await createBrowserApp({
+      ort,
+      backend,
+      files,
+      servedModelName,
+      // `?kv=cpu`: the KV cache through JavaScript every step, to compare with keeping it on the GPU.
+      gpuKvCache: new URL(document.URL).searchParams.get('kv') !== 'cpu',
+    });
+    const runsOn =
+      backend === 'webgpu'
+        ? `WebGPU · KV cache ${app.kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`
+        : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
+    return { ...app, backend, threads, runsOn };
+  } catch (error) {
+    throw new Error(explainEngineError(error, backend), { cause: error });
+  }
+}
+
+/** `?threads=N` in the page's URL sets onnxruntime's WASM thread count (for measuring it). */
+function requestedThreads(): number | undefined {
+  const value = Number(new URL(document.URL).searchParams.get('threads') ?? NaN);
+  return Number.isInteger(value) && value >= 1 ? value : undefined;
+}
+
+/** One app per backend for the page's lifetime; a failed load is forgotten so a retry can work. */
+function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
+  let app = inPageApps.get(backend);
+  if (!app) {
+    app = createInPageApp(backend, servedModelName, onStatus);
+    inPageApps.set(backend, app);
+    app.catch(() => inPageApps.delete(backend));
+  }
+  return app;
+}
 
 const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
-  onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
-  const [{ createBrowserApp }, { loadBrowserOrt }] = await Promise.all([import('./browser-engine.js'), import('./browser-ort.js')]);
-  const ort = await loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href);
-  onStatus('downloading the model…');
-  const { app } = await createBrowserApp({
-    ort,
-    backend,
-    modelBaseUrl: new URL('playground/model/', document.baseURI).href,
-    servedModelName,
-    onProgress: (bytes) => onStatus(`downloading the model… ${(bytes / 1024 / 1024).toFixed(1)} MB`),
-  });
-  return (request) => app.fetch(request);
+  const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
+  return { fetch: (request) => app.fetch(request), details: runsOn };
 };
+
+export interface EdgeLlmConsole {
+  /** The page's in-page app and engine for a backend, or null when it was not started. */
+  app(backend?: BrowserBackend): Promise<InPageApp> | null;
+  /** Median decode rate of a started in-page engine (greedy, EOS ignored). */
+  benchmark(backend?: BrowserBackend, options?: BenchmarkOptions): Promise<BenchmarkResult>;
+  /** Complete SamplingParams from overrides, for `engine.generate` from the console. */
+  samplingParams: typeof defaultSamplingParams;
+}
+
+const edgeLlm: EdgeLlmConsole = {
+  app: (backend = 'wasm') => inPageApps.get(backend) ?? null,
+  async benchmark(backend = 'wasm', options) {
+    const app = inPageApps.get(backend);
+    if (!app) throw new Error(`the ${backend} engine is not started: pick it in the page first`);
+    return benchmarkEngine((await app).engine, options);
+  },
+  samplingParams: defaultSamplingParams,
+};
+(globalThis as { edgeLlm?: EdgeLlmConsole }).edgeLlm = edgeLlm;
 
 startPlayground({
   loadInPage,
+  benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
+  cache: { size: () => cachedBytes(), clear: () => clearCache() },
   webGpuAvailable: probeWebGpu(),
   storage: (() => {
     try {

@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { MODEL_FILE_PATHS } from '../engine/model-files.js';
 import { errorBody } from '../http/errors.js';
 
@@ -27,6 +27,8 @@ export interface PlaygroundStaticOptions {
   modelDir?: string;
   /** The repository root holding public/ and dist/playground/; defaults to this file's. */
   rootDir?: string;
+  /** The page's built script; defaults to dist/playground/ under rootDir. */
+  bundleDir?: string;
 }
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -56,22 +58,36 @@ function contentType(path: string): string {
   return CONTENT_TYPES[ext] ?? 'application/octet-stream';
 }
 
-async function fileResponse(path: string, notFoundHint: string): Promise<Response> {
+/**
+ * The page is cross-origin isolated (COOP same-origin + COEP require-corp), which gives it
+ * SharedArrayBuffer and so onnxruntime-web's WASM threads. Everything it loads is
+ * same-origin, so nothing is blocked; CORP keeps other sites from embedding the files.
+ */
+export const CROSS_ORIGIN_ISOLATION_HEADERS: Readonly<Record<string, string>> = {
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-embedder-policy': 'require-corp',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+async function fileResponse(path: string, notFoundHint: string, ifNoneMatch: string | undefined): Promise<Response> {
   try {
     const info = await stat(path);
     if (!info.isFile()) throw new Error('not a file');
+    const headers = {
+      'content-type': contentType(path),
+      // Revalidate each time: a rebuilt bundle or a swapped model must never be stale.
+      'cache-control': 'no-cache',
+      etag: `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
+      'last-modified': info.mtime.toUTCString(),
+      'x-content-type-options': 'nosniff',
+      ...CROSS_ORIGIN_ISOLATION_HEADERS,
+    };
+    // The page's cache revalidates its copy of the .wasm and the model with this: unchanged
+    // files cost one round trip, not megabytes.
+    if (ifNoneMatch !== undefined && ifNoneMatch.split(/\s*,\s*/).includes(headers.etag)) return new Response(null, { status: 304, headers });
     // Streamed: the .wasm is 14 MB and a served model may be far larger.
     const body = Readable.toWeb(createReadStream(path)) as unknown as ReadableStream<Uint8Array>;
-    return new Response(body, {
-      headers: {
-        'content-type': contentType(path),
-        'content-length': String(info.size),
-        // Revalidate each time: a rebuilt bundle or a swapped model must never be stale.
-        'cache-control': 'no-cache',
-        'last-modified': info.mtime.toUTCString(),
-        'x-content-type-options': 'nosniff',
-      },
-    });
+    return new Response(body, { headers: { ...headers, 'content-length': String(info.size) } });
   } catch {
     return notFound(notFoundHint);
   }
@@ -91,13 +107,13 @@ function ortDistDir(): string {
 export function playgroundRoutes(options: PlaygroundStaticOptions = {}): Hono {
   const root = resolve(options.rootDir ?? fileURLToPath(new URL('../..', import.meta.url)));
   const publicDir = join(root, 'public');
-  const bundleDir = join(root, 'dist', 'playground');
+  const bundleDir = options.bundleDir !== undefined ? resolve(options.bundleDir) : join(root, 'dist', 'playground');
   // Relative to the working directory, as createNodeEngine reads it: the page gets the served model.
   const modelDir = options.modelDir !== undefined ? resolve(options.modelDir) : join(root, 'models', 'stories260k');
   let ortDir: string | undefined;
 
   const routes = new Hono();
-  const page = () => fileResponse(join(publicDir, 'index.html'), 'public/index.html');
+  const page = (c: Context) => fileResponse(join(publicDir, 'index.html'), 'public/index.html', c.req.header('if-none-match'));
   routes.get('/', page);
   routes.get('/index.html', page);
 
@@ -105,20 +121,20 @@ export function playgroundRoutes(options: PlaygroundStaticOptions = {}): Hono {
     const file = c.req.param('file');
     if (!ORT_WASM.test(file)) return notFound(c.req.path);
     ortDir ??= ortDistDir();
-    return fileResponse(join(ortDir, file), c.req.path);
+    return fileResponse(join(ortDir, file), c.req.path, c.req.header('if-none-match'));
   });
 
   routes.get('/playground/model/*', (c) => {
     const file = c.req.path.slice('/playground/model/'.length);
     if (!MODEL_FILES.has(file)) return notFound(c.req.path);
-    return fileResponse(join(modelDir, file), c.req.path);
+    return fileResponse(join(modelDir, file), c.req.path, c.req.header('if-none-match'));
   });
 
   routes.get('/playground/*', (c) => {
     const file = c.req.path.slice('/playground/'.length);
-    if (PUBLIC_ASSET.test(file)) return fileResponse(join(publicDir, file), c.req.path);
+    if (PUBLIC_ASSET.test(file)) return fileResponse(join(publicDir, file), c.req.path, c.req.header('if-none-match'));
     if (BUNDLE_ASSET.test(file)) {
-      return fileResponse(join(bundleDir, file), `${c.req.path} (run \`npm run build:playground\` to build the page's script)`);
+      return fileResponse(join(bundleDir, file), `${c.req.path} (run \`npm run build:playground\` to build the page's script)`, c.req.header('if-none-match'));
     }
     return notFound(c.req.path);
   });

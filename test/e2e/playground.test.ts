@@ -3,114 +3,66 @@
  * page served by the real app on a free port, a streamed chat from the server, the same
  * seeded request answered by the engine running inside the page, and the inline errors.
  */
-import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { statSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { REPO_ROOT } from '../helpers/model.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildPlayground } from '../../scripts/build-playground.js';
-import { DEFAULT_SERVER_CONFIG } from '../../src/config/server-config.js';
-import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { createApp } from '../../src/http/app.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
-import { playgroundRoutes } from '../../src/runtime/node-static.js';
-import { MODEL_DIR, REPO_ROOT } from '../helpers/model.js';
+import {
+  askServer as askServerAt,
+  CHROMIUM_MISSING,
+  closeContexts,
+  expectStreamed,
+  finishedText,
+  launchChromium,
+  openPlayground as openPlaygroundAt,
+  OUTPUT_DIR,
+  seenTexts,
+  setParam,
+  shownRequestBody,
+  startPlaygroundServer,
+  WAIT,
+  watchOutput,
+  type PlaygroundServer,
+  BROWSER_TEST_TIMEOUT,
+} from './playground-harness.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-/** Without these Chromium phones home (updates, field trials) and wants a GPU and a sandbox. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-];
-const OUTPUT_DIR = `${REPO_ROOT}test-output`;
-/** Generous: the whole suite shares two cores with this browser. */
-const WAIT = { timeout: 20_000 };
-
-let engine: LocalEngine;
-let server: ServerType;
+let server: PlaygroundServer;
 let baseUrl: string;
 let browser: Browser;
-const contexts: BrowserContext[] = [];
-
-const CHROMIUM_MISSING = existsSync(CHROMIUM)
-  ? null
-  : `Chromium is missing at ${CHROMIUM}: the playground's end-to-end test needs a real browser. ` +
-    'On Debian: apt-get update && apt-get install -y chromium (or set CHROMIUM_PATH).';
 
 // A test of its own, so a missing browser shows up as a failure in every summary, not as skips.
 it('has Chromium to run the playground in', () => {
   if (CHROMIUM_MISSING) throw new Error(CHROMIUM_MISSING);
 });
 
-/** A fresh page (empty localStorage) that fails the test on any script error. */
-async function openPlayground(viewport = { width: 1280, height: 900 }): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport });
-  contexts.push(context);
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(baseUrl);
-  // The page asked the server which model it serves.
-  await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('stories260k');
-  return { page, errors };
+const openPlayground = (viewport?: { width: number; height: number }) => openPlaygroundAt(browser, baseUrl, viewport);
+const askServer = (path: string, body: Record<string, unknown>) => askServerAt(baseUrl, path, body);
+
+/** Records every text of the engine status line (read with `seenStatuses`). */
+async function watchStatus(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const seen: string[] = [];
+    (window as unknown as { statuses: string[] }).statuses = seen;
+    const line = document.getElementById('engine-status')!;
+    new MutationObserver(() => seen.push(line.textContent ?? '')).observe(line, { subtree: true, childList: true, characterData: true });
+  });
 }
 
-async function setParam(page: Page, name: string, value: string): Promise<void> {
-  const field = page.getByLabel(name, { exact: true });
-  if (!(await field.isVisible())) await page.locator(`[data-param="${name}"]`).locator('xpath=ancestor::details').locator('summary').click();
-  await field.fill(value);
-}
+const seenStatuses = (page: Page) => page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
 
-/** The request body exactly as the page shows it (and sends it). */
-async function shownRequestBody(page: Page): Promise<Record<string, unknown>> {
-  const text = (await page.locator('#inspect-request-text').textContent()) ?? '';
-  return JSON.parse(text.slice(text.indexOf('\n\n') + 2)) as Record<string, unknown>;
-}
-
-/** Asks the server directly, from Node, without streaming. */
-async function askServer(path: string, body: Record<string, unknown>): Promise<{ status: number; json: any }> {
-  const { stream: _stream, stream_options: _options, ...rest } = body;
-  const response = await fetch(new URL(path, baseUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rest) });
-  return { status: response.status, json: await response.json() };
-}
-
-async function finishedText(page: Page): Promise<string> {
-  await page.locator('.choice .badge.stop, .choice .badge.length').first().waitFor();
-  return (await page.locator('.choice .output').first().textContent()) ?? '';
-}
-
-describe('playground page', () => {
+describe('playground page', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {
-    if (CHROMIUM_MISSING) throw new Error(CHROMIUM_MISSING);
-    const [, nodeEngine] = await Promise.all([buildPlayground(), createNodeEngine({ modelDir: MODEL_DIR })]);
-    engine = nodeEngine;
-    // The app as `npm start` serves it, with the playground mounted.
-    const app = createApp({ engine, config: DEFAULT_SERVER_CONFIG });
-    app.route('/', playgroundRoutes({ modelDir: MODEL_DIR }));
-    await new Promise<void>((resolve) => {
-      server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
-        baseUrl = `http://127.0.0.1:${info.port}/`;
-        resolve();
-      });
-    });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
-    await mkdir(OUTPUT_DIR, { recursive: true });
+    server = await startPlaygroundServer('playground');
+    baseUrl = server.baseUrl;
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
     await browser?.close();
-    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-    await engine?.dispose();
+    await server?.close();
   });
 
-  afterEach(async () => {
-    for (const context of contexts.splice(0)) await context.close();
-  });
+  afterEach(closeContexts);
 
   it('streams a chat completion from the server token by token, with metrics and finish reason', async () => {
     const { page, errors } = await openPlayground();
@@ -120,28 +72,12 @@ describe('playground page', () => {
     await setParam(page, 'temperature', '0.8');
     await setParam(page, 'seed', '7');
 
-    // Every text the output shows, in order, as the DOM changes.
-    await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as unknown as { seen: string[] }).seen = seen;
-      new MutationObserver(() => {
-        const output = document.querySelector('#choices .choice .output');
-        const text = output ? [...output.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join('') : '';
-        if (text !== seen[seen.length - 1]) seen.push(text);
-      }).observe(document.getElementById('choices')!, { subtree: true, childList: true, characterData: true });
-    });
+    await watchOutput(page);
     await page.getByRole('button', { name: 'Send' }).click();
     await page.locator('.choice .badge.length').waitFor();
 
     const final = (await page.locator('.choice .output').textContent()) ?? '';
-    const seen = (await page.evaluate(() => (window as unknown as { seen: string[] }).seen)).filter((t) => t !== '');
-    expect(seen.at(-1)).toBe(final);
-    // Text arrived in several growing steps, each a prefix of the final text.
-    expect(seen.length).toBeGreaterThanOrEqual(3);
-    for (let i = 1; i < seen.length; i++) {
-      expect(seen[i]!.length).toBeGreaterThan(seen[i - 1]!.length);
-      expect(final.startsWith(seen[i - 1]!)).toBe(true);
-    }
+    expectStreamed(await seenTexts(page), final);
 
     await expect.poll(() => page.locator('#metric-finish').textContent(), WAIT).toBe('length');
     expect(await page.locator('#metric-status').textContent()).toBe('200');
@@ -192,6 +128,7 @@ describe('playground page', () => {
 
     const requests: string[] = [];
     page.on('request', (request) => requests.push(`${request.method()} ${request.url()}`));
+    await watchStatus(page);
     await page.getByText('In-page · WASM').click();
     await page.keyboard.press('Control+Enter');
     await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('running in this page');
@@ -205,6 +142,12 @@ describe('playground page', () => {
     expect(requests.some((r) => r.endsWith('/playground/model/onnx/model.onnx'))).toBe(true);
     expect(requests.filter((r) => r.startsWith('POST'))).toEqual([]);
     expect(requests.filter((r) => !r.includes(` ${baseUrl}`))).toEqual([]);
+    // Download progress, per file as bytes of total and percent, up to 100%: the .wasm and the weights.
+    const statuses = await seenStatuses(page);
+    const wasmMb = (statSync(`${REPO_ROOT}node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm`).size / 1024 / 1024).toFixed(1);
+    expect(statuses.some((t) => t.includes(`ort-wasm-simd-threaded.wasm 0.0 of ${wasmMb} MB (0%)`))).toBe(true);
+    const done = statuses.find((t) => t.includes(`ort-wasm-simd-threaded.wasm ${wasmMb} of ${wasmMb} MB (100%)`) && t.includes('model.onnx 1.0 of 1.0 MB (100%)'));
+    expect(done, statuses.join('\n')).toBeDefined();
 
     // Stop (Esc) ends an in-page generation early, and the engine takes the next request.
     await setParam(page, 'max_tokens', '400');
@@ -252,6 +195,63 @@ describe('playground page', () => {
     await page.getByRole('button', { name: 'Send' }).click();
     await expect.poll(() => page.locator('#api-error .error-message').textContent(), WAIT).toContain('best_of must equal n when streaming');
     expect(await page.locator('#param-best_of-error').textContent()).toContain('best_of must equal n when streaming');
+    expect(errors).toEqual([]);
+  });
+
+  it('shows n = 2 sampled sequences and beam search’s n best side by side, as the server answers them', async () => {
+    const { page, errors } = await openPlayground();
+    await page.getByRole('tab', { name: 'Completions' }).click();
+    await page.getByLabel('Prompt', { exact: true }).fill('Once upon a time');
+    await setParam(page, 'max_tokens', '24');
+    await setParam(page, 'temperature', '0.9');
+    await setParam(page, 'seed', '5');
+    await setParam(page, 'n', '2');
+    // The help says what the server does, not a refusal that no longer happens.
+    const sequences = page.locator('[data-param="n"], [data-param="best_of"], [data-param="use_beam_search"]');
+    expect(await sequences.count()).toBe(3);
+    for (const text of await sequences.allTextContents()) expect(text).not.toMatch(/refuse|not supported/i);
+
+    await page.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => page.locator('.choice .badge.length, .choice .badge.stop').count(), WAIT).toBe(2);
+    const sampled = await page.locator('.choice .output').allTextContents();
+    const direct = await askServer('/v1/completions', await shownRequestBody(page));
+    expect(sampled).toEqual(direct.json.choices.map((c: { text: string }) => c.text));
+    expect(sampled[0]).not.toBe(sampled[1]);
+
+    await page.getByLabel('Stream tokens').uncheck();
+    await setParam(page, 'temperature', '0');
+    await setParam(page, 'top_k', '-1');
+    await page.getByLabel('use_beam_search').check();
+    await page.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => page.locator('.choice .badge.length, .choice .badge.stop').count(), WAIT).toBe(2);
+    expect(await page.locator('#api-error').isVisible()).toBe(false);
+    const beams = await page.locator('.choice .output').allTextContents();
+    const beamBody = await shownRequestBody(page);
+    expect(beamBody).toMatchObject({ use_beam_search: true, n: 2, temperature: 0 });
+    const directBeams = await askServer('/v1/completions', beamBody);
+    expect(beams).toEqual(directBeams.json.choices.map((c: { text: string }) => c.text));
+    expect(errors).toEqual([]);
+  });
+
+  it('explains an in-page engine that cannot start, and clears that error when another engine is picked', async () => {
+    const { page, errors } = await openPlayground();
+    // A proxy or a stale deploy that answers with an HTML page instead of the .wasm.
+    await page.route('**/playground/ort/ort-wasm-simd-threaded.wasm', (route) =>
+      route.fulfill({ status: 200, contentType: 'application/wasm', body: '<html>Service unavailable</html>' }),
+    );
+    await page.getByText('In-page · WASM').click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('could not be compiled');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const error = page.locator('#api-error');
+    await error.waitFor(WAIT);
+    const message = (await error.textContent()) ?? '';
+    expect(message).toContain('The In-page · WASM engine could not start: onnxruntime-web’s .wasm file could not be compiled');
+    expect(message).toContain('expected magic word'); // onnxruntime's own words, kept for whoever debugs it
+    expect(await page.locator('#engine-status').getAttribute('data-kind')).toBe('error');
+
+    await page.getByText('Server', { exact: true }).click();
+    await expect.poll(() => error.isVisible(), WAIT).toBe(false);
+    expect(await page.locator('#engine-status').textContent()).toContain('Server: stories260k');
     expect(errors).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SERVER_CONFIG } from '../../src/config/server-config.js';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
 import { createApp } from '../../src/http/app.js';
+import { readWithProgress, type FileProgress } from '../../src/runtime/browser-downloads.js';
 import { createBrowserApp, fetchModelFiles, type BrowserApp } from '../../src/runtime/browser-engine.js';
 import { embeddedEngine, MODEL_DIR } from '../helpers/model.js';
 
@@ -31,16 +32,34 @@ function modelFetch(missing: string[] = []) {
 }
 
 describe('fetchModelFiles', () => {
-  it('downloads the Hugging Face ONNX layout and reports progress on the weights', async () => {
+  it('downloads the Hugging Face ONNX layout and reports each file’s progress up to its full size', async () => {
     const { stub, requested } = modelFetch();
-    let progress = 0;
-    const files = await fetchModelFiles('http://model.test/stories', { fetch: stub, onProgress: (bytes) => (progress = bytes) });
+    const progress: FileProgress[] = [];
+    const files = await fetchModelFiles('http://model.test/stories', { fetch: stub, onProgress: (p) => progress.push(p) });
     expect(requested.sort()).toEqual(
       ['config.json', 'generation_config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json'].map((p) => `/stories/${p}`),
     );
     expect(Buffer.from(files.onnx).equals(await readFile(join(MODEL_DIR, 'onnx', 'model.onnx')))).toBe(true);
-    expect(progress).toBe(files.onnx.byteLength);
+    const onnx = progress.filter((p) => p.file === 'model.onnx');
+    expect(onnx[0]).toEqual({ file: 'model.onnx', loadedBytes: 0, totalBytes: null });
+    expect(onnx.at(-1)).toEqual({ file: 'model.onnx', loadedBytes: files.onnx.byteLength, totalBytes: files.onnx.byteLength });
+    for (let i = 1; i < onnx.length; i++) expect(onnx[i]!.loadedBytes).toBeGreaterThanOrEqual(onnx[i - 1]!.loadedBytes);
+    expect(new Set(progress.map((p) => p.file))).toEqual(new Set(['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'model.onnx']));
     expect(files.config).toEqual(JSON.parse(await readFile(join(MODEL_DIR, 'config.json'), 'utf8')));
+  });
+
+  it('reports the declared length as the total while the body arrives', async () => {
+    const body = new Uint8Array(300_000).fill(7);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let offset = 0; offset < body.length; offset += 100_000) controller.enqueue(body.subarray(offset, offset + 100_000));
+        controller.close();
+      },
+    });
+    const progress: FileProgress[] = [];
+    const bytes = await readWithProgress(new Response(stream, { headers: { 'content-length': '300000' } }), 'weights.bin', (p) => progress.push(p));
+    expect(bytes).toEqual(body);
+    expect(progress.map((p) => [p.loadedBytes, p.totalBytes])).toEqual([[0, 300000], [100000, 300000], [200000, 300000], [300000, 300000]]);
   });
 
   it('treats generation_config.json as optional, the other files as required', async () => {

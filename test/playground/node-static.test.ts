@@ -69,6 +69,31 @@ describe('playgroundRoutes', () => {
     }
   });
 
+  it('makes the page cross-origin isolated: COOP/COEP on the page, CORP on every file', async () => {
+    for (const path of ['/', '/playground/playground.css', '/playground/playground.js', '/playground/ort/ort-wasm-simd-threaded.wasm', '/playground/model/onnx/model.onnx']) {
+      const response = await app().request(path);
+      expect(response.status, path).toBe(200);
+      expect(response.headers.get('cross-origin-opener-policy'), path).toBe('same-origin');
+      expect(response.headers.get('cross-origin-embedder-policy'), path).toBe('require-corp');
+      expect(response.headers.get('cross-origin-resource-policy'), path).toBe('same-origin');
+      await response.body?.cancel();
+    }
+  });
+
+  it('answers a revalidation of an unchanged file with 304 and no body, and a changed one in full', async () => {
+    const first = await app().request('/playground/playground.css');
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^W\/"[0-9a-f]+-[0-9a-f]+"$/);
+    const again = await app().request('/playground/playground.css', { headers: { 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    expect(again.headers.get('etag')).toBe(etag);
+    await writeFile(join(root, 'public', 'playground.css'), 'body{color:red}');
+    const changed = await app().request('/playground/playground.css', { headers: { 'if-none-match': etag } });
+    expect(changed.status).toBe(200);
+    expect(await changed.text()).toBe('body{color:red}');
+  });
+
   it('says how to build the script when the bundle is missing', async () => {
     const response = await playgroundRoutes({ rootDir: join(root, 'nowhere') }).request('/playground/playground.js');
     expect(response.status).toBe(404);
