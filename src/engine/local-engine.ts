@@ -21,6 +21,11 @@ export interface LocalEngineOptions {
   servedModelName: string;
   sessionOptions?: InferenceSession.SessionOptions;
   limits?: Partial<SchedulerLimits>;
+  /**
+   * Create the session from `files.onnxPath` rather than the bytes (onnxruntime-node), so
+   * external data files are found beside the graph.
+   */
+  loadFromPath?: boolean;
 }
 
 /**
@@ -68,7 +73,11 @@ export class LocalEngine implements Engine {
     const { files } = options;
     const spec = modelSpecFromConfig(files.config, files.generationConfig);
     const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
-    const decoder = await OnnxDecoder.create(options.ort, files.onnx, spec, options.sessionOptions);
+    const source = options.loadFromPath && files.onnxPath !== undefined ? files.onnxPath : files.onnx;
+    const sessionOptions = files.externalData?.length
+      ? { ...options.sessionOptions, externalData: files.externalData }
+      : options.sessionOptions;
+    const decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions);
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, {
       ...DEFAULT_SCHEDULER_LIMITS,
       ...options.limits,

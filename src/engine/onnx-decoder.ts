@@ -72,7 +72,7 @@ export class OnnxDecoder {
 
   static async create(
     ort: OrtRuntime,
-    model: Uint8Array,
+    model: Uint8Array | string,
     spec: ModelSpec,
     options: InferenceSession.SessionOptions = {},
   ): Promise<OnnxDecoder> {

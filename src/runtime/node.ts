@@ -124,6 +124,8 @@ async function main(): Promise<void> {
       modelDir: config.modelDir,
       servedModelName: config.servedModelName,
       limits: schedulerLimitsOf(config),
+      dtype: config.dtype,
+      modelFile: config.modelFile,
     });
   } catch (error) {
     throw new StartupError((error as Error).message);
