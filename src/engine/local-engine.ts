@@ -4,6 +4,9 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BatchRunner, type JoiningRow } from './batch-runner.js';
 import { BeamSearchGroup } from './beam-search.js';
+import { checkBatching, type BatchingMode } from './batching-self-test.js';
+import { describeContract } from './decoder-contract.js';
+import { graphHasOp } from './graph-ops.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
@@ -13,6 +16,27 @@ import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limi
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
 import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
 import { yieldToEventLoop } from './yield.js';
+
+/** What the engine loaded, for the startup report. */
+export interface ModelLoadReport {
+  /** The graph file inside the model folder, when known. */
+  file: string | null;
+  /** Graph + external data bytes. */
+  bytes: number;
+  dtype: string | null;
+  numLayers: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  contextLength: number;
+  /** The graph's inputs as fed (element types, optional inputs present). */
+  contract: string;
+  inputNames: readonly string[];
+  batching: BatchingMode;
+  /** Session creation + self-test (warm-up), in ms. */
+  loadMs: number;
+  /** To print at startup (batching changes, context limits). */
+  warnings: string[];
+}
 
 export interface LocalEngineOptions {
   ort: OrtRuntime;
@@ -49,6 +73,8 @@ export class LocalEngine implements Engine {
   private readonly runner: BatchRunner;
   private loop: Promise<void> | null = null;
   private counters = { steps: 0, generatedTokens: 0 };
+  /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
+  private readonly oneRequestPerStep: boolean;
 
   private constructor(
     private readonly decoder: OnnxDecoder,
@@ -57,6 +83,7 @@ export class LocalEngine implements Engine {
     files: ModelFiles,
     servedModelName: string,
     limits: SchedulerLimits,
+    readonly loadReport: ModelLoadReport,
   ) {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
@@ -65,7 +92,8 @@ export class LocalEngine implements Engine {
       mode: limits.speculativeDecoding,
       numSpeculativeTokens: limits.numSpeculativeTokens,
       maxRows: limits.speculativeMaxSequences,
-    });
+    }, loadReport.batching.kind === 'batched' ? loadReport.batching.padding : 'end');
+    this.oneRequestPerStep = loadReport.batching.kind !== 'batched';
     this.limits = limits;
   }
 
@@ -77,11 +105,35 @@ export class LocalEngine implements Engine {
     const sessionOptions = files.externalData?.length
       ? { ...options.sessionOptions, externalData: files.externalData }
       : options.sessionOptions;
-    const decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions);
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, {
-      ...DEFAULT_SCHEDULER_LIMITS,
-      ...options.limits,
-    });
+    const started = Date.now();
+    const limits = { ...DEFAULT_SCHEDULER_LIMITS, ...options.limits };
+    const graphLabel = files.onnxFile ?? 'The model graph';
+    const decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel);
+    let check: Awaited<ReturnType<typeof checkBatching>>;
+    try {
+      check = await checkBatching(decoder, {
+        dynamicInt8: graphHasOp(files.onnx, 'DynamicQuantizeLinear'),
+        crossRequestBatching: limits.crossRequestBatching,
+      });
+    } catch (error) {
+      await decoder.dispose();
+      throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
+    }
+    const loadReport: ModelLoadReport = {
+      file: files.onnxFile ?? null,
+      bytes: files.weightBytes ?? files.onnx.byteLength,
+      dtype: files.dtype ?? null,
+      numLayers: spec.numLayers,
+      numKeyValueHeads: spec.numKeyValueHeads,
+      headDim: spec.headDim,
+      contextLength: spec.maxPositionEmbeddings,
+      contract: describeContract(decoder.contract),
+      inputNames: decoder.contract.inputNames,
+      batching: check.mode,
+      loadMs: Date.now() - started,
+      warnings: check.warnings,
+    };
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport);
   }
 
   /**
@@ -191,6 +243,7 @@ export class LocalEngine implements Engine {
     while (this.waiting.length > 0) {
       const next = this.waiting[0];
       const idle = this.runner.size === 0 && joining.length === 0;
+      if (this.oneRequestPerStep && !idle) break;
       // An idle engine always takes one request, so a prompt longer than the budget, or a
       // request with more sequences than the batch holds, still runs.
       if (!idle && this.runner.size + joining.length + next.width > this.limits.maxRunningSequences) break;
