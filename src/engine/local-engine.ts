@@ -9,7 +9,7 @@ import { describeContract } from './decoder-contract.js';
 import { graphHasOp } from './graph-ops.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
-import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
+import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
@@ -99,8 +99,13 @@ export class LocalEngine implements Engine {
 
   static async create(options: LocalEngineOptions): Promise<LocalEngine> {
     const { files } = options;
-    const spec = modelSpecFromConfig(files.config, files.generationConfig);
-    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
+    const { spec: configSpec, notes } = modelSpecFromFiles(files);
+    // No EOS in any config file: the tokenizer's own rule, never an empty list that would
+    // stop nothing.
+    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, {
+      eosTokenIds: configSpec.eosTokenIds.length > 0 ? configSpec.eosTokenIds : undefined,
+    });
+    const spec = { ...configSpec, eosTokenIds: [...tokenizer.eosTokenIds] };
     const source = options.loadFromPath && files.onnxPath !== undefined ? files.onnxPath : files.onnx;
     const sessionOptions = files.externalData?.length
       ? { ...options.sessionOptions, externalData: files.externalData }
@@ -131,7 +136,7 @@ export class LocalEngine implements Engine {
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
       loadMs: Date.now() - started,
-      warnings: check.warnings,
+      warnings: [...notes, ...check.warnings],
     };
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport);
   }
