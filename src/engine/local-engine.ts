@@ -34,7 +34,9 @@ export interface ModelLoadReport {
   batching: BatchingMode;
   /** Session creation + self-test (warm-up), in ms. */
   loadMs: number;
-  /** To print at startup (batching changes, context limits). */
+  /** Facts worth a line at startup (a context cut by the tokenizer's limit). */
+  notes: string[];
+  /** Warnings to print at startup (batching off or changing outputs). */
   warnings: string[];
 }
 
@@ -136,7 +138,8 @@ export class LocalEngine implements Engine {
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
       loadMs: Date.now() - started,
-      warnings: [...notes, ...check.warnings],
+      notes,
+      warnings: check.warnings,
     };
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport);
   }

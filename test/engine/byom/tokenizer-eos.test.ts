@@ -44,6 +44,11 @@ describe('EOS from tokenizer_config.json when config.json and generation_config.
       expect(engine.tokenizer.decode(ids, { skipSpecialTokens: false })).toBe(text);
       // Configs name <|im_end|> and <|endoftext|>; tokenizer_config.json adds nothing new.
       expect(engine.spec.eosTokenIds).toEqual([special.imEnd, special.endOfText]);
+      // The fixture's tokenizer_config.json allows 131072 tokens, its config.json 96.
+      expect(engine.info.maxModelLen).toBe(96);
+      expect(engine.loadReport.notes).toEqual([
+        "config.json's max_position_embeddings (96) and tokenizer_config.json's model_max_length (131072) disagree: the context is the smaller, 96 tokens.",
+      ]);
     } finally {
       await engine.dispose();
     }
