@@ -259,7 +259,7 @@ export class LocalEngine implements Engine {
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds);
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
         this.counters.generatedTokens += generated;

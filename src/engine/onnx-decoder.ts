@@ -15,10 +15,16 @@ export interface DecoderInput {
   /** [batch, past.length + seqLen]: 1 for real slots, 0 for padding. */
   attentionMask: BigInt64Array;
   past: KvCache;
+  /**
+   * Logits wanted for the last this-many positions of each row (default: all `seqLen`).
+   * Only graphs with a num_logits_to_keep / logits_to_keep input compute fewer; the
+   * others return every position.
+   */
+  logitsToKeep?: number;
 }
 
 export interface DecoderOutput {
-  /** [batch, seqLen, vocab], float32 whatever the graph outputs. */
+  /** [batch, seqLen (or logitsToKeep), vocab], float32 whatever the graph outputs. */
   logits: Float32Array;
   /** past + the new slots: [batch, heads, past.length + seqLen, headDim] per layer. */
   present: KvCache;
@@ -87,13 +93,15 @@ export class OnnxDecoder {
     };
     if (contract.positionIdsType !== null) feeds.position_ids = this.ids(contract.positionIdsType, input.positionIds, [batch, seqLen]);
     if (contract.useCacheBranch) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
-    // Every fed position's logits: the sampler reads the last one, prompt logprobs and
-    // speculative steps read them all; a decode step feeds one position per row anyway.
+    // A prefill without prompt logprobs needs the last position only (a long prompt's
+    // logits would otherwise be prompt length × vocabulary floats); speculative steps
+    // read every fed position; a decode step feeds one position per row anyway.
     if (contract.logitsToKeepInput !== null) {
+      const keep = Math.min(seqLen, input.logitsToKeep ?? seqLen);
       feeds[contract.logitsToKeepInput] =
         contract.logitsToKeepType === 'int64'
-          ? new ort.Tensor('int64', BigInt64Array.of(BigInt(seqLen)), [])
-          : new ort.Tensor('int32', Int32Array.of(seqLen), []);
+          ? new ort.Tensor('int64', BigInt64Array.of(BigInt(keep)), [])
+          : new ort.Tensor('int32', Int32Array.of(keep), []);
     }
     this.feedPast(feeds, past);
     const outputs = await this.session.run(feeds);

@@ -207,3 +207,51 @@ describe('graphs the engine cannot serve, or batch', () => {
   });
 });
 
+
+describe('num_logits_to_keep', () => {
+  it('gives the same prompt logprobs and output as a graph without it, asking for every position only then', async () => {
+    const plainDir = await writeFixtureFolder();
+    const keepDir = await writeFixtureFolder({ layout: { logitsToKeep: 'num_logits_to_keep' } });
+    const plain = await createNodeEngine({ modelDir: plainDir });
+    const keep = await createNodeEngine({ modelDir: keepDir });
+    try {
+      const params = { temperature: 0, maxTokens: 4, ignoreEos: true, promptLogprobs: 2 };
+      const a = await collectGeneration(plain, PROMPTS[0], params);
+      const b = await collectGeneration(keep, PROMPTS[0], params);
+      expect(b.tokenIds).toEqual(a.tokenIds);
+      const logprobs = (out: typeof a) => out.deltas[0].promptLogprobs!;
+      expect(logprobs(b)).toHaveLength(PROMPTS[0].length);
+      logprobs(b).forEach((position, i) => {
+        if (position === null) return expect(logprobs(a)[i]).toBeNull();
+        expect(position.logprob).toBeCloseTo(logprobs(a)[i]!.logprob, 4);
+      });
+      const withoutLogprobs = await collectGeneration(keep, PROMPTS[0], { temperature: 0, maxTokens: 4, ignoreEos: true });
+      expect(withoutLogprobs.tokenIds).toEqual(a.tokenIds);
+    } finally {
+      await plain.dispose();
+      await keep.dispose();
+    }
+  });
+});
+
+it('a graph with num_logits_to_keep returns only the rows asked for', async () => {
+  const spec = specOf();
+  const decoder = await OnnxDecoder.create(ort, encodeFixtureGraph(buildFixtureGraph('fused', { logitsToKeep: 'num_logits_to_keep' })), spec);
+  try {
+    const prompt = PROMPTS[0];
+    const out = await decoder.run({
+      batch: 1,
+      seqLen: prompt.length,
+      inputIds: BigInt64Array.from(prompt, BigInt),
+      positionIds: BigInt64Array.from(prompt, (_, i) => BigInt(i)),
+      attentionMask: new BigInt64Array(prompt.length).fill(1n),
+      past: emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim),
+      logitsToKeep: 1,
+    });
+    expect(out.logits).toHaveLength(spec.vocabSize);
+    const expected = Llama2cReference.prefill(fixtureCheckpoint(), prompt).at(-1)!;
+    expect(maxAbsDiff(out.logits, expected)).toBeLessThan(1e-4);
+  } finally {
+    await decoder.dispose();
+  }
+});
