@@ -11,6 +11,8 @@ import { emptyKvCache } from '../../../src/engine/kv-cache.js';
 import { OnnxDecoder } from '../../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
 import type { DecoderLayoutOptions } from '../../../scripts/convert/graph-variants.js';
+import { GraphBuilder } from '../../../scripts/convert/graph-builder.js';
+import { encodeOnnxModel, OnnxDataType } from '../../../scripts/convert/onnx-writer.js';
 import { Llama2cReference } from '../../convert/llama2c-reference.js';
 import { collectGeneration } from '../../helpers/model.js';
 import { createNodeEngine } from '../../../src/runtime/node-engine.js';
@@ -161,6 +163,32 @@ describe('graphs the engine cannot serve, or batch', () => {
     const dir = await writeFixtureFolder({ config: { num_key_value_heads: 4 } });
     await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
       'onnx/model.onnx cannot be served: its KV cache has 2 heads, but config.json gives 4 key/value heads (num_key_value_heads).',
+    );
+  });
+
+  it('refuses a graph with fewer layers than config.json declares', async () => {
+    const dir = await writeFixtureFolder({ config: { num_hidden_layers: 3 } });
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
+      'onnx/model.onnx cannot be served: it has no "past_key_values.2.key" input, but config.json declares 3 layers.',
+    );
+  });
+
+  it('refuses a graph whose head size disagrees with config.json', async () => {
+    const dir = await writeFixtureFolder({ config: { head_dim: 16 } });
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
+      'onnx/model.onnx cannot be served: its KV cache has head size 8, but config.json gives 16 (head_dim, or hidden_size / num_attention_heads).',
+    );
+  });
+
+  it('refuses a graph exported without past_key_values', async () => {
+    const g = new GraphBuilder('no_cache');
+    const ids = g.input('input_ids', OnnxDataType.INT64, ['batch_size', 'sequence_length']);
+    g.input('attention_mask', OnnxDataType.INT64, ['batch_size', 'sequence_length']);
+    g.node('Cast', [ids], { scope: '/x', attributes: { to: OnnxDataType.FLOAT }, outputs: ['logits'] });
+    g.output('logits', OnnxDataType.FLOAT, ['batch_size', 'sequence_length']);
+    const bytes = encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'test', producerVersion: '0', graph: g.build() });
+    await expect(OnnxDecoder.create(ort, bytes, specOf(), {}, 'onnx/model.onnx')).rejects.toThrow(
+      'onnx/model.onnx cannot be served: it has no "past_key_values.0.key" input, so it is not a decoder exported with past_key_values (inputs: input_ids, attention_mask).',
     );
   });
 
