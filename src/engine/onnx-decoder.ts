@@ -74,7 +74,12 @@ export class OnnxDecoder {
     options: InferenceSession.SessionOptions = {},
     graphLabel = 'The model graph',
   ): Promise<OnnxDecoder> {
-    const session = await ort.InferenceSession.create(model, options);
+    let session: InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(model, options);
+    } catch (error) {
+      throw new Error(`${graphLabel} cannot be served: onnxruntime cannot load it: ${explainLoadError((error as Error).message)}`);
+    }
     try {
       return new OnnxDecoder(ort, session, spec, readDecoderContract(session, spec, graphLabel));
     } catch (error) {
@@ -175,4 +180,25 @@ export class OnnxDecoder {
     }
     return empty;
   }
+}
+
+/** TensorProto.DataType numbers onnxruntime's JS bindings name only by number. */
+const ONNX_TYPE_NAMES: Record<string, string> = {
+  '11': 'float64',
+  '14': 'complex64',
+  '15': 'complex128',
+  '16': 'bfloat16',
+  '17': 'float8e4m3fn',
+  '18': 'float8e4m3fnuz',
+  '19': 'float8e5m2',
+  '20': 'float8e5m2fnuz',
+};
+
+function explainLoadError(message: string): string {
+  const unsupported = /Unsupported data type: (\d+)/.exec(message);
+  if (unsupported) {
+    const name = ONNX_TYPE_NAMES[unsupported[1]] ?? `ONNX type ${unsupported[1]}`;
+    return `an input or output is ${name}, which onnxruntime's JavaScript API cannot exchange (the engine handles float32 and float16 KV and logits).`;
+  }
+  return message;
 }

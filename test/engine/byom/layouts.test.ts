@@ -166,6 +166,13 @@ describe('graphs the engine cannot serve, or batch', () => {
     );
   });
 
+  it('refuses a KV cache of an element type the engine does not feed', async () => {
+    const dir = await writeFixtureFolder({ layout: { kvType: 'bfloat16' } });
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
+      "onnx/model.onnx cannot be served: onnxruntime cannot load it: an input or output is bfloat16, which onnxruntime's JavaScript API cannot exchange (the engine handles float32 and float16 KV and logits).",
+    );
+  });
+
   it('refuses a graph with fewer layers than config.json declares', async () => {
     const dir = await writeFixtureFolder({ config: { num_hidden_layers: 3 } });
     await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
