@@ -25,16 +25,33 @@ import { MASK_BIAS, type DecoderInputs } from './llama-graph-io.js';
 import { permuteRowsForHfRope } from './rope.js';
 
 export function buildGqaLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number): OnnxGraph {
-  return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => gqaAttention(g, ckpt, inputs));
+  return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => gqaAttention(g, ckpt, inputs, 'padded-bias'));
 }
 
-function gqaAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs): AttentionBlock {
+/**
+ * GroupQueryAttention wired as onnxruntime-genai's model builder wires it: seqlens_k =
+ * ReduceSum(attention_mask) - 1 and no attention bias, so each row's keys are its first
+ * seqlens_k + 1 slots and new keys are written right after them. Such a graph wants
+ * right-padded rows (real slots first); fed left-padded rows, a shorter row reads padding.
+ * Not a converter flavour: a fixture for the engine's tests of other exporters' graphs.
+ */
+export function buildGenaiGqaLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number): OnnxGraph {
+  return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => gqaAttention(g, ckpt, inputs, 'genai'));
+}
+
+function gqaAttention(
+  g: GraphBuilder,
+  ckpt: Llama2cCheckpoint,
+  inputs: DecoderInputs,
+  wiring: 'padded-bias' | 'genai',
+): AttentionBlock {
   const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
   const { headDim, kvDim } = ckpt;
   // RotaryEmbedding's caches are [max_position, head_dim / 2]: exactly llama2.c's freq_cis tables.
   const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.freqCisReal);
   const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.freqCisImag);
-  const { attentionBias, seqlensK, totalLength } = buildGqaMaskInputs(g, inputs.inputIds, inputs.attentionMask);
+  const { attentionBias, seqlensK, totalLength } =
+    wiring === 'genai' ? buildGenaiMaskInputs(g, inputs.attentionMask) : buildGqaMaskInputs(g, inputs.inputIds, inputs.attentionMask);
   const qkSplit = g.int64Constant([nHeads * headDim, kvDim]);
 
   return ({ layer, index, xNorm, scope, prefix }) => {
@@ -94,4 +111,15 @@ function buildGqaMaskInputs(
   const batch = g.op('Shape', [attentionMask], lengthScope, { start: 0, end: 1 }); // [B]
   const seqlensK = g.op('Expand', [lastIndex, batch], lengthScope); // [B], all T - 1
   return { attentionBias, seqlensK, totalLength };
+}
+
+/** seqlens_k = ReduceSum(attention_mask, 1) - 1, total_sequence_length = T, as onnxruntime-genai builds them. */
+function buildGenaiMaskInputs(g: GraphBuilder, attentionMask: string): { attentionBias: string; seqlensK: string; totalLength: string } {
+  const scope = '/model/attn_mask_reformat';
+  const sum = g.op('ReduceSum', [attentionMask, g.int64Constant([1])], scope, { keepdims: 0 });
+  const lastIndex = g.op('Sub', [sum, g.int64Constant([1], true)], scope);
+  const seqlensK = g.op('Cast', [lastIndex], scope, { to: OnnxDataType.INT32 });
+  const total64 = g.op('Shape', [attentionMask], scope, { start: 1, end: 2 });
+  const totalLength = g.op('Cast', [total64], scope, { to: OnnxDataType.INT32 });
+  return { attentionBias: '', seqlensK, totalLength };
 }

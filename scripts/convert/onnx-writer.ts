@@ -7,9 +7,12 @@ import { ProtobufWriter } from './protobuf-writer.js';
 /** TensorProto.DataType values used here. */
 export const OnnxDataType = {
   FLOAT: 1,
+  UINT8: 2,
   INT32: 6,
   INT64: 7,
   BOOL: 9,
+  FLOAT16: 10,
+  BFLOAT16: 16,
 } as const;
 export type OnnxDataType = (typeof OnnxDataType)[keyof typeof OnnxDataType];
 
@@ -17,8 +20,10 @@ export interface OnnxTensor {
   name: string;
   dataType: OnnxDataType;
   dims: readonly number[];
-  /** Little-endian element bytes (TensorProto.raw_data). */
+  /** Little-endian element bytes (TensorProto.raw_data); ignored when `external` is set. */
   rawData: Uint8Array;
+  /** The bytes live in an external data file beside the model (TensorProto.external_data). */
+  external?: { location: string; offset: number; length: number };
 }
 
 /**
@@ -150,7 +155,22 @@ function writeTensor(w: ProtobufWriter, t: OnnxTensor): void {
   for (const d of t.dims) w.int(1, d);
   w.int(2, t.dataType);
   w.string(8, t.name);
-  w.bytes(9, t.rawData);
+  if (t.external) {
+    const entries: Array<[string, string]> = [
+      ['location', t.external.location],
+      ['offset', String(t.external.offset)],
+      ['length', String(t.external.length)],
+    ];
+    for (const [key, value] of entries) {
+      w.message(13, (entry) => {
+        entry.string(1, key);
+        entry.string(2, value);
+      });
+    }
+    w.int(14, 1); // data_location: EXTERNAL
+  } else {
+    w.bytes(9, t.rawData);
+  }
 }
 
 function writeValueInfo(w: ProtobufWriter, v: OnnxValueInfo): void {

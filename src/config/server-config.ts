@@ -2,12 +2,13 @@
  * Server configuration: MindIE-style limits plus the batching limits of the scheduler.
  *
  * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
- * (HOST, PORT, MODEL_DIR, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE, ALLOWED_HOSTS, LOG_REQUESTS,
- * API_KEY or VLLM_API_KEY). `resolveServerConfig` applies it; this
+ * (HOST, PORT, MODEL_DIR, MODEL_DTYPE, MODEL_FILE, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE,
+ * ALLOWED_HOSTS, LOG_REQUESTS, API_KEY or VLLM_API_KEY, ...). `resolveServerConfig` applies it; this
  * module is pure (no fs, no process.env), so the Node entry reads the file and passes
  * its parsed JSON and `process.env` in.
  */
 import { z } from 'zod';
+import { MODEL_DTYPES } from '../engine/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
@@ -32,6 +33,19 @@ export const ServerConfigSchema = z.strictObject(
     port: int(0, 65535).default(8080),
     /** Directory of the model (ONNX graph, tokenizer, config.json, generation_config.json). */
     modelDir: nonEmpty.default('models/stories260k'),
+    /**
+     * Which weight variant of the model folder to load, by transformers.js's names:
+     * fp32 → onnx/model.onnx, q4 → onnx/model_q4.onnx, ... (engine/model-variants.ts).
+     */
+    dtype: z.enum(MODEL_DTYPES, { error: `must be one of ${MODEL_DTYPES.map((d) => `"${d}"`).join(', ')}` }).optional(),
+    /** Any .onnx file inside the model folder (e.g. "onnx/my-export.onnx"); wins over dtype. */
+    modelFile: nonEmpty.optional(),
+    /**
+     * Decode sequences of different requests in one batch. Off: one request per model
+     * call (its own n / beams still share it), for graphs whose outputs batching changes
+     * (dynamic int8 quantisation computes its scales over the whole batch).
+     */
+    crossRequestBatching: z.boolean({ error: 'must be true or false' }).default(true),
     /** Name clients pass as `model`; defaults to the model directory's name. */
     servedModelName: nonEmpty.optional(),
     /** Longest sequence (prompt + output) the server runs, capped by the model's max_position_embeddings. */
@@ -119,6 +133,7 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     speculativeDecoding: config.speculativeDecoding,
     numSpeculativeTokens: config.numSpeculativeTokens,
     speculativeMaxSequences: config.speculativeMaxSequences,
+    crossRequestBatching: config.crossRequestBatching,
   };
 }
 
@@ -154,6 +169,8 @@ const ENV_VARIABLES = {
   HOST: 'host',
   PORT: 'port',
   MODEL_DIR: 'modelDir',
+  MODEL_DTYPE: 'dtype',
+  MODEL_FILE: 'modelFile',
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
   ALLOWED_HOSTS: 'allowedHosts',

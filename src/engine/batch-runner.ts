@@ -1,5 +1,5 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
-import { emptyKvCache, releaseKvCache, repackKvCache, type KvCache, type KvRowSource } from './kv-cache.js';
+import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -32,9 +32,10 @@ export interface JoiningRow {
  * logits at once and picks their next tokens; a group may fork rows (beam search), and
  * the forks join the batch with a copy of their parent's KV row at the next repack.
  *
- * Rows of different lengths share the step: each row's cache is right-aligned and its
- * padding masked (see kv-cache.ts), and position_ids carry each row's own positions, so
- * a sequence's logits are the same as if it ran alone.
+ * Rows of different lengths share the step: each row's cache is aligned to the side the
+ * graph wants (`padding`, chosen at load by the batching self-test) and its padding
+ * masked (see kv-cache.ts), and position_ids carry each row's own positions, so a
+ * sequence's logits are the same as if it ran alone.
  */
 export class BatchRunner {
   private rows: BatchRow[] = [];
@@ -50,6 +51,7 @@ export class BatchRunner {
   constructor(
     private readonly decoder: OnnxDecoder,
     speculation: SpeculationOptions = { mode: 'off', numSpeculativeTokens: 0, maxRows: 0 },
+    private readonly padding: KvPadding = 'end',
   ) {
     this.cache = this.emptyCache(0);
     this.speculation = speculation;
@@ -62,10 +64,11 @@ export class BatchRunner {
 
   /**
    * Runs a prompt through the model. Returns the logits of every prompt position
-   * ([length, vocab]) and the prompt's cache, which rows continuing the prompt join the
+   * ([length, vocab]) when `allPositions`, else at least the last one's (the array's last
+   * `vocab` values), and the prompt's cache, which rows continuing the prompt join the
    * batch with (as row 0).
    */
-  async prefill(promptTokenIds: readonly number[]): Promise<{ logits: Float32Array; cache: KvCache }> {
+  async prefill(promptTokenIds: readonly number[], allPositions = true): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
     const positions = new BigInt64Array(length);
     for (let i = 0; i < length; i++) positions[i] = BigInt(i);
@@ -76,6 +79,7 @@ export class BatchRunner {
       positionIds: positions,
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
+      logitsToKeep: allPositions ? length : 1,
     });
     this.prefilled.push(present);
     return { logits, cache: present };
@@ -116,7 +120,7 @@ export class BatchRunner {
     this.rows = rows;
     this.groups = groups;
     const previous = this.cache;
-    this.cache = rows.length > 0 ? repackKvCache(sources, length, previous) : this.emptyCache(0);
+    this.cache = rows.length > 0 ? repackKvCache(sources, length, previous, this.padding) : this.emptyCache(0);
     // Forks copied rows of the previous cache; joining rows, of their prefill's.
     for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) releaseKvCache(replaced);
   }
@@ -147,8 +151,8 @@ export class BatchRunner {
       const row = rows[index];
       inputIds[index] = BigInt(row.lastTokenId);
       positionIds[index] = BigInt(row.cachedLength);
-      // Right-aligned: the real slots are the last cachedLength + 1 (the new one).
-      attentionMask.fill(1n, index * total + (total - row.cachedLength - 1), (index + 1) * total);
+      // The real slots: the row's cached ones and the new one.
+      markRealSlots(attentionMask, index, total, row.cachedLength + 1, this.padding);
     }
     const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past });
     this.cache = present;
@@ -228,7 +232,7 @@ export class BatchRunner {
         inputIds[index * seqLen + position] = BigInt(token);
         positionIds[index * seqLen + position] = BigInt(row.cachedLength + position);
       }
-      attentionMask.fill(1n, index * total + (total - row.cachedLength - seqLen), (index + 1) * total);
+      markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
     }
     const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past });
     const vocab = this.decoder.spec.vocabSize;
@@ -243,10 +247,13 @@ export class BatchRunner {
     const sources: KvRowSource[] = stepRows.map(({ row, consumed }, index) => {
       row.cachedLength += consumed;
       if (consumed < seqLen) trimmed = true;
-      return { cache: present, row: index, realLength: row.cachedLength, end: total - (seqLen - consumed) };
+      // Padded at the end: the rejected guesses are each row's last slots; at the start, the
+      // row's real slots are its first cachedLength ones (repack's default).
+      const end = this.padding === 'end' ? total - (seqLen - consumed) : undefined;
+      return { cache: present, row: index, realLength: row.cachedLength, end };
     });
     const length = sources.reduce((max, source) => Math.max(max, source.realLength), 0);
-    this.cache = trimmed ? repackKvCache(sources, length, present) : present;
+    this.cache = trimmed ? repackKvCache(sources, length, present, this.padding) : present;
     releaseKvCache(past);
     if (trimmed) releaseKvCache(present);
     return generated;
@@ -265,6 +272,6 @@ export class BatchRunner {
 
   private emptyCache(batch: number): KvCache {
     const { spec } = this.decoder;
-    return emptyKvCache(spec.numLayers, batch, spec.numKeyValueHeads, spec.headDim);
+    return emptyKvCache(spec.numLayers, batch, spec.numKeyValueHeads, spec.headDim, this.decoder.contract.kvType);
   }
 }

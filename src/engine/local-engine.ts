@@ -4,9 +4,12 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BatchRunner, type JoiningRow } from './batch-runner.js';
 import { BeamSearchGroup } from './beam-search.js';
+import { checkBatching, type BatchingMode } from './batching-self-test.js';
+import { describeContract } from './decoder-contract.js';
+import { graphHasOp } from './graph-ops.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
-import { generationDefaultsFromConfig, modelSpecFromConfig, type ModelSpec } from './model-spec.js';
+import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import type { OrtRuntime } from './ort-runtime.js';
@@ -14,6 +17,29 @@ import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limi
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
 import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
 import { yieldToEventLoop } from './yield.js';
+
+/** What the engine loaded, for the startup report. */
+export interface ModelLoadReport {
+  /** The graph file inside the model folder, when known. */
+  file: string | null;
+  /** Graph + external data bytes. */
+  bytes: number;
+  dtype: string | null;
+  numLayers: number;
+  numKeyValueHeads: number;
+  headDim: number;
+  contextLength: number;
+  /** The graph's inputs as fed (element types, optional inputs present). */
+  contract: string;
+  inputNames: readonly string[];
+  batching: BatchingMode;
+  /** Session creation + self-test (warm-up), in ms. */
+  loadMs: number;
+  /** Facts worth a line at startup (a context cut by the tokenizer's limit). */
+  notes: string[];
+  /** Warnings to print at startup (batching off or changing outputs). */
+  warnings: string[];
+}
 
 export interface LocalEngineOptions {
   ort: OrtRuntime;
@@ -24,6 +50,11 @@ export interface LocalEngineOptions {
   limits?: Partial<SchedulerLimits>;
   /** WebGPU only: keep the KV cache in GPU buffers between steps (gpu-kv-cache.ts). */
   gpuKv?: GpuKvStore;
+  /**
+   * Create the session from `files.onnxPath` rather than the bytes (onnxruntime-node), so
+   * external data files are found beside the graph.
+   */
+  loadFromPath?: boolean;
 }
 
 /**
@@ -47,6 +78,8 @@ export class LocalEngine implements Engine {
   private readonly runner: BatchRunner;
   private loop: Promise<void> | null = null;
   private counters = { steps: 0, generatedTokens: 0 };
+  /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
+  private readonly oneRequestPerStep: boolean;
 
   private constructor(
     private readonly decoder: OnnxDecoder,
@@ -55,6 +88,7 @@ export class LocalEngine implements Engine {
     files: ModelFiles,
     servedModelName: string,
     limits: SchedulerLimits,
+    readonly loadReport: ModelLoadReport,
   ) {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
@@ -63,19 +97,54 @@ export class LocalEngine implements Engine {
       mode: limits.speculativeDecoding,
       numSpeculativeTokens: limits.numSpeculativeTokens,
       maxRows: limits.speculativeMaxSequences,
-    });
+    }, loadReport.batching.kind === 'batched' ? loadReport.batching.padding : 'end');
+    this.oneRequestPerStep = loadReport.batching.kind !== 'batched';
     this.limits = limits;
   }
 
   static async create(options: LocalEngineOptions): Promise<LocalEngine> {
     const { files } = options;
-    const spec = modelSpecFromConfig(files.config, files.generationConfig);
-    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
-    const decoder = await OnnxDecoder.create(options.ort, files.onnx, spec, options.sessionOptions, options.gpuKv);
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, {
-      ...DEFAULT_SCHEDULER_LIMITS,
-      ...options.limits,
+    const { spec: configSpec, notes } = modelSpecFromFiles(files);
+    // No EOS in any config file: the tokenizer's own rule, never an empty list that would
+    // stop nothing.
+    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, {
+      eosTokenIds: configSpec.eosTokenIds.length > 0 ? configSpec.eosTokenIds : undefined,
     });
+    const spec = { ...configSpec, eosTokenIds: [...tokenizer.eosTokenIds] };
+    const source = options.loadFromPath && files.onnxPath !== undefined ? files.onnxPath : files.onnx;
+    const sessionOptions = files.externalData?.length
+      ? { ...options.sessionOptions, externalData: files.externalData }
+      : options.sessionOptions;
+    const started = Date.now();
+    const limits = { ...DEFAULT_SCHEDULER_LIMITS, ...options.limits };
+    const graphLabel = files.onnxFile ?? 'The model graph';
+    const decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, options.gpuKv);
+    let check: Awaited<ReturnType<typeof checkBatching>>;
+    try {
+      check = await checkBatching(decoder, {
+        dynamicInt8: graphHasOp(files.onnx, 'DynamicQuantizeLinear'),
+        crossRequestBatching: limits.crossRequestBatching,
+      });
+    } catch (error) {
+      await decoder.dispose();
+      throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
+    }
+    const loadReport: ModelLoadReport = {
+      file: files.onnxFile ?? null,
+      bytes: files.weightBytes ?? files.onnx.byteLength,
+      dtype: files.dtype ?? null,
+      numLayers: spec.numLayers,
+      numKeyValueHeads: spec.numKeyValueHeads,
+      headDim: spec.headDim,
+      contextLength: spec.maxPositionEmbeddings,
+      contract: describeContract(decoder.contract),
+      inputNames: decoder.contract.inputNames,
+      batching: check.mode,
+      loadMs: Date.now() - started,
+      notes,
+      warnings: check.warnings,
+    };
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport);
   }
 
   /**
@@ -185,6 +254,7 @@ export class LocalEngine implements Engine {
     while (this.waiting.length > 0) {
       const next = this.waiting[0];
       const idle = this.runner.size === 0 && joining.length === 0;
+      if (this.oneRequestPerStep && !idle) break;
       // An idle engine always takes one request, so a prompt longer than the budget, or a
       // request with more sequences than the batch holds, still runs.
       if (!idle && this.runner.size + joining.length + next.width > this.limits.maxRunningSequences) break;
@@ -192,7 +262,7 @@ export class LocalEngine implements Engine {
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds);
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
         this.counters.generatedTokens += generated;

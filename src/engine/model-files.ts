@@ -13,8 +13,24 @@ export interface ModelFiles {
   tokenizerJson: Record<string, unknown>;
   /** tokenizer_config.json (carries the chat template). */
   tokenizerConfig: Record<string, unknown>;
-  /** onnx/model.onnx */
+  /** The decoder graph's bytes (onnx/model.onnx or the variant chosen, see model-variants.ts). */
   onnx: Uint8Array;
+  /** Where the graph came from inside the model folder, e.g. "onnx/model_q4.onnx" (for the startup report). */
+  onnxFile?: string;
+  /**
+   * The graph's path on a file system: onnxruntime-node creates the session from it, so the
+   * graph's external data files resolve beside it (as the export laid them out).
+   */
+  onnxPath?: string;
+  /**
+   * External data files for onnxruntime-web (it has no file system): `path` is the file
+   * name the graph refers to, as it sits beside the graph.
+   */
+  externalData?: Array<{ path: string; data: Uint8Array }>;
+  /** Total bytes of the graph and its external data. */
+  weightBytes?: number;
+  /** transformers.js dtype of the variant, when its name tells. */
+  dtype?: string | null;
 }
 
 /** Paths of those files inside a model directory, relative to it. */

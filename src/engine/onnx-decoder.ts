@@ -1,6 +1,8 @@
 import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
-import type { KvCache } from './kv-cache.js';
+import { readDecoderContract, type DecoderContract } from './decoder-contract.js';
+import { float16ToFloat32 } from './float16.js';
+import type { KvArray, KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
 
 /** One forward pass over a batch: `seqLen` new tokens per row after the cached ones. */
@@ -14,10 +16,16 @@ export interface DecoderInput {
   /** [batch, past.length + seqLen]: 1 for real slots, 0 for padding. */
   attentionMask: BigInt64Array;
   past: KvCache;
+  /**
+   * Logits wanted for the last this-many positions of each row (default: all `seqLen`).
+   * Only graphs with a num_logits_to_keep / logits_to_keep input compute fewer; the
+   * others return every position.
+   */
+  logitsToKeep?: number;
 }
 
 export interface DecoderOutput {
-  /** [batch, seqLen, vocab] */
+  /** [batch, seqLen (or logitsToKeep), vocab], float32 whatever the graph outputs. */
   logits: Float32Array;
   /** past + the new slots: [batch, heads, past.length + seqLen, headDim] per layer. */
   present: KvCache;
@@ -25,8 +33,10 @@ export interface DecoderOutput {
 
 /**
  * A decoder-only model exported with the Optimum / transformers.js contract: inputs
- * input_ids, attention_mask, position_ids, past_key_values.N.key/value; outputs logits,
- * present.N.key/value.
+ * input_ids, attention_mask, past_key_values.N.key/value and, when the graph has them,
+ * position_ids, num_logits_to_keep / logits_to_keep and use_cache_branch; outputs logits,
+ * present.N.key/value. Element types come from the graph (decoder-contract.ts): ids int64
+ * or int32, KV cache and logits float32 or float16 (logits are handed on as float32).
  *
  * A decode step of a small model costs little more than the runtime's fixed overhead, so
  * `run` does as little as it can around session.run: names are built once, a step's
@@ -34,8 +44,6 @@ export interface DecoderOutput {
  * cache-branch flags are created once.
  */
 export class OnnxDecoder {
-  private readonly hasPositionIds: boolean;
-  private readonly hasCacheBranchFlag: boolean;
   private readonly pastKeyNames: string[];
   private readonly pastValueNames: string[];
   private readonly presentKeyNames: string[];
@@ -47,21 +55,10 @@ export class OnnxDecoder {
     private readonly ort: OrtRuntime,
     private readonly session: InferenceSession,
     readonly spec: ModelSpec,
+    readonly contract: DecoderContract,
     /** WebGPU: keeps present.* on the GPU as the next step's past (see gpu-kv-cache.ts). */
     private readonly gpuKv?: GpuKvStore,
   ) {
-    const inputs = new Set(session.inputNames);
-    for (const name of ['input_ids', 'attention_mask', 'past_key_values.0.key']) {
-      if (!inputs.has(name)) {
-        throw new Error(`model.onnx has no "${name}" input: not a decoder exported with past_key_values (inputs: ${session.inputNames.join(', ')})`);
-      }
-    }
-    if (!session.outputNames.includes('logits') || !session.outputNames.includes('present.0.key')) {
-      throw new Error(`model.onnx must output "logits" and "present.N.key/value" (outputs: ${session.outputNames.join(', ')})`);
-    }
-    this.hasPositionIds = inputs.has('position_ids');
-    // Optimum's merged decoders switch between their no-cache and cache branches with this flag.
-    this.hasCacheBranchFlag = inputs.has('use_cache_branch');
     const layers = Array.from({ length: spec.numLayers }, (_, layer) => layer);
     this.pastKeyNames = layers.map((layer) => `past_key_values.${layer}.key`);
     this.pastValueNames = layers.map((layer) => `past_key_values.${layer}.value`);
@@ -75,25 +72,46 @@ export class OnnxDecoder {
 
   static async create(
     ort: OrtRuntime,
-    model: Uint8Array,
+    model: Uint8Array | string,
     spec: ModelSpec,
     options: InferenceSession.SessionOptions = {},
+    graphLabel = 'The model graph',
     gpuKv?: GpuKvStore,
   ): Promise<OnnxDecoder> {
-    const session = await ort.InferenceSession.create(model, gpuKv ? { ...options, preferredOutputLocation: presentOnGpu(spec.numLayers) } : options);
-    return new OnnxDecoder(ort, session, spec, gpuKv);
+    let session: InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(model, gpuKv ? { ...options, preferredOutputLocation: presentOnGpu(spec.numLayers) } : options);
+    } catch (error) {
+      throw new Error(`${graphLabel} cannot be served: onnxruntime cannot load it: ${explainLoadError((error as Error).message)}`);
+    }
+    try {
+      return new OnnxDecoder(ort, session, spec, readDecoderContract(session, spec, graphLabel), gpuKv);
+    } catch (error) {
+      await session.release();
+      throw error;
+    }
   }
 
   async run(input: DecoderInput): Promise<DecoderOutput> {
-    const { ort, spec } = this;
+    const { ort, spec, contract } = this;
     const { batch, seqLen, past } = input;
     const total = past.length + seqLen;
     const feeds: Record<string, Tensor> = {
-      input_ids: new ort.Tensor('int64', input.inputIds, [batch, seqLen]),
-      attention_mask: new ort.Tensor('int64', input.attentionMask, [batch, total]),
+      input_ids: this.ids(contract.idsType, input.inputIds, [batch, seqLen]),
+      attention_mask: this.ids(contract.attentionMaskType, input.attentionMask, [batch, total]),
     };
-    if (this.hasPositionIds) feeds.position_ids = new ort.Tensor('int64', input.positionIds, [batch, seqLen]);
-    if (this.hasCacheBranchFlag) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
+    if (contract.positionIdsType !== null) feeds.position_ids = this.ids(contract.positionIdsType, input.positionIds, [batch, seqLen]);
+    if (contract.useCacheBranch) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
+    // A prefill without prompt logprobs needs the last position only (a long prompt's
+    // logits would otherwise be prompt length × vocabulary floats); speculative steps
+    // read every fed position; a decode step feeds one position per row anyway.
+    if (contract.logitsToKeepInput !== null) {
+      const keep = Math.min(seqLen, input.logitsToKeep ?? seqLen);
+      feeds[contract.logitsToKeepInput] =
+        contract.logitsToKeepType === 'int64'
+          ? new ort.Tensor('int64', BigInt64Array.of(BigInt(keep)), [])
+          : new ort.Tensor('int32', Int32Array.of(keep), []);
+    }
     this.feedPast(feeds, past);
     const outputs = await this.session.run(feeds);
     if (this.gpuKv) {
@@ -103,21 +121,24 @@ export class OnnxDecoder {
     }
     const keyTensors: Tensor[] = [];
     const valueTensors: Tensor[] = [];
-    const keys: Float32Array[] = [];
-    const values: Float32Array[] = [];
+    const keys: KvArray[] = [];
+    const values: KvArray[] = [];
     for (let layer = 0; layer < spec.numLayers; layer++) {
       const key = outputs[this.presentKeyNames[layer]];
       const value = outputs[this.presentValueNames[layer]];
       keyTensors.push(key);
       valueTensors.push(value);
-      keys.push(key.data as Float32Array);
-      values.push(value.data as Float32Array);
+      keys.push(key.data as KvArray);
+      values.push(value.data as KvArray);
     }
+    const presentLength = outputs[this.presentKeyNames[0]].dims[2];
+    const logits = outputs.logits.data as Float32Array | Uint16Array;
     return {
-      logits: outputs.logits.data as Float32Array,
+      logits: logits instanceof Float32Array ? logits : float16ToFloat32(logits),
       present: {
         batch,
-        length: total,
+        // GroupQueryAttention sizes present by total_sequence_length, which equals this.
+        length: typeof presentLength === 'number' ? presentLength : total,
         heads: past.heads,
         headDim: past.headDim,
         keys,
@@ -129,6 +150,11 @@ export class OnnxDecoder {
 
   async dispose(): Promise<void> {
     await this.session.release();
+  }
+
+  private ids(type: 'int64' | 'int32', data: BigInt64Array, dims: number[]): Tensor {
+    if (type === 'int64') return new this.ort.Tensor('int64', data, dims);
+    return new this.ort.Tensor('int32', Int32Array.from(data, (value) => Number(value)), dims);
   }
 
   private feedPast(feeds: Record<string, Tensor>, past: KvCache): void {
@@ -150,10 +176,11 @@ export class OnnxDecoder {
       return;
     }
     const dims = [past.batch, past.heads, past.length, past.headDim];
-    const wrap = (tensor: Tensor | undefined, data: Float32Array) =>
+    const type = this.contract.kvType;
+    const wrap = (tensor: Tensor | undefined, data: KvArray) =>
       // Reused only while it still wraps this very array: a cache rebuilt from the arrays
       // (a repack, or one copied with its old tensors) is wrapped afresh.
-      tensor !== undefined && tensor.data === data ? tensor : new this.ort.Tensor('float32', data, dims);
+      tensor !== undefined && tensor.data === data ? tensor : new this.ort.Tensor(type, data, dims);
     for (let layer = 0; layer < numLayers; layer++) {
       feeds[this.pastKeyNames[layer]] = wrap(past.tensors?.keys[layer], past.keys[layer]);
       feeds[this.pastValueNames[layer]] = wrap(past.tensors?.values[layer], past.values[layer]);
@@ -163,7 +190,8 @@ export class OnnxDecoder {
   private emptyPast(past: KvCache): Tensor {
     let empty = this.emptyPastByBatch.get(past.batch);
     if (!empty) {
-      empty = new this.ort.Tensor('float32', new Float32Array(0), [past.batch, past.heads, 0, past.headDim]);
+      const data = this.contract.kvType === 'float16' ? new Uint16Array(0) : new Float32Array(0);
+      empty = new this.ort.Tensor(this.contract.kvType, data, [past.batch, past.heads, 0, past.headDim]);
       this.emptyPastByBatch.set(past.batch, empty);
     }
     return empty;
@@ -178,4 +206,25 @@ function presentOnGpu(numLayers: number): Record<string, 'gpu-buffer'> {
     locations[`present.${layer}.value`] = 'gpu-buffer';
   }
   return locations;
+}
+
+/** TensorProto.DataType numbers onnxruntime's JS bindings name only by number. */
+const ONNX_TYPE_NAMES: Record<string, string> = {
+  '11': 'float64',
+  '14': 'complex64',
+  '15': 'complex128',
+  '16': 'bfloat16',
+  '17': 'float8e4m3fn',
+  '18': 'float8e4m3fnuz',
+  '19': 'float8e5m2',
+  '20': 'float8e5m2fnuz',
+};
+
+function explainLoadError(message: string): string {
+  const unsupported = /Unsupported data type: (\d+)/.exec(message);
+  if (unsupported) {
+    const name = ONNX_TYPE_NAMES[unsupported[1]] ?? `ONNX type ${unsupported[1]}`;
+    return `an input or output is ${name}, which onnxruntime's JavaScript API cannot exchange (the engine handles float32 and float16 KV and logits).`;
+  }
+  return message;
 }

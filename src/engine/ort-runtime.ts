@@ -7,7 +7,7 @@ import type { InferenceSession, Tensor, TensorConstructor } from 'onnxruntime-co
  */
 export interface OrtRuntime {
   InferenceSession: {
-    create(model: Uint8Array, options?: InferenceSession.SessionOptions): Promise<InferenceSession>;
+    create(model: Uint8Array | string, options?: InferenceSession.SessionOptions): Promise<InferenceSession>;
   };
   Tensor: TensorConstructor;
 }

@@ -24,6 +24,11 @@ export interface SchedulerLimits {
   numSpeculativeTokens: number;
   /** Speculate only while at most this many sequences run (see batch-runner.ts). */
   speculativeMaxSequences: number;
+  /**
+   * Sequences of different requests share a model call. Off, or forced off at load for a
+   * graph that cannot batch them correctly, one request runs per call (local-engine.ts).
+   */
+  crossRequestBatching: boolean;
 }
 
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
@@ -35,4 +40,5 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   speculativeDecoding: 'guided',
   numSpeculativeTokens: 4,
   speculativeMaxSequences: 2,
+  crossRequestBatching: true,
 };

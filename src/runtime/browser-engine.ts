@@ -8,10 +8,12 @@ import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import { GpuKvStore, type GpuDeviceLike } from '../engine/gpu-kv-cache.js';
 import { LocalEngine } from '../engine/local-engine.js';
-import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
+import type { ModelFiles } from '../engine/model-files.js';
+import type { OnnxFileSettings } from '../engine/model-variants.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import { createApp } from '../http/app.js';
-import { fetchOk, fileName, readWithProgress, type ProgressListener } from './browser-downloads.js';
+import type { ProgressListener } from './browser-downloads.js';
+import { readModelSource, urlModelSource, type ModelSource } from './model-source.js';
 
 /** The execution providers the page offers. WASM is the default and the tested one. */
 export type BrowserBackend = 'wasm' | 'webgpu';
@@ -22,7 +24,9 @@ export interface BrowserAppOptions {
   backend?: BrowserBackend;
   /** URL of the model directory (Hugging Face ONNX layout), ending with a slash. */
   modelBaseUrl?: string;
-  /** The model's files, already downloaded (fetchModelFiles); then modelBaseUrl is not used. */
+  /** Another folder to read the model from (one the user picked in the page); wins over modelBaseUrl. */
+  modelSource?: ModelSource;
+  /** The model's files, already read (fetchModelFiles); then neither of the above is used. */
   files?: ModelFiles;
   /** Name the model is served under; the server's default is the model directory's name. */
   servedModelName: string;
@@ -49,30 +53,15 @@ export interface BrowserApp {
   config: ServerConfig;
 }
 
-/** Downloads a model directory's files over HTTP (the page's counterpart of runtime/model-dir.ts). */
+/**
+ * Downloads a model directory's files over HTTP (the page's counterpart of
+ * runtime/model-dir.ts): the graph variant the settings choose, and its external data.
+ */
 export async function fetchModelFiles(
   baseUrl: string,
-  options: { fetch?: typeof fetch; onProgress?: ProgressListener } = {},
+  options: OnnxFileSettings & { fetch?: typeof fetch; onProgress?: ProgressListener } = {},
 ): Promise<ModelFiles> {
-  const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
-  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
-  const bytesOf = async (path: string, response: Response) => readWithProgress(response, fileName(base + path), options.onProgress);
-  const json = async (path: string, response: Response) => JSON.parse(new TextDecoder().decode(await bytesOf(path, response))) as Record<string, unknown>;
-  const required = async (path: string) => json(path, await fetchOk(fetchFn, base + path));
-  const optional = async (path: string) => {
-    const response = await fetchFn(base + path);
-    if (response.status === 404) return undefined;
-    if (!response.ok) throw new Error(`Cannot download ${base + path}: HTTP ${response.status}`);
-    return json(path, response);
-  };
-  const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
-    required(MODEL_FILE_PATHS.config),
-    optional(MODEL_FILE_PATHS.generationConfig),
-    required(MODEL_FILE_PATHS.tokenizerJson),
-    required(MODEL_FILE_PATHS.tokenizerConfig),
-    fetchOk(fetchFn, base + MODEL_FILE_PATHS.onnx).then((response) => bytesOf(MODEL_FILE_PATHS.onnx, response)),
-  ]);
-  return { config, generationConfig, tokenizerJson, tokenizerConfig, onnx };
+  return readModelSource(urlModelSource(baseUrl, options.fetch), options);
 }
 
 function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOptions {
@@ -86,8 +75,16 @@ function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOption
  */
 export async function createBrowserApp(options: BrowserAppOptions): Promise<BrowserApp> {
   const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName });
-  if (!options.files && options.modelBaseUrl === undefined) throw new Error('createBrowserApp needs the model: modelBaseUrl or files');
-  const files = options.files ?? (await fetchModelFiles(options.modelBaseUrl!, { fetch: options.fetch, onProgress: options.onProgress }));
+  if (!options.files && !options.modelSource && options.modelBaseUrl === undefined) {
+    throw new Error('createBrowserApp needs the model: modelBaseUrl, modelSource or files');
+  }
+  const files =
+    options.files ??
+    (await readModelSource(options.modelSource ?? urlModelSource(options.modelBaseUrl!, options.fetch), {
+      dtype: config.dtype,
+      modelFile: config.modelFile,
+      onProgress: options.onProgress,
+    }));
   const backend = options.backend ?? 'wasm';
   const gpuKv = backend === 'webgpu' && options.gpuKvCache !== false ? new GpuKvStore(options.ort) : undefined;
   const engine = await LocalEngine.create({

@@ -18,6 +18,7 @@ import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { probeWebGpu } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
+import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
 
 /** The page's in-page app, and what it runs on. */
 export interface InPageApp extends BrowserApp {
@@ -36,6 +37,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     import('./browser-ort.js'),
     import('./browser-errors.js'),
   ]);
+  const model = inPageModel(servedModelName);
   const downloads = new DownloadList();
   const fetchFile = cachingFetch();
   const onProgress = (progress: FileProgress) => {
@@ -47,7 +49,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     // model's size and must be set before the session is created.
     const [{ ort, setThreads }, files] = await Promise.all([
       loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress }),
-      fetchModelFiles(new URL('playground/model/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+      fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings }),
     ]);
     const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
     setThreads(threads);
@@ -56,7 +58,8 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       ort,
       backend,
       files,
-      servedModelName,
+      servedModelName: model.name,
+      config: { ...model.settings },
       // `?kv=cpu`: the KV cache through JavaScript every step, to compare with keeping it on the GPU.
       gpuKvCache: new URL(document.URL).searchParams.get('kv') !== 'cpu',
     });
@@ -85,6 +88,29 @@ function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (
     app.catch(() => inPageApps.delete(backend));
   }
   return app;
+}
+
+/**
+ * The model the in-page engine loads: the server's (playground/model/), or the folder a
+ * page URL names, e.g. ?model=https://host/org/model/resolve/main/&dtype=q4f16 (the
+ * folder must allow cross-origin reads; the dtype / modelFile settings as in config.json).
+ */
+function inPageModel(servedModelName: string): { baseUrl: string; name: string; settings: OnnxFileSettings } {
+  const query = new URLSearchParams(location.search);
+  const settings: OnnxFileSettings = {};
+  const dtype = query.get('dtype');
+  const modelFile = query.get('modelFile');
+  // An unknown dtype is reported by the file choice (model-variants.ts), naming the known ones.
+  if (dtype) settings.dtype = dtype as ModelDtype;
+  if (modelFile) settings.modelFile = modelFile;
+  const model = query.get('model');
+  if (!model) return { baseUrl: new URL('playground/model/', document.baseURI).href, name: servedModelName, settings };
+  const baseUrl = new URL(model.endsWith('/') ? model : `${model}/`, document.baseURI).href;
+  // Hugging Face URLs end in resolve/<revision>/: name the model by its repository.
+  const parts = new URL(baseUrl).pathname.split('/').filter((part) => part !== '');
+  const resolveAt = parts.lastIndexOf('resolve');
+  const name = (resolveAt > 0 ? parts[resolveAt - 1] : parts.at(-1)) ?? servedModelName;
+  return { baseUrl, name, settings };
 }
 
 const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {

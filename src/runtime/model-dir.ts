@@ -1,6 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
+import { chooseOnnxFile, type OnnxFileSettings } from '../engine/model-variants.js';
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
@@ -15,18 +16,63 @@ async function readOptionalJson(path: string): Promise<Record<string, unknown> |
   }
 }
 
-/** Reads a model directory in the Hugging Face ONNX layout (see engine/model-files.ts). */
-export async function readModelDir(dir: string): Promise<ModelFiles> {
+async function listFiles(dir: string, prefix: string): Promise<string[]> {
   try {
+    const entries = await readdir(join(dir, prefix), { withFileTypes: true });
+    return entries.filter((entry) => !entry.isDirectory()).map((entry) => `${prefix}${entry.name}`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+export interface ReadModelDirOptions extends OnnxFileSettings {
+  /**
+   * Read external data files into memory (onnxruntime-web needs their bytes); otherwise
+   * only their paths are known and onnxruntime-node opens them beside the graph.
+   */
+  readExternalData?: boolean;
+}
+
+/** Reads a model directory in the Hugging Face ONNX layout (see engine/model-files.ts). */
+export async function readModelDir(dir: string, options: ReadModelDirOptions = {}): Promise<ModelFiles> {
+  try {
+    const listing = [...(await listFiles(dir, '')), ...(await listFiles(dir, 'onnx/'))];
+    const choice = chooseOnnxFile(listing, options, 'the model folder');
+    const onnxPath = join(dir, choice.file);
     const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
       readJson(join(dir, MODEL_FILE_PATHS.config)),
       readOptionalJson(join(dir, MODEL_FILE_PATHS.generationConfig)),
       readJson(join(dir, MODEL_FILE_PATHS.tokenizerJson)),
       readJson(join(dir, MODEL_FILE_PATHS.tokenizerConfig)),
-      readFile(join(dir, MODEL_FILE_PATHS.onnx)),
+      readFile(onnxPath),
     ]);
-    return { config, generationConfig, tokenizerJson, tokenizerConfig, onnx: new Uint8Array(onnx.buffer, onnx.byteOffset, onnx.byteLength) };
+    let weightBytes = onnx.byteLength;
+    const externalData: Array<{ path: string; data: Uint8Array }> = [];
+    for (const file of choice.externalDataFiles) {
+      const path = join(dir, file);
+      if (options.readExternalData) {
+        const data = await readFile(path);
+        externalData.push({ path: basename(file), data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) });
+        weightBytes += data.byteLength;
+      } else {
+        weightBytes += (await stat(path)).size;
+      }
+    }
+    return {
+      config,
+      generationConfig,
+      tokenizerJson,
+      tokenizerConfig,
+      onnx: new Uint8Array(onnx.buffer, onnx.byteOffset, onnx.byteLength),
+      onnxFile: choice.file,
+      onnxPath,
+      ...(options.readExternalData ? { externalData } : {}),
+      weightBytes,
+      dtype: choice.dtype,
+    };
   } catch (error) {
     throw new Error(`Cannot load the model in "${dir}": ${(error as Error).message}`);
   }
 }
+

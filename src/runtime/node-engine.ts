@@ -2,6 +2,7 @@ import { basename, resolve } from 'node:path';
 import { LocalEngine } from '../engine/local-engine.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
+import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 
 export interface NodeEngineOptions {
@@ -16,6 +17,9 @@ export interface NodeEngineOptions {
   /** Threads per model call; one is fastest for small models on a shared machine. */
   threads?: number;
   limits?: Partial<SchedulerLimits>;
+  /** Which variant of the model folder to load (see engine/model-variants.ts). */
+  dtype?: ModelDtype;
+  modelFile?: string;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -30,11 +34,17 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   const backend = options.backend ?? 'native';
   const threads = options.threads ?? 1;
   const modelDir = resolve(options.modelDir);
-  const [ort, files] = await Promise.all([loadOrt(backend, threads), readModelDir(modelDir)]);
+  // onnxruntime-node opens the graph by path, so its external data resolves beside it;
+  // onnxruntime-web has no file system and takes the data files' bytes.
+  const [ort, files] = await Promise.all([
+    loadOrt(backend, threads),
+    readModelDir(modelDir, { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' }),
+  ]);
   return LocalEngine.create({
     ort,
     files,
     servedModelName: options.servedModelName ?? basename(modelDir),
+    loadFromPath: backend === 'native',
     sessionOptions:
       backend === 'native'
         ? { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }

@@ -49,6 +49,7 @@ describe('server configuration', () => {
       corsAllowedMethods: ['*'],
       corsAllowedHeaders: ['*'],
       corsAllowCredentials: false,
+      crossRequestBatching: true,
     });
   });
 
@@ -86,6 +87,7 @@ describe('server configuration', () => {
       speculativeDecoding: 'all',
       numSpeculativeTokens: 3,
       speculativeMaxSequences: 1,
+      crossRequestBatching: true,
     });
     expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
     expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
@@ -156,5 +158,21 @@ describe('configuration precedence: defaults < file < environment', () => {
 
   it('reports a bad environment value against its setting', () => {
     expect(configError(() => resolveServerConfig({ env: { PORT: 'eighty' } }))).toContain('port must be an integer in [0, 65535], got "eighty"');
+  });
+});
+
+describe('choosing the model variant', () => {
+  it('reads dtype and modelFile from the file, MODEL_DTYPE and MODEL_FILE from the environment', () => {
+    expect(resolveServerConfig({ file: { dtype: 'q4' } }).dtype).toBe('q4');
+    expect(resolveServerConfig({ file: { dtype: 'q4' }, env: { MODEL_DTYPE: 'q4f16' } }).dtype).toBe('q4f16');
+    expect(resolveServerConfig({ env: { MODEL_FILE: 'onnx/custom.onnx' } }).modelFile).toBe('onnx/custom.onnx');
+    expect(resolveServerConfig({}).dtype).toBeUndefined();
+    expect(resolveServerConfig({}).crossRequestBatching).toBe(true);
+  });
+
+  it('refuses a dtype transformers.js does not name, listing the names', () => {
+    expect(() => resolveServerConfig({ env: { MODEL_DTYPE: 'int4' } })).toThrow(
+      'dtype must be one of "fp32", "fp16", "q4", "q4f16", "int8", "uint8", "quantized", "bnb4"',
+    );
   });
 });

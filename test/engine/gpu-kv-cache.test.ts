@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { GpuKvStore, type GpuDeviceLike } from '../../src/engine/gpu-kv-cache.js';
-import { releaseKvCache, repackKvCache, type KvCache, type KvRowSource } from '../../src/engine/kv-cache.js';
+import { releaseKvCache, repackKvCache, type KvArray, type KvCache, type KvRowSource } from '../../src/engine/kv-cache.js';
 import type { OrtRuntime, Tensor } from '../../src/engine/ort-runtime.js';
 
 class MemoryBuffer {
@@ -74,7 +74,7 @@ function tracedCache(batch: number, length: number, heads = 2, headDim = 4, laye
 
 /** The same cache as a step's present outputs on the "GPU". */
 function onGpu(store: GpuKvStore, cache: KvCache): KvCache {
-  const tensor = (data: Float32Array) => {
+  const tensor = (data: KvArray) => {
     const buffer = new MemoryBuffer(data.byteLength);
     buffer.bytes.set(new Uint8Array(data.buffer));
     return fakeOrt.Tensor.fromGpuBuffer(buffer as never, { dataType: 'float32', dims: [cache.batch, cache.heads, cache.length, cache.headDim], dispose: () => buffer.destroy() });

@@ -1,0 +1,182 @@
+/**
+ * Decides at load how (and whether) rows of different requests may share a model call,
+ * by trying it: two prompts of different lengths are prefilled and decoded alone, then
+ * decoded together in one batch with each padding side (kv-cache.ts's KvPadding); a side
+ * whose batched logits equal the solo ones is the one the graph wants. Attention wirings
+ * differ (Concat + mask wants left padding; GroupQueryAttention with seqlens_k from the
+ * mask wants right padding; positions computed from the past length inside the graph
+ * want no padding at all), and a graph that takes every feed without error can still give
+ * a shorter row wrong logits, so the test compares numbers rather than reading the graph.
+ * It also serves as the warm-up pass before the server listens.
+ */
+import { emptyKvCache, markRealSlots, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
+import type { OnnxDecoder } from './onnx-decoder.js';
+
+export type BatchingMode =
+  | { kind: 'batched'; padding: KvPadding }
+  /** Each model call serves one request (its own sequences or beams, all of one length). */
+  | { kind: 'one-request-per-step'; reason: string };
+
+export interface BatchingCheck {
+  mode: BatchingMode;
+  /** Startup warnings (to print). */
+  warnings: string[];
+  /** Largest relative logit difference, batched vs alone, per padding side tried. */
+  differences: Partial<Record<KvPadding, number>>;
+}
+
+export interface BatchingCheckOptions {
+  /** The graph quantizes activations per call (DynamicQuantizeLinear): batching changes outputs slightly. */
+  dynamicInt8: boolean;
+  /** The crossRequestBatching setting. */
+  crossRequestBatching: boolean;
+}
+
+/** Batched logits may differ from solo ones by float rounding of a different kernel blocking. */
+const EXACT_TOLERANCE = { float32: 1e-3, float16: 1e-2 } as const;
+/** Dynamic int8: the activation scale is the batch's, so rows move a little, not a lot. */
+const DYNAMIC_INT8_TOLERANCE = 0.1;
+
+interface Probe {
+  prompt: number[];
+  next: number[];
+}
+
+/** Two prompts of different lengths and the tokens fed after them, ids spread over the vocabulary. */
+function probes(vocabSize: number): Probe[] {
+  const id = (i: number) => (i * 7919 + 13) % vocabSize;
+  return [
+    { prompt: [0, 1, 2, 3, 4, 5, 6].map(id), next: [7, 8, 9].map(id) },
+    { prompt: [10, 11, 12].map(id), next: [13, 14, 15].map(id) },
+  ];
+}
+
+function relativeDifference(a: Float32Array, b: Float32Array): number {
+  let worst = 0;
+  let scale = 1;
+  for (let i = 0; i < a.length; i++) {
+    worst = Math.max(worst, Math.abs(a[i] - b[i]));
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return Number.isNaN(worst) ? Infinity : worst / scale;
+}
+
+export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheckOptions): Promise<BatchingCheck> {
+  const { spec, contract } = decoder;
+  const empty = (batch: number) =>
+    emptyKvCache(spec.numLayers, batch, spec.numKeyValueHeads, spec.headDim, contract.kvType);
+  const vocab = spec.vocabSize;
+  const runs = probes(vocab);
+
+  // Alone: prefill, then one token per step; the logits of every decode step.
+  const solo: Array<{ prefill: KvCache; logits: Float32Array[] }> = [];
+  for (const { prompt, next } of runs) {
+    const prefill = await decoder.run({
+      batch: 1,
+      seqLen: prompt.length,
+      inputIds: BigInt64Array.from(prompt, BigInt),
+      positionIds: BigInt64Array.from(prompt, (_, i) => BigInt(i)),
+      attentionMask: new BigInt64Array(prompt.length).fill(1n),
+      past: empty(1),
+    });
+    let past = prefill.present;
+    const logits: Float32Array[] = [];
+    for (let step = 0; step < next.length; step++) {
+      const length = prompt.length + step;
+      const out = await decoder.run({
+        batch: 1,
+        seqLen: 1,
+        inputIds: BigInt64Array.of(BigInt(next[step])),
+        positionIds: BigInt64Array.of(BigInt(length)),
+        attentionMask: new BigInt64Array(length + 1).fill(1n),
+        past,
+      });
+      logits.push(out.logits);
+      past = out.present;
+    }
+    solo.push({ prefill: prefill.present, logits });
+  }
+
+  const differences: Partial<Record<KvPadding, number>> = {};
+  for (const padding of ['end', 'start'] as const) {
+    try {
+      differences[padding] = await batchedDifference(decoder, runs, solo, padding);
+    } catch {
+      differences[padding] = Infinity;
+    }
+  }
+
+  const warnings: string[] = [];
+  const exact = EXACT_TOLERANCE[contract.kvType];
+  const sides = (['end', 'start'] as const).filter((side) => (differences[side] ?? Infinity) <= exact);
+  let mode: BatchingMode;
+  if (sides.length > 0) {
+    mode = { kind: 'batched', padding: sides[0] };
+  } else if (options.dynamicInt8 && Math.min(differences.end ?? Infinity, differences.start ?? Infinity) <= DYNAMIC_INT8_TOLERANCE) {
+    const padding = (differences.end ?? Infinity) <= (differences.start ?? Infinity) ? 'end' : 'start';
+    mode = { kind: 'batched', padding };
+    if (options.crossRequestBatching) {
+      warnings.push(
+        'the graph quantizes activations dynamically (DynamicQuantizeLinear): its scale is computed over the whole batch, so a ' +
+          `request's output changes slightly when it shares a step with others (up to ${formatDifference(differences[padding]!)} ` +
+          'of the logits in the self-test). Set "crossRequestBatching": false for output independent of other requests.',
+      );
+    }
+  } else {
+    mode = {
+      kind: 'one-request-per-step',
+      reason:
+        'batched rows of different lengths gave logits different from the same rows alone ' +
+        `(left padding: ${formatDifference(differences.end)}, right padding: ${formatDifference(differences.start)} relative difference); ` +
+        'the graph likely computes positions from the past length or attends over padding',
+    };
+    warnings.push(`cross-request batching is off for this graph: ${mode.reason}. Requests run one at a time (a request's own sequences still share a step).`);
+  }
+  if (!options.crossRequestBatching && mode.kind === 'batched') {
+    mode = { kind: 'one-request-per-step', reason: 'the crossRequestBatching setting is false' };
+  }
+  return { mode, warnings, differences };
+}
+
+function formatDifference(value: number | undefined): string {
+  if (value === undefined || !Number.isFinite(value)) return 'failed';
+  return value < 1e-3 ? value.toExponential(1) : `${(value * 100).toFixed(1)}%`;
+}
+
+async function batchedDifference(
+  decoder: OnnxDecoder,
+  runs: readonly Probe[],
+  solo: ReadonlyArray<{ prefill: KvCache; logits: Float32Array[] }>,
+  padding: KvPadding,
+): Promise<number> {
+  const vocab = decoder.spec.vocabSize;
+  const lengths = runs.map((run) => run.prompt.length);
+  let past = repackKvCache(
+    solo.map(({ prefill }, row) => ({ cache: prefill, row: 0, realLength: lengths[row] })),
+    Math.max(...lengths),
+    solo[0].prefill,
+    padding,
+  );
+  let worst = 0;
+  const steps = runs[0].next.length;
+  for (let step = 0; step < steps; step++) {
+    const batch = runs.length;
+    const total = past.length + 1;
+    const attentionMask = new BigInt64Array(batch * total);
+    runs.forEach((_, row) => markRealSlots(attentionMask, row, total, lengths[row] + step + 1, padding));
+    const out = await decoder.run({
+      batch,
+      seqLen: 1,
+      inputIds: BigInt64Array.from(runs, (run) => BigInt(run.next[step])),
+      positionIds: BigInt64Array.from(lengths, (length) => BigInt(length + step)),
+      attentionMask,
+      past,
+    });
+    runs.forEach((_, row) => {
+      const rowLogits = out.logits.subarray(row * vocab, (row + 1) * vocab);
+      worst = Math.max(worst, relativeDifference(rowLogits, solo[row].logits[step]));
+    });
+    past = out.present;
+  }
+  return worst;
+}

@@ -1,0 +1,139 @@
+/**
+ * The I/O contract of a decoder graph, read from the session at load instead of assumed:
+ * which inputs it takes, their element types, the KV cache's and logits' float type and
+ * the cache's shape. Exports differ in all of these (float16 KV and logits in fp16 / q4f16
+ * exports, int32 ids, no position_ids, num_logits_to_keep, Optimum's use_cache_branch).
+ * Whatever the engine cannot feed is refused here, at startup, with the input's name.
+ */
+import type { InferenceSession } from './ort-runtime.js';
+import type { KvElementType } from './kv-cache.js';
+import type { ModelSpec } from './model-spec.js';
+export type IdElementType = 'int64' | 'int32';
+
+export interface DecoderContract {
+  idsType: IdElementType;
+  attentionMaskType: IdElementType;
+  /** null: the graph computes positions itself (from the mask or the past length). */
+  positionIdsType: IdElementType | null;
+  kvType: KvElementType;
+  logitsType: KvElementType;
+  /** The input asking for logits of the last N positions only, when the graph has one. */
+  logitsToKeepInput: 'num_logits_to_keep' | 'logits_to_keep' | null;
+  logitsToKeepType: IdElementType;
+  /** Optimum's merged decoders switch between their no-cache and cache branches with this flag. */
+  useCacheBranch: boolean;
+  /** Every input name, for the startup report. */
+  inputNames: readonly string[];
+}
+
+type ValueMetadata = InferenceSession.ValueMetadata;
+
+const ID_TYPES: readonly string[] = ['int64', 'int32'];
+const FLOAT_TYPES: readonly string[] = ['float32', 'float16'];
+
+function metadataByName(list: readonly ValueMetadata[] | undefined): Map<string, ValueMetadata> {
+  return new Map((list ?? []).map((entry) => [entry.name, entry]));
+}
+
+function elementType(entry: ValueMetadata | undefined): string | undefined {
+  return entry !== undefined && entry.isTensor ? entry.type : undefined;
+}
+
+/** Reads and checks the contract; throws a startup error naming what is unsupported. */
+export function readDecoderContract(session: InferenceSession, spec: ModelSpec, graphLabel: string): DecoderContract {
+  const inputs = metadataByName(session.inputMetadata);
+  const outputs = metadataByName(session.outputMetadata);
+  const inputNames = session.inputNames;
+  const outputNames = session.outputNames;
+  const fail = (message: string): never => {
+    throw new Error(`${graphLabel} cannot be served: ${message}`);
+  };
+
+  for (const name of ['input_ids', 'attention_mask', 'past_key_values.0.key']) {
+    if (!inputNames.includes(name)) {
+      fail(`it has no "${name}" input, so it is not a decoder exported with past_key_values (inputs: ${inputNames.join(', ')}).`);
+    }
+  }
+  if (!outputNames.includes('logits') || !outputNames.includes('present.0.key')) {
+    fail(`it must output "logits" and "present.N.key/value" (outputs: ${outputNames.join(', ')}).`);
+  }
+
+  const known = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', 'use_cache_branch']);
+  for (let layer = 0; layer < spec.numLayers; layer++) {
+    for (const kind of ['key', 'value']) {
+      const past = `past_key_values.${layer}.${kind}`;
+      known.add(past);
+      if (!inputNames.includes(past)) fail(`it has no "${past}" input, but config.json declares ${spec.numLayers} layers.`);
+      if (!outputNames.includes(`present.${layer}.${kind}`)) fail(`it has no "present.${layer}.${kind}" output.`);
+    }
+  }
+  const unknown = inputNames.filter((name) => !known.has(name));
+  if (unknown.length > 0) {
+    fail(
+      `it requires input${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}, which the engine does not know how to feed ` +
+        `(it feeds input_ids, attention_mask, position_ids, past_key_values.N.key/value, num_logits_to_keep / logits_to_keep, use_cache_branch).`,
+    );
+  }
+
+  const idType = (name: string): IdElementType => {
+    const type = elementType(inputs.get(name)) ?? 'int64';
+    if (!ID_TYPES.includes(type)) fail(`its "${name}" input is ${type}; the engine feeds int64 or int32.`);
+    return type as IdElementType;
+  };
+  const floatType = (entry: ValueMetadata | undefined, what: string): KvElementType => {
+    const type = elementType(entry) ?? 'float32';
+    if (!FLOAT_TYPES.includes(type)) fail(`its ${what} is ${type}; the engine handles float32 and float16.`);
+    return type as KvElementType;
+  };
+
+  const kvType = floatType(inputs.get('past_key_values.0.key'), 'KV cache ("past_key_values.0.key")');
+  for (let layer = 0; layer < spec.numLayers; layer++) {
+    for (const name of [`past_key_values.${layer}.key`, `past_key_values.${layer}.value`, `present.${layer}.key`, `present.${layer}.value`]) {
+      const entry = inputs.get(name) ?? outputs.get(name);
+      if (floatType(entry, `"${name}"`) !== kvType) fail(`"${name}" is ${elementType(entry)} while "past_key_values.0.key" is ${kvType}.`);
+    }
+  }
+  checkKvShape(inputs.get('past_key_values.0.key'), spec, fail);
+
+  const logitsToKeepInput = inputNames.includes('num_logits_to_keep')
+    ? 'num_logits_to_keep'
+    : inputNames.includes('logits_to_keep')
+      ? 'logits_to_keep'
+      : null;
+  return {
+    idsType: idType('input_ids'),
+    attentionMaskType: idType('attention_mask'),
+    positionIdsType: inputNames.includes('position_ids') ? idType('position_ids') : null,
+    kvType,
+    logitsType: floatType(outputs.get('logits'), 'logits output'),
+    logitsToKeepInput,
+    logitsToKeepType: logitsToKeepInput === null ? 'int64' : idType(logitsToKeepInput),
+    useCacheBranch: inputNames.includes('use_cache_branch'),
+    inputNames,
+  };
+}
+
+/** The cache's fixed dims ([batch, kv_heads, past, head_dim]) must be what config.json says. */
+function checkKvShape(entry: ValueMetadata | undefined, spec: ModelSpec, fail: (message: string) => never): void {
+  if (entry === undefined || !entry.isTensor) return;
+  const [, heads, , headDim] = entry.shape;
+  if (typeof heads === 'number' && heads !== spec.numKeyValueHeads) {
+    fail(`its KV cache has ${heads} heads, but config.json gives ${spec.numKeyValueHeads} key/value heads (num_key_value_heads).`);
+  }
+  if (typeof headDim === 'number' && headDim !== spec.headDim) {
+    fail(`its KV cache has head size ${headDim}, but config.json gives ${spec.headDim} (head_dim, or hidden_size / num_attention_heads).`);
+  }
+}
+
+/** One-line description of the contract for the startup report. */
+export function describeContract(contract: DecoderContract): string {
+  const parts = [
+    `ids ${contract.idsType}`,
+    `KV ${contract.kvType}`,
+    `logits ${contract.logitsType}`,
+    contract.positionIdsType === null ? 'no position_ids' : 'position_ids',
+  ];
+  if (contract.logitsToKeepInput) parts.push(contract.logitsToKeepInput);
+  if (contract.useCacheBranch) parts.push('use_cache_branch');
+  return parts.join(', ');
+}

@@ -1,0 +1,252 @@
+/**
+ * "Bring your own model" fixtures: a small seeded random-weight llama-architecture model,
+ * written as a model folder in the layouts other exporters produce (variant file names,
+ * external data, float16 KV/logits, no position_ids, GroupQueryAttention wired as
+ * onnxruntime-genai wires it, ...), with a byte-level BPE tokenizer and a ChatML template.
+ * Built in a few milliseconds per folder, so nothing large is committed. The independent
+ * oracle is the llama2.c reference forward pass (test/convert/llama2c-reference.ts).
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../scripts/convert/llama-onnx-graph.js';
+import { buildGenaiGqaLlamaGraph } from '../../scripts/convert/llama-graph-gqa.js';
+import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../scripts/convert/graph-variants.js';
+import { encodeOnnxModel, type OnnxGraph } from '../../scripts/convert/onnx-writer.js';
+import { Llama2cReference } from '../convert/llama2c-reference.js';
+
+/** A deterministic PRNG (mulberry32), so every run builds the same weights. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const FIXTURE_DIMS = { dim: 32, hiddenDim: 64, nLayers: 2, nHeads: 4, nKvHeads: 2, seqLen: 96 } as const;
+
+export function randomCheckpoint(seed: number, vocabSize: number): Llama2cCheckpoint {
+  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, seqLen } = FIXTURE_DIMS;
+  const random = seededRandom(seed);
+  const headDim = dim / nHeads;
+  const kvDim = headDim * nKvHeads;
+  const matrix = (count: number, scale: number) => Float32Array.from({ length: count }, () => (random() * 2 - 1) * scale);
+  const norm = (count: number) => Float32Array.from({ length: count }, () => 0.8 + 0.4 * random());
+  const linear = (out: number, inn: number) => matrix(out * inn, Math.sqrt(3 / inn));
+  const tokenEmbedding = matrix(vocabSize * dim, 1);
+  // Its own output projection: with tied embeddings a random model mostly repeats its input.
+  const classifier = matrix(vocabSize * dim, 1);
+  const freqCisReal = new Float32Array((seqLen * headDim) / 2);
+  const freqCisImag = new Float32Array((seqLen * headDim) / 2);
+  for (let pos = 0; pos < seqLen; pos++) {
+    for (let i = 0; i < headDim / 2; i++) {
+      const angle = pos / 10000 ** ((2 * i) / headDim);
+      freqCisReal[(pos * headDim) / 2 + i] = Math.cos(angle);
+      freqCisImag[(pos * headDim) / 2 + i] = Math.sin(angle);
+    }
+  }
+  return {
+    header: { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, sharedClassifier: false },
+    headDim,
+    kvDim,
+    tokenEmbedding,
+    layers: Array.from({ length: nLayers }, () => ({
+      rmsAtt: norm(dim),
+      wq: linear(dim, dim),
+      wk: linear(kvDim, dim),
+      wv: linear(kvDim, dim),
+      wo: linear(dim, dim),
+      rmsFfn: norm(dim),
+      w1: linear(hiddenDim, dim),
+      w2: linear(dim, hiddenDim),
+      w3: linear(hiddenDim, dim),
+    })),
+    rmsFinal: norm(dim),
+    freqCisReal,
+    freqCisImag,
+    classifier,
+  };
+}
+
+/** GPT-2's byte → printable character table, which byte-level BPE vocabularies are written in. */
+function bytesToUnicode(): string[] {
+  const printable: number[] = [];
+  for (let b = 33; b <= 126; b++) printable.push(b);
+  for (let b = 161; b <= 172; b++) printable.push(b);
+  for (let b = 174; b <= 255; b++) printable.push(b);
+  const table: string[] = [];
+  let extra = 0;
+  for (let b = 0; b < 256; b++) table[b] = String.fromCodePoint(printable.includes(b) ? b : 256 + extra++);
+  return table;
+}
+
+const MERGES: Array<[string, string]> = [
+  ['Ġ', 't'], ['h', 'e'], ['Ġt', 'he'], ['Ġ', 'a'], ['i', 'n'], ['o', 'n'], ['e', 'r'], ['Ġ', 's'], ['r', 'e'], ['a', 't'],
+  ['Ġ', 'w'], ['o', 'r'], ['e', 'n'], ['Ġ', 'c'], ['i', 's'], ['a', 'n'], ['Ġ', 'o'], ['Ġ', 'b'], ['e', 's'], ['i', 't'], ['Ġ', 'f'],
+];
+
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/** A Qwen-style byte-level BPE tokenizer: 256 bytes, a few merges, <|endoftext|>, <|im_start|>, <|im_end|>. */
+export function byteLevelTokenizerFiles(): {
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+  vocabSize: number;
+  special: { endOfText: number; imStart: number; imEnd: number };
+} {
+  const vocab: Record<string, number> = {};
+  for (const char of bytesToUnicode()) vocab[char] = Object.keys(vocab).length;
+  for (const [a, b] of MERGES) vocab[a + b] = Object.keys(vocab).length;
+  const base = Object.keys(vocab).length;
+  const special = { endOfText: base, imStart: base + 1, imEnd: base + 2 };
+  const added = (id: number, content: string) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  const tokenizerJson = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [added(special.endOfText, '<|endoftext|>'), added(special.imStart, '<|im_start|>'), added(special.imEnd, '<|im_end|>')],
+    normalizer: { type: 'NFC' },
+    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: true },
+    post_processor: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+    decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: '',
+      end_of_word_suffix: '',
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab,
+      merges: MERGES.map(([a, b]) => `${a} ${b}`),
+    },
+  };
+  const tokenizerConfig = {
+    add_prefix_space: false,
+    bos_token: null,
+    eos_token: '<|im_end|>',
+    pad_token: '<|endoftext|>',
+    chat_template: CHATML_TEMPLATE,
+    clean_up_tokenization_spaces: false,
+    model_max_length: 131072,
+    tokenizer_class: 'Qwen2Tokenizer',
+  };
+  return { tokenizerJson, tokenizerConfig, vocabSize: base + 3, special };
+}
+
+export const FIXTURE_SEED = 20261201;
+let sharedCheckpoint: Llama2cCheckpoint | undefined;
+
+/** The fixtures' one checkpoint (its vocabulary is the tokenizer's). */
+export function fixtureCheckpoint(): Llama2cCheckpoint {
+  sharedCheckpoint ??= randomCheckpoint(FIXTURE_SEED, byteLevelTokenizerFiles().vocabSize);
+  return sharedCheckpoint;
+}
+
+export function qwen2Config(ckpt: Llama2cCheckpoint): Record<string, unknown> {
+  const h = ckpt.header;
+  const { special } = byteLevelTokenizerFiles();
+  return {
+    architectures: ['Qwen2ForCausalLM'],
+    model_type: 'qwen2',
+    hidden_size: h.dim,
+    intermediate_size: h.hiddenDim,
+    num_hidden_layers: h.nLayers,
+    num_attention_heads: h.nHeads,
+    num_key_value_heads: h.nKvHeads,
+    vocab_size: h.vocabSize,
+    max_position_embeddings: h.seqLen,
+    rms_norm_eps: 1e-5,
+    rope_theta: 10000,
+    tie_word_embeddings: false,
+    bos_token_id: special.endOfText,
+    eos_token_id: special.imEnd,
+    torch_dtype: 'float32',
+  };
+}
+
+export type FixtureGraph = 'fused' | 'gqa' | 'portable' | 'gqa-genai';
+
+export interface FixtureFolderOptions {
+  graph?: FixtureGraph;
+  layout?: DecoderLayoutOptions;
+  /** Graph file names inside the folder (one graph written under each); default onnx/model.onnx. */
+  files?: string[];
+  /** Move the weights to external data, split into files of at most this many bytes (Infinity: one file). */
+  externalDataMaxFileBytes?: number;
+  config?: Record<string, unknown>;
+  /** Replaces the tokenizer_config.json fields given. */
+  tokenizerConfig?: Record<string, unknown>;
+  /** null: no generation_config.json. */
+  generationConfig?: Record<string, unknown> | null;
+}
+
+export function buildFixtureGraph(graph: FixtureGraph = 'fused', layout: DecoderLayoutOptions = {}): OnnxGraph {
+  const ckpt = fixtureCheckpoint();
+  const base = graph === 'gqa-genai' ? buildGenaiGqaLlamaGraph(ckpt, 1e-5) : buildLlamaGraph(ckpt, { rmsNormEps: 1e-5, ops: graph });
+  return rewriteDecoderLayout(base, layout);
+}
+
+export function encodeFixtureGraph(graph: OnnxGraph, fixtureGraph: FixtureGraph = 'fused'): Uint8Array {
+  const extraOpsets = fixtureGraph === 'gqa-genai' ? EXTRA_OPSETS.gqa : EXTRA_OPSETS[fixtureGraph];
+  return encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'edge-llm-test', producerVersion: '0', graph, extraOpsets });
+}
+
+const folders: string[] = [];
+
+/** Writes a model folder to a fresh temporary directory; returns its path. */
+export async function writeFixtureFolder(options: FixtureFolderOptions = {}): Promise<string> {
+  const ckpt = fixtureCheckpoint();
+  const dir = await mkdtemp(join(tmpdir(), 'byom-'));
+  folders.push(dir);
+  const tokenizer = byteLevelTokenizerFiles();
+  const json = (path: string, value: unknown) => writeFile(join(dir, path), JSON.stringify(value, null, 2));
+  await json('config.json', { ...qwen2Config(ckpt), ...options.config });
+  if (options.generationConfig !== null) {
+    await json('generation_config.json', options.generationConfig ?? { eos_token_id: [tokenizer.special.imEnd, tokenizer.special.endOfText] });
+  }
+  await json('tokenizer.json', tokenizer.tokenizerJson);
+  await json('tokenizer_config.json', { ...tokenizer.tokenizerConfig, ...options.tokenizerConfig });
+  const graph = buildFixtureGraph(options.graph, options.layout);
+  for (const file of options.files ?? ['onnx/model.onnx']) {
+    await mkdir(dirname(join(dir, file)), { recursive: true });
+    if (options.externalDataMaxFileBytes === undefined) {
+      await writeFile(join(dir, file), encodeFixtureGraph(graph, options.graph));
+      continue;
+    }
+    const name = file.split('/').pop()!;
+    const split = moveWeightsToExternalData(graph, `${name}_data`, { maxFileBytes: options.externalDataMaxFileBytes });
+    await writeFile(join(dir, file), encodeFixtureGraph(split.graph, options.graph));
+    for (const data of split.files) await writeFile(join(dirname(join(dir, file)), data.name), data.data);
+  }
+  return dir;
+}
+
+/** Removes every folder this process wrote. */
+export async function removeFixtureFolders(): Promise<void> {
+  await Promise.all(folders.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+}
+
+/** Greedy continuation of `prompt` by the reference forward pass, and each step's logits. */
+export function referenceGreedy(prompt: readonly number[], steps: number): { tokenIds: number[]; logits: Float32Array[] } {
+  const reference = new Llama2cReference(fixtureCheckpoint());
+  let logits: Float32Array = new Float32Array(0);
+  prompt.forEach((token, pos) => (logits = reference.forward(token, pos)));
+  const tokenIds: number[] = [];
+  const all: Float32Array[] = [];
+  for (let step = 0; step < steps; step++) {
+    all.push(logits);
+    let best = 0;
+    for (let i = 1; i < logits.length; i++) if (logits[i] > logits[best]) best = i;
+    tokenIds.push(best);
+    if (step + 1 < steps) logits = reference.forward(best, prompt.length + step);
+  }
+  return { tokenIds, logits: all };
+}
