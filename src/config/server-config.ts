@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './request-bounds.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   const requirement = max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer in [${min}, ${max}]`;
@@ -50,6 +51,8 @@ export const ServerConfigSchema = z.strictObject(
     speculativeMaxSequences: int(1).default(2),
     /** Engine processes behind the port (Node only), each with its own model copy and batch. */
     dataParallelSize: int(1, 64).default(1),
+    /** What one request may make the server do (request-bounds.ts). */
+    ...REQUEST_BOUNDS_SHAPE,
   },
   { error: 'must be a JSON object' },
 );
@@ -99,7 +102,10 @@ const ENV_VARIABLES = {
   MODEL_DIR: 'modelDir',
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
-} as const;
+  ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
+} as Record<string, string>;
+
+const NUMERIC_ENV_SETTINGS = new Set<string>(['port', 'dataParallelSize', ...REQUEST_BOUND_KEYS]);
 
 /**
  * The settings the environment overrides. Empty variables count as unset. A PORT (or
@@ -110,7 +116,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Partial<
   for (const [variable, key] of Object.entries(ENV_VARIABLES)) {
     const value = env[variable];
     if (value === undefined || value.trim() === '') continue;
-    const numeric = key === 'port' || key === 'dataParallelSize';
+    const numeric = NUMERIC_ENV_SETTINGS.has(key);
     out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   }
   return out;

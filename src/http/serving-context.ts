@@ -1,7 +1,9 @@
+import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
+import { checkRequestBounds } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
 import type { GuideCompiler } from './guided-decoding.js';
@@ -43,4 +45,9 @@ export function samplingContext(ctx: ServingContext): SamplingContext {
     eosTokenIds: engine.tokenizer.eosTokenIds,
     vocabSize: engine.info.vocabSize,
   };
+}
+
+/** Refuses a (schema-valid) request body past one of the server's request bounds, before any work on it. */
+export function checkBounds(ctx: ServingContext, body: unknown): void {
+  checkRequestBounds(body, { bounds: requestBoundsOf(ctx.config), maxRunningSequences: ctx.config.maxRunningSequences });
 }

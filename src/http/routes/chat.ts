@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -22,8 +22,10 @@ export function chatRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/v1/chat/completions', async (c) => {
-    const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(ChatCompletionRequestSchema, body);
     checkModel(request.model, engine.info);
+    checkBounds(ctx, body);
     refuseUnsupported(unsupportedChatFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.

@@ -8,7 +8,7 @@ import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
-import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -20,8 +20,10 @@ export function completionsRoutes(ctx: ServingContext): Hono {
   const { engine } = ctx;
 
   routes.post('/v1/completions', async (c) => {
-    const request = parseRequest(CompletionRequestSchema, await readJsonBody(c.req.raw));
+    const body = await readJsonBody(c.req.raw);
+    const request = parseRequest(CompletionRequestSchema, body);
     checkModel(request.model, engine.info);
+    checkBounds(ctx, body);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.

@@ -7,7 +7,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { readJsonBody } from '../request-body.js';
-import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
 import { checkModel } from '../serving-models.js';
@@ -23,6 +23,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(MindieGenerateRequestSchema, body);
     // `model` names a LoRA adapter; the only weights served are the base model's.
     checkModel(request.model, engine.info);
+    checkBounds(ctx, body);
     refuseUnsupported(unsupportedMindieFeatures(request));
     // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
     // (guided_json, guided_regex, guided_choice, response_format), read from the body as
