@@ -9,6 +9,7 @@
  * scale with the vocabulary, so a model with a large one may want them lower.
  */
 import { z } from 'zod';
+import { DEFAULT_GUIDED_LIMITS } from '../guided/limits.js';
 
 const bound = (min: number, fallback: number) => {
   const requirement = `must be an integer >= ${min}`;
@@ -36,13 +37,13 @@ export const REQUEST_BOUNDS_SHAPE = {
   /** Characters of a structured-output constraint as sent: guided_json / response_format schema, guided_regex, guided_choice. */
   maxGuidedSourceChars: bound(1, 64 * 1024),
   /** Nesting depth of a guided_json schema (objects and arrays) and of a regular expression's groups. */
-  maxGuidedNestingDepth: bound(1, 64),
+  maxGuidedNestingDepth: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedNestingDepth),
   /** Properties over all objects of a guided_json schema. */
-  maxGuidedProperties: bound(1, 1024),
+  maxGuidedProperties: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedProperties),
   /** Largest repetition count: regex {m,n}, minLength / maxLength, minItems / maxItems. */
-  maxGuidedRepetition: bound(1, 1000),
+  maxGuidedRepetition: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedRepetition),
   /** Characters of the grammar a constraint compiles to (expanded repetitions included): bounds XGrammar's compile time. */
-  maxGrammarChars: bound(1, 48 * 1024),
+  maxGrammarChars: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarChars),
 };
 
 export type RequestBounds = { [K in keyof typeof REQUEST_BOUNDS_SHAPE]: number };

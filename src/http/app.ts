@@ -85,7 +85,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', chatRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));
-  app.route('/', healthRoutes());
+  app.route('/', healthRoutes(ctx));
 
   app.notFound((c) => errorResponse(notFound(`There is no route ${c.req.method} ${c.req.path}.`)));
   app.onError((error) => errorResponse(error));

@@ -5,6 +5,7 @@ import type { MediaFetcher, MediaKind } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
 import { checkRequestBounds } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
+import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
 import type { GuideCompiler } from './guided-decoding.js';
 
@@ -50,4 +51,10 @@ export function samplingContext(ctx: ServingContext): SamplingContext {
 /** Refuses a (schema-valid) request body past one of the server's request bounds, before any work on it. */
 export function checkBounds(ctx: ServingContext, body: unknown): void {
   checkRequestBounds(body, { bounds: requestBoundsOf(ctx.config), maxRunningSequences: ctx.config.maxRunningSequences });
+}
+
+/** What a structured-output constraint may ask for: the server's guided bounds. */
+export function guidedLimits(ctx: ServingContext): GuidedLimits {
+  const { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars } = requestBoundsOf(ctx.config);
+  return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars };
 }

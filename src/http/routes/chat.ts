@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { checkBounds, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -29,7 +29,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedChatFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
-    const guide = await requestGuide(ctx.guideCompiler, request);
+    const guide = await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
 

@@ -8,7 +8,7 @@ import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -27,7 +27,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
-    const guide = await requestGuide(ctx.guideCompiler, request);
+    const guide = await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
 
     // unsupportedCompletionFeatures leaves exactly one prompt.
     const prompt = completionPrompts(request.prompt)[0]!;

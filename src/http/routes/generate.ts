@@ -7,7 +7,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
 import { checkModel } from '../serving-models.js';
@@ -28,7 +28,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
     // (guided_json, guided_regex, guided_choice, response_format), read from the body as
     // sent since the MindIE schema does not list them (parsing succeeded: it is an object).
-    const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields);
+    const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
