@@ -9,3 +9,13 @@ export class GuidedDecodingError extends Error {
     this.name = 'GuidedDecodingError';
   }
 }
+
+/** A constraint whose grammar would take XGrammar too long (or too much memory) to compile. */
+export class GrammarTooComplexError extends GuidedDecodingError {}
+
+/** The refusal of a grammar past maxGrammarChars. */
+export function grammarTooLarge(chars: number, limit: number): GrammarTooComplexError {
+  return new GrammarTooComplexError(
+    `it is too complex: its grammar has ${chars > limit ? `more than ${limit}` : chars} characters, over the limit of ${limit} (maxGrammarChars); use smaller repetition counts or fewer alternatives`,
+  );
+}

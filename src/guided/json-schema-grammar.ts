@@ -56,7 +56,7 @@ function unsupported(path: string, keyword: string, detail = ''): never {
 }
 
 class SchemaConverter {
-  readonly grammar = new EbnfGrammar();
+  readonly grammar: EbnfGrammar;
   private readonly refRules = new Map<string, string>();
   /**
    * Refs entered since the last character the grammar consumes ("{" or "["): meeting one
@@ -67,7 +67,9 @@ class SchemaConverter {
   constructor(
     private readonly root: unknown,
     private readonly limits: GuidedLimits,
-  ) {}
+  ) {
+    this.grammar = new EbnfGrammar(limits.maxGrammarChars);
+  }
 
   /** An expression matching exactly the compact JSON texts of values valid under `schema`. */
   convert(schema: unknown, path: string): string {

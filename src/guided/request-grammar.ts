@@ -1,5 +1,5 @@
 import { alt, EbnfGrammar, literal } from './ebnf.js';
-import { GuidedDecodingError } from './errors.js';
+import { grammarTooLarge, GrammarTooComplexError, GuidedDecodingError } from './errors.js';
 import { jsonObjectRule } from './json-grammar.js';
 import { jsonSchemaToEbnf } from './json-schema-grammar.js';
 import { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';
@@ -23,8 +23,6 @@ export function schemaValue(schema: object | string): unknown {
   }
 }
 
-/** A constraint XGrammar would not finish compiling in time or memory: "too complex" (a 400). */
-export class GrammarTooComplexError extends GuidedDecodingError {}
 
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
@@ -70,11 +68,7 @@ function checkConstraintValue(value: unknown, limits: GuidedLimits, isSchema: bo
 
 /** The grammar text, refused when XGrammar's compile of it would take too long. */
 function bounded(ebnf: string, limits: GuidedLimits): string {
-  if (ebnf.length > limits.maxGrammarChars) {
-    throw new GrammarTooComplexError(
-      `it is too complex: its grammar has ${ebnf.length} characters, more than ${limits.maxGrammarChars} (maxGrammarChars); use smaller repetition counts or fewer alternatives`,
-    );
-  }
+  if (ebnf.length > limits.maxGrammarChars) throw grammarTooLarge(ebnf.length, limits.maxGrammarChars);
   return ebnf;
 }
 
@@ -94,7 +88,7 @@ export function requestGrammar(request: GuidedDecodingRequest, limits: GuidedLim
     case 'regex': {
       if (typeof request.pattern !== 'string') throw new GuidedDecodingError('the regular expression must be a string');
       checkConstraintValue(request.pattern, limits, false);
-      const g = new EbnfGrammar();
+      const g = new EbnfGrammar(limits.maxGrammarChars);
       const expr = regexToEbnf(parseRegex(request.pattern, regexLimits), 'raw', g, '""');
       return { ebnf: bounded(g.toString(expr), limits), key: `regex:${request.pattern}` };
     }
@@ -104,7 +98,7 @@ export function requestGrammar(request: GuidedDecodingRequest, limits: GuidedLim
         throw new GuidedDecodingError('the choices must be a non-empty list of strings');
       }
       checkConstraintValue(choices, limits, false);
-      return { ebnf: bounded(new EbnfGrammar().toString(alt(choices.map(literal))), limits), key: `choice:${JSON.stringify(choices)}` };
+      return { ebnf: bounded(new EbnfGrammar(limits.maxGrammarChars).toString(alt(choices.map(literal))), limits), key: `choice:${JSON.stringify(choices)}` };
     }
     default:
       throw new GuidedDecodingError(`unknown guided decoding kind ${JSON.stringify((request as { kind: unknown }).kind)}`);

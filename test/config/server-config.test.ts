@@ -36,7 +36,26 @@ describe('server configuration', () => {
       numSpeculativeTokens: 4,
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
+      maxSequencesPerRequest: 128,
+      maxPromptChars: 4194304,
+      maxStopStrings: 128,
+      maxStopChars: 32768,
+      maxMessages: 4096,
+      maxChatTemplateChars: 65536,
+      maxChatTemplateSteps: 200000,
+      maxGuidedSourceChars: 65536,
+      maxGuidedNestingDepth: 64,
+      maxGuidedProperties: 1024,
+      maxGuidedRepetition: 1000,
+      maxGrammarChars: 49152,
     });
+  });
+
+  it('reads every request bound from its environment variable, and refuses a bad one by name', () => {
+    const config = resolveServerConfig({ env: { MAX_SEQUENCES_PER_REQUEST: '8', MAX_PROMPT_CHARS: '1000', MAX_GRAMMAR_CHARS: '2048' } });
+    expect(config).toMatchObject({ maxSequencesPerRequest: 8, maxPromptChars: 1000, maxGrammarChars: 2048 });
+    expect(configError(() => resolveServerConfig({ env: { MAX_STOP_STRINGS: 'many' } }))).toMatch(/maxStopStrings/);
+    expect(configError(() => parseServerConfig({ maxGuidedNestingDepth: 0 }))).toMatch(/maxGuidedNestingDepth must be an integer >= 1/);
   });
 
   it('hands the scheduler its limits, speculative decoding included', () => {
