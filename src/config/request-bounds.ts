@@ -29,11 +29,11 @@ export const REQUEST_BOUNDS_SHAPE = {
   /** Characters over all of a request's stop strings (the /generate spec's 32 K). */
   maxStopChars: bound(1, 32 * 1024),
   /** Messages of one chat request. */
-  maxMessages: bound(1, 4096),
+  maxMessages: bound(1, 1024),
   /** Characters of a chat template sent with a request (chat_template). */
   maxChatTemplateChars: bound(1, 64 * 1024),
   /** Evaluation steps (expressions, loop iterations, output pieces) one chat template rendering may take. */
-  maxChatTemplateSteps: bound(1, 200_000),
+  maxChatTemplateSteps: bound(1, 100_000),
   /** Characters of a structured-output constraint as sent: guided_json / response_format schema, guided_regex, guided_choice. */
   maxGuidedSourceChars: bound(1, 64 * 1024),
   /** Nesting depth of a guided_json schema (objects and arrays) and of a regular expression's groups. */

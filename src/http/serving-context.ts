@@ -7,6 +7,7 @@ import { checkRequestBounds } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
+import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { GuideCompiler } from './guided-decoding.js';
 
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
@@ -57,4 +58,10 @@ export function checkBounds(ctx: ServingContext, body: unknown): void {
 export function guidedLimits(ctx: ServingContext): GuidedLimits {
   const { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars } = requestBoundsOf(ctx.config);
   return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars };
+}
+
+/** What one chat template rendering may take: maxChatTemplateSteps, and no text longer than a prompt may be. */
+export function templateBudget(ctx: ServingContext): TemplateBudget {
+  const bounds = requestBoundsOf(ctx.config);
+  return { maxSteps: bounds.maxChatTemplateSteps, maxOutputChars: bounds.maxPromptChars };
 }

@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -37,12 +37,13 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
     if (request.tools !== undefined) templateVariables.tools = request.tools;
     if (request.documents !== undefined) templateVariables.documents = request.documents;
-    const prompt = buildChatPrompt(ctx.chatTemplate, engine.tokenizer, request.messages, {
+    const prompt = await buildChatPrompt(ctx.chatTemplate, engine.tokenizer, request.messages, {
       addGenerationPrompt: request.add_generation_prompt,
       continueFinalMessage: request.continue_final_message,
       templateVariables,
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
+      templateBudget: templateBudget(ctx),
     });
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');

@@ -5,6 +5,7 @@ import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedCompletionFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
+import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
@@ -33,7 +34,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const prompt = completionPrompts(request.prompt)[0]!;
     let promptTokenIds: number[];
     if ('text' in prompt) {
-      promptTokenIds = engine.tokenizer.encode(prompt.text, { addSpecialTokens: request.add_special_tokens });
+      promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, { addSpecialTokens: request.add_special_tokens });
     } else {
       checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
       promptTokenIds = prompt.tokenIds;

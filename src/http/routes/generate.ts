@@ -5,6 +5,7 @@ import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedMindieFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
+import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
@@ -33,7 +34,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
     const promptText = mindiePromptText(request.prompt);
-    const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
+    const promptTokenIds = await encodePrompt(engine.tokenizer, promptText, { addSpecialTokens: true });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
