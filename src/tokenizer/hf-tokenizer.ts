@@ -92,6 +92,14 @@ export class HfTokenizer implements Tokenizer {
   /** Whether encodeInSlices may cut texts (set once, by fromJson). */
   private sliceable = false;
 
+  private addedTokenTexts: string[] | null = null;
+
+  /** An added token ends right before `space` or starts right after it. */
+  private addedTokenTouches(text: string, space: number): boolean {
+    this.addedTokenTexts ??= [...this.impl.get_added_tokens_decoder().values()].map((token) => token.content).filter((content) => content !== '');
+    return this.addedTokenTexts.some((token) => text.endsWith(token, space) || text.startsWith(token, space + 1));
+  }
+
   /** The post-processor only puts a prefix (BOS) in front: special tokens = prefix + plain ids. */
   private specialTokensOnlyPrefix(): boolean {
     const sample = 'a b';
@@ -119,8 +127,14 @@ export class HfTokenizer implements Tokenizer {
       if (text.length - start > ENCODE_SLICE_CHARS) {
         const space = /(?<=[^ ]) (?=[\s\S])/g;
         space.lastIndex = start + ENCODE_SLICE_CHARS;
-        const found = space.exec(text);
-        if (found !== null) cut = found.index;
+        for (let found = space.exec(text); found !== null; found = space.exec(text)) {
+          // Text between added tokens is normalized piece by piece (each piece gets its
+          // own "▁"): a space touching an added token is no place to cut.
+          if (!this.addedTokenTouches(text, found.index)) {
+            cut = found.index;
+            break;
+          }
+        }
       }
       // Every slice after the first starts at the space it was cut before, which the normalizer's prepend stands for.
       const piece = start === 0 ? text.slice(0, cut) : text.slice(start + 1, cut);
