@@ -110,7 +110,7 @@ describe('in range but degenerate numbers never reach sampling as non-finite row
     ['a huge repetition_penalty', '/v1/completions', { repetition_penalty: 1e300, temperature: 1e-5 }],
     ['a denormal repetition_penalty on /generate', '/generate', { repetition_penalty: 5e-324, temperature: 0.5 }],
   ])('%s: 200 with finite logprobs', async (_name, path, extra) => {
-    const body = path === '/generate' ? { prompt: 'Once upon a time', max_tokens: 6, ...extra } : { ...completion, max_tokens: 6, logprobs: 2, ...extra };
+    const body = path === '/generate' ? { prompt: 'Once upon a time', max_tokens: 6, ...extra } : { ...completion, max_tokens: 6, ignore_eos: true, logprobs: 2, ...extra };
     const response = await postJson(app, path, body);
     expect(response.status, await response.clone().text()).toBe(200);
     const json = await response.json();
