@@ -20,6 +20,11 @@ const bound = (min: number, fallback: number) => {
 };
 
 export const REQUEST_BOUNDS_SHAPE = {
+  /**
+   * Bytes of a request body, refused with a 413 before it is parsed: room for a prompt at
+   * maxPromptChars in UTF-8 (up to 4 bytes a character), while parsing stays well under a second.
+   */
+  maxRequestBytes: bound(1024, 16 * 1024 * 1024),
   /** n, best_of and the beam width of one request (the /generate spec's 128); never above maxRunningSequences. */
   maxSequencesPerRequest: bound(1, 128),
   /** Characters of a prompt's text (all its parts, or all chat messages' text), counted before tokenizing. */

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
+import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
@@ -39,11 +40,6 @@ export interface AppDeps {
   guideCompiler?: GuideCompiler | null;
 }
 
-/**
- * Request bodies above this are refused before parsing. MindIE allows prompts of up to
- * 4 MB of characters; JSON escaping can multiply that, hence the margin.
- */
-const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 /**
  * The HTTP API as a Hono app. Web-standard Request/Response only, so the same app
@@ -72,11 +68,15 @@ export function createApp(deps: AppDeps): Hono {
         ),
     }),
   );
+  // Bodies past maxRequestBytes are refused before parsing (request-bounds.ts).
+  const maxBodyBytes = requestBoundsOf(deps.config).maxRequestBytes;
   app.use(
     bodyLimit({
-      maxSize: MAX_BODY_BYTES,
+      maxSize: maxBodyBytes,
       onError: () =>
-        errorResponse(new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${MAX_BODY_BYTES} bytes.`)),
+        errorResponse(
+          new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${maxBodyBytes} bytes (maxRequestBytes).`),
+        ),
     }),
   );
 

@@ -36,6 +36,7 @@ describe('server configuration', () => {
       numSpeculativeTokens: 4,
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
+      maxRequestBytes: 16777216,
       maxSequencesPerRequest: 128,
       maxPromptChars: 4194304,
       maxStopStrings: 128,

@@ -87,6 +87,15 @@ describe('request bounds: refused before any work, the server serving all along'
     await expectServes();
   });
 
+  it('a 30 MB /tokenize body (issue 13) is refused with a 413 before it is parsed', async () => {
+    const { result, report } = await withHeartbeat(app, async () =>
+      expectError(postJson(app, '/tokenize', { prompt: 'x'.repeat(30_000_000) }), 413, 'RequestEntityTooLargeError'),
+    );
+    expect(result).toMatch(/maxRequestBytes/);
+    expectNoStall(report);
+    await expectServes();
+  });
+
   it('n above maxSequencesPerRequest is refused naming that setting when batches are wider', async () => {
     const wide = testApp(engine, { maxRunningSequences: 256 });
     const message = await expectError(postJson(wide, '/v1/completions', { ...completion, n: 129, temperature: 1 }), 400, 'BadRequestError', 'n');
