@@ -19,9 +19,12 @@ export interface HeartbeatReport {
 
 export const STALL_BOUND_MS = 1000;
 
-const STREAM_BODY = { model: MODEL, prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true, temperature: 0, stream: true };
-
-export async function withHeartbeat<T>(app: Hono, work: () => Promise<T>): Promise<{ result: T; report: HeartbeatReport }> {
+export async function withHeartbeat<T>(
+  app: Hono,
+  work: () => Promise<T>,
+  options: { streamTokens?: number } = {},
+): Promise<{ result: T; report: HeartbeatReport }> {
+  const streamBody = { model: MODEL, prompt: 'Once upon a time', max_tokens: options.streamTokens ?? 400, ignore_eos: true, temperature: 0, stream: true };
   const report: HeartbeatReport = { maxLoopLagMs: 0, maxHealthMs: 0, maxTokenGapMs: 0, healthStatuses: new Set(), tokens: 0 };
   let running = true;
 
@@ -45,8 +48,8 @@ export async function withHeartbeat<T>(app: Hono, work: () => Promise<T>): Promi
 
   const streams = (async () => {
     while (running) {
-      const response = await postJson(app, '/v1/completions', STREAM_BODY);
-      expect(response.status).toBe(200);
+      const response = await postJson(app, '/v1/completions', streamBody);
+      if (response.status !== 200) throw new Error(`the heartbeat stream was refused: ${response.status} ${await response.text()}`);
       const reader = response.body!.getReader();
       let previous = performance.now();
       for (;;) {
@@ -65,7 +68,15 @@ export async function withHeartbeat<T>(app: Hono, work: () => Promise<T>): Promi
   })();
 
   // The stream is under way before the work starts.
-  while (report.tokens < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+  const failed = streams.then(
+    () => new Error('the heartbeat stream ended'),
+    (error: unknown) => error,
+  );
+  for (let waited = 0; report.tokens < 3; waited += 5) {
+    if (waited > 10_000) throw new Error('the heartbeat stream did not start');
+    const outcome = await Promise.race([failed, new Promise((resolve) => setTimeout(() => resolve(null), 5))]);
+    if (outcome instanceof Error) throw outcome;
+  }
   let result: T;
   try {
     result = await work();
