@@ -170,6 +170,15 @@ describe('isolation', () => {
 });
 
 describe('long inputs within the bounds', () => {
+  it.each([
+    ['/generate', { prompt: 'Once upon a time there was a dog. '.repeat(100_000), max_tokens: 2 }, /The prompt has at least \d+ tokens after tokenization, more than the limit of 511/],
+    ['/v1/completions', { ...completion, prompt: 'Once upon a time there was a dog. '.repeat(100_000) }, /maximum context length is 512 tokens\. However, you requested at least \d+ tokens/],
+  ])('a 3.4 M character prompt on %s stops tokenizing once it is surely too long', async (path, body, message) => {
+    const { result, report } = await withHeartbeat(app, async () => expectError(postJson(app, path, body), 400, 'BadRequestError', 'prompt'));
+    expect(result).toMatch(message);
+    expectNoStall(report);
+  });
+
   it('a prompt of 2 M characters is tokenized in slices without stalling the server', async () => {
     // One encode() of it holds the event loop for about a second; exactness of the slices: test/tokenizer/encode-slices.test.ts.
     const unit = 'Lily and Tom  went to the park.\nThey played. ';

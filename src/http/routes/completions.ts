@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { CompletionRequestSchema, completionPrompts } from '../../protocol/openai-completions.js';
-import { checkPromptTokenIds, checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
+import { checkPromptTokenIds, checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedCompletionFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
@@ -33,14 +33,18 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     // unsupportedCompletionFeatures leaves exactly one prompt.
     const prompt = completionPrompts(request.prompt)[0]!;
     let promptTokenIds: number[];
+    let stoppedEarly = false;
+    // Without truncation, tokenizing can stop once the prompt is surely too long.
+    const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
     if ('text' in prompt) {
-      promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, { addSpecialTokens: request.add_special_tokens });
+      promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, { addSpecialTokens: request.add_special_tokens, stopAfter: ceiling });
+      stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
     } else {
       checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
       promptTokenIds = prompt.tokenIds;
     }
     promptTokenIds = truncatePromptTokens(promptTokenIds, request.truncate_prompt_tokens);
-    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'prompt');
+    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'prompt', stoppedEarly);
     const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 

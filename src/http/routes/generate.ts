@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { MindieGenerateRequestSchema, mindiePromptText } from '../../protocol/mindie.js';
-import { checkPromptTokenLimit } from '../../protocol/prompt-limits.js';
+import { checkPromptTokenLimit, promptTokenCeiling } from '../../protocol/prompt-limits.js';
 import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedMindieFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
@@ -34,8 +34,9 @@ export function generateRoutes(ctx: ServingContext): Hono {
     await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
     const promptText = mindiePromptText(request.prompt);
-    const promptTokenIds = await encodePrompt(engine.tokenizer, promptText, { addSpecialTokens: true });
-    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
+    const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
+    const promptTokenIds = await encodePrompt(engine.tokenizer, promptText, { addSpecialTokens: true, stopAfter: ceiling });
+    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
