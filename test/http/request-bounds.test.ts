@@ -131,6 +131,15 @@ describe('in range but degenerate numbers never reach sampling as non-finite row
       expect(json.text).toHaveLength(1);
       expect(json.text[0].startsWith('Once upon a time')).toBe(true);
     }
+    await expectServes();
+  });
+
+  it('beam search with a denormal repetition_penalty and an overflowing length_penalty still returns its n beams', async () => {
+    const body = { ...completion, max_tokens: 6, use_beam_search: true, n: 2, best_of: 3, temperature: 0, repetition_penalty: 1e-310, length_penalty: 1e308 };
+    const response = await postJson(app, '/v1/completions', body);
+    expect(response.status, await response.clone().text()).toBe(200);
+    expect((await response.json()).choices).toHaveLength(2);
+    await expectServes();
   });
 });
 
