@@ -49,6 +49,8 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxGuidedRepetition: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedRepetition),
   /** Characters of the grammar a constraint compiles to (expanded repetitions included): bounds XGrammar's compile time. */
   maxGrammarChars: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarChars),
+  /** Grammar characters × vocabulary size (compile time grows with both): large vocabularies get smaller grammars. */
+  maxGrammarWork: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarWork),
 };
 
 export type RequestBounds = { [K in keyof typeof REQUEST_BOUNDS_SHAPE]: number };

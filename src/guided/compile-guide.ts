@@ -138,14 +138,14 @@ export async function compileGuide(
   options: CompileGuideOptions = {},
 ): Promise<GuideFactory> {
   const param = guidedParam(request);
+  const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   let grammar;
   try {
-    grammar = requestGrammar(request, options.limits ?? DEFAULT_GUIDED_LIMITS);
+    grammar = requestGrammar(request, options.limits ?? DEFAULT_GUIDED_LIMITS, vocabSize);
   } catch (error) {
     if (error instanceof GuidedDecodingError) throw new ProtocolError('invalid_request', `Invalid ${param}: ${error.message}.`, param);
     throw error;
   }
-  const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   const state = await tokenizerState(tokenizer, vocabSize);
   const { factories } = state;
   let factory = factories.get(grammar.key);

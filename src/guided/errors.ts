@@ -14,8 +14,8 @@ export class GuidedDecodingError extends Error {
 export class GrammarTooComplexError extends GuidedDecodingError {}
 
 /** The refusal of a grammar past maxGrammarChars. */
-export function grammarTooLarge(chars: number, limit: number): GrammarTooComplexError {
+export function grammarTooLarge(chars: number, limit: number, setting = 'maxGrammarChars'): GrammarTooComplexError {
   return new GrammarTooComplexError(
-    `it is too complex: its grammar has ${chars > limit ? `more than ${limit}` : chars} characters, over the limit of ${limit} (maxGrammarChars); use smaller repetition counts or fewer alternatives`,
+    `it is too complex: its grammar has more than ${limit} characters, the limit (${setting}); use smaller repetition counts or fewer alternatives`,
   );
 }

@@ -56,8 +56,8 @@ export function checkBounds(ctx: ServingContext, body: unknown): void {
 
 /** What a structured-output constraint may ask for: the server's guided bounds. */
 export function guidedLimits(ctx: ServingContext): GuidedLimits {
-  const { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars } = requestBoundsOf(ctx.config);
-  return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars };
+  const { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork } = requestBoundsOf(ctx.config);
+  return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork };
 }
 
 /** What one chat template rendering may take: maxChatTemplateSteps, and no text longer than a prompt may be. */

@@ -49,6 +49,7 @@ describe('server configuration', () => {
       maxGuidedProperties: 1024,
       maxGuidedRepetition: 1000,
       maxGrammarChars: 49152,
+      maxGrammarWork: 25165824,
     });
   });
 

@@ -162,7 +162,7 @@ describe('isolation', () => {
 
   it('an XGrammar trap fails only its request, /health is 503 until XGrammar is replaced, then guided requests work again', async () => {
     // With the nesting bound lifted, the 250-deep anyOf of issue 13 reaches XGrammar and traps it.
-    const unbounded = testApp(engine, { maxGuidedNestingDepth: 10_000, maxGuidedSourceChars: 1_000_000, maxGrammarChars: 10_000_000 });
+    const unbounded = testApp(engine, { maxGuidedNestingDepth: 10_000, maxGuidedSourceChars: 1_000_000, maxGrammarChars: 10_000_000, maxGrammarWork: 1e12 });
     const running = postJson(unbounded, '/v1/completions', { ...completion, max_tokens: 40, ignore_eos: true, temperature: 0, stream: true }).then((r) => r.text());
     const deep = nested(250, { type: 'string' }, (inner) => ({ anyOf: [inner, { type: 'integer' }] }));
     const message = await expectError(postJson(unbounded, '/v1/completions', { ...completion, guided_json: deep }), 400, 'BadRequestError', 'guided_json');
