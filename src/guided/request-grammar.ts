@@ -23,7 +23,6 @@ export function schemaValue(schema: object | string): unknown {
   }
 }
 
-
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 /**

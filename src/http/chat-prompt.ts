@@ -16,6 +16,8 @@ export interface ChatPromptOptions {
   templateOverride?: string;
   /** Steps and output the template may take (maxChatTemplateSteps, maxPromptChars). */
   templateBudget?: TemplateBudget;
+  /** Tokenizing may stop once the prompt has more tokens than this (it will be refused anyway). */
+  stopAfter?: number;
 }
 
 export interface ChatPrompt {
@@ -77,5 +79,5 @@ export async function buildChatPrompt(
     kwargs: options.templateVariables,
     budget: options.templateBudget,
   });
-  return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens }) };
+  return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens, stopAfter: options.stopAfter }) };
 }

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { ChatCompletionRequestSchema } from '../../protocol/openai-chat.js';
-import { checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
+import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
@@ -37,6 +37,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
     if (request.tools !== undefined) templateVariables.tools = request.tools;
     if (request.documents !== undefined) templateVariables.documents = request.documents;
+    // Without truncation, tokenizing can stop once the prompt is surely too long.
+    const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
     const prompt = await buildChatPrompt(ctx.chatTemplate, engine.tokenizer, request.messages, {
       addGenerationPrompt: request.add_generation_prompt,
       continueFinalMessage: request.continue_final_message,
@@ -44,9 +46,11 @@ export function chatRoutes(ctx: ServingContext): Hono {
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
+      stopAfter: ceiling,
     });
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
-    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
+    const stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
+    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages', stoppedEarly);
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
