@@ -94,12 +94,43 @@ const ENDPOINTS: Array<{ path: string; base: () => Record<string, unknown> }> = 
   { path: '/detokenize', base: () => ({ tokens: [1, 403, 407] }) },
 ];
 
+/** Values aimed at what each field makes the server do: sizes, counts, depths, degenerate numbers. */
+const TARGETED: Record<string, () => unknown> = {
+  n: () => pick([2, 64, 65, 128, 129, 1000, 1e9]),
+  best_of: () => pick([2, 64, 65, 128, 1000, 1e9]),
+  max_tokens: () => pick([1, 39, 40, 1e9, null]),
+  repetition_penalty: () => pick([5e-324, 1e-310, 1e-300, 1e300, 2]),
+  temperature: () => pick([1e-5, 1.0000001e-5, 1e308, 0]),
+  presence_penalty: () => pick([-2, 2]),
+  length_penalty: () => pick([1e308, -1e308, 5e-324]),
+  stop: () => pick([Array.from({ length: 200_000 }, (_, i) => `s${i}`), ['x'.repeat(40_000)], ['a', 'e', ' '], 'x']),
+  guided_regex: () => pick(['[\\s\\S]{10000}', '[\\s\\S]{1000}', `${'('.repeat(3000)}a${')'.repeat(3000)}`, '(a|b){500}c', '[a-z]{1,40}', 'a\ud800']),
+  guided_json: () => pick(SCHEMAS),
+  guided_choice: () => pick([['\ud800'], ['yes', 'no'], Array.from({ length: 20_000 }, (_, i) => `c${i}`)]),
+  response_format: () => ({ type: 'json_schema', json_schema: { name: 'x', schema: pick(SCHEMAS) } }),
+  chat_template: () => pick(['{% for i in range(100000000) %}{% endfor %}', '{% for i in range(3000) %}{% for j in range(3000) %}{% endfor %}{% endfor %}', '{% set ns = namespace(s="xy") %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}', '{{ "a" | indent(999999999) }}', 'x'.repeat(70_000)]),
+  // The multi-megabyte values are rare: every body is built before the run starts.
+  prompt: () => (random() < 0.1 ? 'x'.repeat(4_500_000) : pick(['Once upon a time '.repeat(2000), [1, 2, 3], Array.from({ length: 100_000 }, (_, i) => i % 500), ''])),
+  messages: () =>
+    random() < 0.1
+      ? [{ role: 'user', content: 'y'.repeat(4_500_000) }]
+      : pick([Array.from({ length: 2000 }, () => ({ role: 'user', content: 'x' })), [{ role: 'user', content: '\ud800' }], [{ role: 'system', content: 'a' }, { role: 'user', content: 'b' }]]),
+  prompt_logprobs: () => pick([0, 20, 21]),
+  logprobs: () => pick([0, 20, 21, true]),
+  use_beam_search: () => true,
+};
+
 function randomBody(): { path: string; body: string } {
   const endpoint = pick(ENDPOINTS);
   const roll = random();
   if (roll < 0.03) return { path: endpoint.path, body: pick(['', '{', 'null', '[]', '"x"', '{"prompt": 1e999}', '{"a":'.repeat(2000)]) };
   const body = endpoint.base();
-  for (let mutations = 1 + Math.floor(random() * 4); mutations > 0; mutations--) {
+  for (let mutations = 1 + Math.floor(random() * 3); mutations > 0; mutations--) {
+    if (random() < 0.5) {
+      const [field, value] = pick(Object.entries(TARGETED));
+      body[field] = value();
+      continue;
+    }
     const field = pick(FIELDS);
     if (random() < 0.1) delete body[field];
     else body[field] = randomValue();
