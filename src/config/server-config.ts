@@ -12,6 +12,7 @@ import { MODEL_DTYPES } from '../engine/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
+import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './request-bounds.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   const requirement = max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer in [${min}, ${max}]`;
@@ -114,6 +115,8 @@ export const ServerConfigSchema = z.strictObject(
     corsAllowedHeaders: nameList('header names').default(['*']),
     /** CORS: whether browsers may send credentials (cookies, HTTP auth) across origins. */
     corsAllowCredentials: z.boolean({ error: 'must be true or false' }).default(false),
+    /** What one request may make the server do (request-bounds.ts). */
+    ...REQUEST_BOUNDS_SHAPE,
   },
   { error: 'must be a JSON object' },
 );
@@ -177,7 +180,10 @@ const ENV_VARIABLES = {
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
   CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
-} as const;
+  ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
+} as Record<string, string>;
+
+const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
 const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);
@@ -214,7 +220,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Partial<
   for (const [variable, key] of Object.entries(ENV_VARIABLES)) {
     const value = env[variable];
     if (value === undefined || value.trim() === '') continue;
-    const numeric = key === 'port' || key === 'dataParallelSize';
+    const numeric = NUMERIC_ENV_SETTINGS.has(key);
     if (LIST_SETTINGS.has(key)) out[key] = listFromEnv(value);
     else if (BOOLEAN_SETTINGS.has(key)) out[key] = value.trim() === 'true' ? true : value.trim() === 'false' ? false : value;
     else out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;

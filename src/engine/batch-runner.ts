@@ -182,7 +182,15 @@ export class BatchRunner {
     }
     let generated = 0;
     for (const [group, groupRows] of byGroup) {
-      const result = group.advance(groupRows);
+      let result;
+      try {
+        result = group.advance(groupRows);
+      } catch (error) {
+        // One request's sampling or grammar failing ends that request only; its rows
+        // leave the batch at the next repack and every other request goes on.
+        group.fail(error);
+        continue;
+      }
       generated += result.generated;
       for (const fork of result.forks) this.forks.push({ row: fork.row, group, cache: present, cacheRow: fork.parentBatchIndex });
     }

@@ -29,7 +29,8 @@ export class StopStringChecker {
     private readonly includeStopStrInOutput: boolean,
   ) {
     this.stops = [...new Set(stops.filter((s) => s.length > 0))];
-    this.longestStop = Math.max(0, ...this.stops.map((s) => s.length));
+    // A loop, not Math.max(...): a spread of a long list overflows the stack.
+    this.longestStop = this.stops.reduce((longest, stop) => Math.max(longest, stop.length), 0);
   }
 
   /**

@@ -3,19 +3,22 @@ import { ProtocolError } from '../protocol/errors.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { GuidedDecodingError } from './errors.js';
 import type { GuideFactory } from './guide.js';
+import { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';
 import { requestGrammar } from './request-grammar.js';
 import { guidedParam, type GuidedDecodingRequest } from './request.js';
 import { tokenVocabulary } from './token-vocabulary.js';
 import { Utf8MaskFilter } from './utf8-filter.js';
 import { BitmaskReader } from './xgrammar-bitmask.js';
 import { XGrammarGuide, type GuideContext, type MatcherHandle } from './xgrammar-guide.js';
-import { loadXGrammar, type XGrammarApi } from './xgrammar-runtime.js';
+import { discardTrappedXGrammar, isWasmTrap, loadXGrammar, type XGrammarApi } from './xgrammar-runtime.js';
 
 type MatcherConstructor = new (compiled: unknown, stopTokens: undefined, terminateWithoutStop: boolean, maxRollback: number) => MatcherHandle;
 
 export interface CompileGuideOptions {
   /** Logits row length when the model pads its vocabulary beyond the tokenizer's. */
   vocabSize?: number;
+  /** What a constraint may ask for (the server's request bounds). */
+  limits?: GuidedLimits;
 }
 
 /** Compiled grammars kept per tokenizer (least recently used dropped first). */
@@ -28,9 +31,24 @@ interface TokenizerState {
   /** The embind matcher class, so guides can be created synchronously. */
   matcherClass: MatcherConstructor | null;
   factories: Map<string, Promise<GuideFactory>>;
+  /** Set once this state's XGrammar instance trapped. */
+  discarded: boolean;
 }
 
-const states = new WeakMap<Tokenizer, Map<number, Promise<TokenizerState>>>();
+/** Per tokenizer and vocabulary size; replaced (everything dropped) when XGrammar traps. */
+let states = new WeakMap<Tokenizer, Map<number, Promise<TokenizerState>>>();
+
+/**
+ * XGrammar's WebAssembly trapped (a grammar it could not take): its memory cannot be
+ * trusted, so everything built on that instance is dropped and a new one started; guides
+ * still running on the old one fail with their own requests.
+ */
+function onTrap(trapped: TokenizerState, error: unknown): void {
+  if (trapped.discarded) return;
+  trapped.discarded = true;
+  states = new WeakMap();
+  discardTrappedXGrammar(error);
+}
 
 const grammarFinalizer =
   typeof FinalizationRegistry === 'undefined' ? null : new FinalizationRegistry<CompiledGrammar>((compiled) => compiled.dispose());
@@ -47,13 +65,20 @@ async function createState(tokenizer: Tokenizer, vocabSize: number): Promise<Tok
   );
   // XGrammar's own cache is keyed by grammar text; ours (per request key) sits in front.
   const compiler = await api.GrammarCompiler.createGrammarCompiler(info, false);
-  return {
+  const state: TokenizerState = {
     api,
     compiler,
-    context: { vocabSize, reader: new BitmaskReader(memories), utf8: new Utf8MaskFilter(vocabulary) },
+    context: {
+      vocabSize,
+      reader: new BitmaskReader(memories),
+      utf8: new Utf8MaskFilter(vocabulary),
+      onTrap: (error) => onTrap(state, error),
+    },
     matcherClass: null,
     factories: new Map(),
+    discarded: false,
   };
+  return state;
 }
 
 function tokenizerState(tokenizer: Tokenizer, vocabSize: number): Promise<TokenizerState> {
@@ -69,6 +94,21 @@ function tokenizerState(tokenizer: Tokenizer, vocabSize: number): Promise<Tokeni
 }
 
 async function compileFactory(state: TokenizerState, request: GuidedDecodingRequest, ebnf: string): Promise<GuideFactory> {
+  try {
+    return await compileOnXGrammar(state, request, ebnf);
+  } catch (error) {
+    if (!isWasmTrap(error)) throw error;
+    onTrap(state, error);
+    const param = guidedParam(request);
+    throw new ProtocolError(
+      'invalid_request',
+      `Invalid ${param}: it is too complex for the grammar engine (XGrammar failed on it: ${(error as Error).message}). Simplify the constraint.`,
+      param,
+    );
+  }
+}
+
+async function compileOnXGrammar(state: TokenizerState, request: GuidedDecodingRequest, ebnf: string): Promise<GuideFactory> {
   const compiled = await state.compiler.compileGrammar(ebnf);
   if (state.matcherClass === null) {
     // The package only creates matchers asynchronously; its embind class does so directly.
@@ -98,14 +138,14 @@ export async function compileGuide(
   options: CompileGuideOptions = {},
 ): Promise<GuideFactory> {
   const param = guidedParam(request);
+  const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   let grammar;
   try {
-    grammar = requestGrammar(request);
+    grammar = requestGrammar(request, options.limits ?? DEFAULT_GUIDED_LIMITS, vocabSize);
   } catch (error) {
     if (error instanceof GuidedDecodingError) throw new ProtocolError('invalid_request', `Invalid ${param}: ${error.message}.`, param);
     throw error;
   }
-  const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   const state = await tokenizerState(tokenizer, vocabSize);
   const { factories } = state;
   let factory = factories.get(grammar.key);

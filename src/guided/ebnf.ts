@@ -1,3 +1,4 @@
+import { grammarTooLarge } from './errors.js';
 /**
  * Building blocks for the EBNF grammars handed to XGrammar's compileGrammar.
  *
@@ -69,6 +70,13 @@ export function repeat(expr: string, min: number, max: number): string {
  */
 export class EbnfGrammar {
   private readonly rules = new Map<string, string | null>();
+  private chars = 0;
+
+  /** `maxChars`: the grammar text may not grow past it (GrammarTooComplexError naming `setting`, as soon as it does). */
+  constructor(
+    private readonly maxChars = Infinity,
+    private readonly setting = 'maxGrammarChars',
+  ) {}
 
   /** Reserves a fresh rule name; define it later with `define` (recursive rules need this). */
   reserve(hint: string): string {
@@ -82,6 +90,8 @@ export class EbnfGrammar {
 
   define(name: string, body: string): string {
     if (this.rules.get(name) !== null) throw new Error(`rule ${name} is not reserved or already defined`);
+    this.chars += name.length + body.length + 6;
+    if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars, this.setting);
     this.rules.set(name, body);
     return name;
   }
@@ -95,7 +105,10 @@ export class EbnfGrammar {
   shared(name: string, build: () => string): string {
     if (!this.rules.has(name)) {
       this.rules.set(name, null);
-      this.rules.set(name, build());
+      const body = build();
+      this.chars += name.length + body.length + 6;
+      if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars, this.setting);
+      this.rules.set(name, body);
     }
     return name;
   }

@@ -9,3 +9,13 @@ export class GuidedDecodingError extends Error {
     this.name = 'GuidedDecodingError';
   }
 }
+
+/** A constraint whose grammar would take XGrammar too long (or too much memory) to compile. */
+export class GrammarTooComplexError extends GuidedDecodingError {}
+
+/** The refusal of a grammar past maxGrammarChars. */
+export function grammarTooLarge(chars: number, limit: number, setting = 'maxGrammarChars'): GrammarTooComplexError {
+  return new GrammarTooComplexError(
+    `it is too complex: its grammar has more than ${limit} characters, the limit (${setting}); use smaller repetition counts or fewer alternatives`,
+  );
+}

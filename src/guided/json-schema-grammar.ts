@@ -14,6 +14,7 @@ import { normaliseLocalRef, resolveLocalRef } from './json-pointer.js';
 import { boundedNumberOptions, type NumberBounds } from './number-range.js';
 import { keyNotInEbnf } from './object-keys.js';
 import { provablyDisjoint } from './one-of.js';
+import { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';
 import { parseRegex, regexLengthBounds } from './regex-parser.js';
 import { regexToEbnf } from './regex-grammar.js';
 import {
@@ -39,12 +40,9 @@ import {
  * it; see schema-keywords.ts for the lists.
  */
 const INTEGER_CAP = 10 ** MAX_INTEGER_DIGITS - 1;
-/** Largest minLength/maxLength/minItems/maxItems that shapes the grammar: one rule per counted position. */
-export const MAX_COUNT_BOUND = 4096;
-
 /** The grammar of the compact JSON texts valid under `schema`; throws GuidedDecodingError when it cannot. */
-export function jsonSchemaToEbnf(schema: unknown): string {
-  const converter = new SchemaConverter(schema);
+export function jsonSchemaToEbnf(schema: unknown, limits: GuidedLimits = DEFAULT_GUIDED_LIMITS, grammarSetting?: string): string {
+  const converter = new SchemaConverter(schema, limits, grammarSetting);
   const root = converter.convert(schema, '#');
   return converter.grammar.toString(root);
 }
@@ -58,7 +56,7 @@ function unsupported(path: string, keyword: string, detail = ''): never {
 }
 
 class SchemaConverter {
-  readonly grammar = new EbnfGrammar();
+  readonly grammar: EbnfGrammar;
   private readonly refRules = new Map<string, string>();
   /**
    * Refs entered since the last character the grammar consumes ("{" or "["): meeting one
@@ -66,7 +64,13 @@ class SchemaConverter {
    */
   private unguardedRefs = new Set<string>();
 
-  constructor(private readonly root: unknown) {}
+  constructor(
+    private readonly root: unknown,
+    private readonly limits: GuidedLimits,
+    grammarSetting?: string,
+  ) {
+    this.grammar = new EbnfGrammar(limits.maxGrammarChars, grammarSetting);
+  }
 
   /** An expression matching exactly the compact JSON texts of values valid under `schema`. */
   convert(schema: unknown, path: string): string {
@@ -215,7 +219,8 @@ class SchemaConverter {
 
   /** The grammar has a rule per counted position: refuse counts that would make it huge. */
   private checkCountBound(keyword: string, count: number, path: string): void {
-    if (count > MAX_COUNT_BOUND) unsupported(path, keyword, `values above ${MAX_COUNT_BOUND} are not supported`);
+    const max = this.limits.maxGuidedRepetition;
+    if (count > max) unsupported(path, keyword, `values above ${max} are not supported (maxGuidedRepetition)`);
   }
 
   private bounds(schema: Record<string, unknown>, path: string): NumberBounds {
@@ -274,7 +279,7 @@ class SchemaConverter {
       if (typeof schema.pattern !== 'string') fail(path, "'pattern' must be a string");
       let node;
       try {
-        node = parseRegex(schema.pattern);
+        node = parseRegex(schema.pattern, { maxRepetition: this.limits.maxGuidedRepetition, maxDepth: this.limits.maxGuidedNestingDepth });
       } catch (error) {
         if (error instanceof GuidedDecodingError) fail(`${path}/pattern`, `'pattern': ${error.message}`);
         throw error;

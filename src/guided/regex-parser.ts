@@ -14,8 +14,15 @@ export type RegexNode =
   | { type: 'alt'; options: RegexNode[] }
   | { type: 'repeat'; node: RegexNode; min: number; max: number };
 
-/** Longest repetition count accepted in {m,n}: larger ones make the grammar huge. */
-export const MAX_REPEAT_COUNT = 10_000;
+/** What a pattern may ask for (maxGuidedRepetition, maxGuidedNestingDepth). */
+export interface RegexLimits {
+  /** Longest repetition count accepted in {m,n}: larger ones make the grammar huge. */
+  maxRepetition: number;
+  /** Deepest nesting of groups: the parser and the grammar builder recurse on it. */
+  maxDepth: number;
+}
+
+const DEFAULT_REGEX_LIMITS: RegexLimits = { maxRepetition: 1000, maxDepth: 64 };
 
 /** A pattern this module cannot turn into a grammar; the message says why. */
 export class RegexSupportError extends GuidedDecodingError {}
@@ -47,7 +54,10 @@ class Parser {
   private pos = 0;
   private readonly chars: string[];
 
-  constructor(pattern: string) {
+  constructor(
+    pattern: string,
+    private readonly limits: RegexLimits,
+  ) {
     this.chars = [...pattern];
   }
 
@@ -136,8 +146,9 @@ class Parser {
     const min = Number(match[1]);
     const max = match[2] === undefined ? min : match[3] === '' ? Infinity : Number(match[3]);
     if (max < min) throw this.error(`numbers out of order in quantifier ${match[0]}`);
-    if (min > MAX_REPEAT_COUNT || (max !== Infinity && max > MAX_REPEAT_COUNT)) {
-      throw this.error(`repetition counts above ${MAX_REPEAT_COUNT} are not supported (${match[0]})`);
+    const { maxRepetition } = this.limits;
+    if (min > maxRepetition || (max !== Infinity && max > maxRepetition)) {
+      throw this.error(`repetition counts above ${maxRepetition} are not supported (${match[0]}; maxGuidedRepetition)`);
     }
     this.pos += [...match[0]].length;
     return [min, max];
@@ -186,6 +197,9 @@ class Parser {
       } else {
         throw this.error(`inline flags or group modifiers '(?${next ?? ''}' are not supported`);
       }
+    }
+    if (depth + 1 > this.limits.maxDepth) {
+      throw this.error(`groups nested more than ${this.limits.maxDepth} deep are not supported (maxGuidedNestingDepth)`);
     }
     const inner = this.parseAlternatives(depth + 1);
     if (this.chars[this.pos++] !== ')') throw this.error("missing ')'");
@@ -304,7 +318,7 @@ function literalNode(char: string): RegexNode {
 }
 
 /** Checks the pattern is a valid ECMAScript regular expression, then parses it. */
-export function parseRegex(pattern: string): RegexNode {
+export function parseRegex(pattern: string, limits: RegexLimits = DEFAULT_REGEX_LIMITS): RegexNode {
   // Python's named groups (?P<name>...) are read as ECMAScript's (?<name>...).
   const ecmaScript = pattern.replace(/\(\?P</g, '(?<');
   try {
@@ -316,7 +330,7 @@ export function parseRegex(pattern: string): RegexNode {
       throw new RegexSupportError(`invalid regular expression: ${(error as Error).message}`);
     }
   }
-  return new Parser(pattern).parse();
+  return new Parser(pattern, limits).parse();
 }
 
 /** Shortest and longest string the node matches, in code points (max may be Infinity). */

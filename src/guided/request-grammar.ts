@@ -1,7 +1,8 @@
 import { alt, EbnfGrammar, literal } from './ebnf.js';
-import { GuidedDecodingError } from './errors.js';
+import { grammarTooLarge, GrammarTooComplexError, GuidedDecodingError } from './errors.js';
 import { jsonObjectRule } from './json-grammar.js';
 import { jsonSchemaToEbnf } from './json-schema-grammar.js';
+import { DEFAULT_GUIDED_LIMITS, grammarCharsFor, type GuidedLimits } from './limits.js';
 import { parseRegex } from './regex-parser.js';
 import { regexToEbnf } from './regex-grammar.js';
 import type { GuidedDecodingRequest } from './request.js';
@@ -22,12 +23,70 @@ export function schemaValue(schema: object | string): unknown {
   }
 }
 
-/** The EBNF grammar of the outputs `request` allows; throws GuidedDecodingError if it cannot. */
-export function requestGrammar(request: GuidedDecodingRequest): RequestGrammar {
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/**
+ * Walks a constraint's JSON value without recursion: refuses text that is not valid
+ * Unicode (a lone surrogate can never be generated, and XGrammar would compile it into a
+ * grammar that allows no token), nesting past maxGuidedNestingDepth and, for schemas,
+ * more than maxGuidedProperties properties in all.
+ */
+function checkConstraintValue(value: unknown, limits: GuidedLimits, isSchema: boolean): void {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  let properties = 0;
+  const text = (item: string) => {
+    if (LONE_SURROGATE.test(item)) throw new GuidedDecodingError('it contains a lone UTF-16 surrogate, which is not valid Unicode text and can never be generated');
+  };
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (typeof item === 'string') {
+      text(item);
+      continue;
+    }
+    if (item === null || typeof item !== 'object') continue;
+    if (depth >= limits.maxGuidedNestingDepth) {
+      throw new GrammarTooComplexError(`it is nested more than ${limits.maxGuidedNestingDepth} levels deep (maxGuidedNestingDepth)`);
+    }
+    if (Array.isArray(item)) {
+      for (const inner of item) stack.push([inner, depth + 1]);
+      continue;
+    }
+    const record = item as Record<string, unknown>;
+    if (isSchema && record.properties !== null && typeof record.properties === 'object' && !Array.isArray(record.properties)) {
+      properties += Object.keys(record.properties).length;
+      if (properties > limits.maxGuidedProperties) {
+        throw new GrammarTooComplexError(`it has more than ${limits.maxGuidedProperties} properties in all (maxGuidedProperties)`);
+      }
+    }
+    for (const [key, inner] of Object.entries(record)) {
+      text(key);
+      stack.push([inner, depth + 1]);
+    }
+  }
+}
+
+/** The grammar text, refused when XGrammar's compile of it would take too long. */
+function bounded(ebnf: string, limits: GuidedLimits, setting: string): string {
+  if (ebnf.length > limits.maxGrammarChars) throw grammarTooLarge(ebnf.length, limits.maxGrammarChars, setting);
+  return ebnf;
+}
+
+/** The EBNF grammar of the outputs `request` allows; throws GuidedDecodingError if it cannot (or must not). */
+export function requestGrammar(
+  request: GuidedDecodingRequest,
+  requestLimits: GuidedLimits = DEFAULT_GUIDED_LIMITS,
+  /** The vocabulary the grammar is compiled for: large ones lower the grammar size limit (maxGrammarWork). */
+  vocabSize = 0,
+): RequestGrammar {
+  const grammarChars = grammarCharsFor(requestLimits, vocabSize);
+  const limits = { ...requestLimits, maxGrammarChars: grammarChars.limit };
+  const setting = grammarChars.setting;
+  const regexLimits = { maxRepetition: limits.maxGuidedRepetition, maxDepth: limits.maxGuidedNestingDepth };
   switch (request.kind) {
     case 'json': {
       const schema = schemaValue(request.schema);
-      return { ebnf: jsonSchemaToEbnf(schema), key: `json:${JSON.stringify(schema)}` };
+      checkConstraintValue(schema, limits, true);
+      return { ebnf: bounded(jsonSchemaToEbnf(schema, limits, setting), limits, setting), key: `json:${JSON.stringify(schema)}` };
     }
     case 'json_object': {
       const g = new EbnfGrammar();
@@ -35,16 +94,18 @@ export function requestGrammar(request: GuidedDecodingRequest): RequestGrammar {
     }
     case 'regex': {
       if (typeof request.pattern !== 'string') throw new GuidedDecodingError('the regular expression must be a string');
-      const g = new EbnfGrammar();
-      const expr = regexToEbnf(parseRegex(request.pattern), 'raw', g, '""');
-      return { ebnf: g.toString(expr), key: `regex:${request.pattern}` };
+      checkConstraintValue(request.pattern, limits, false);
+      const g = new EbnfGrammar(limits.maxGrammarChars, setting);
+      const expr = regexToEbnf(parseRegex(request.pattern, regexLimits), 'raw', g, '""');
+      return { ebnf: bounded(g.toString(expr), limits, setting), key: `regex:${request.pattern}` };
     }
     case 'choice': {
       const { choices } = request;
       if (!Array.isArray(choices) || choices.length === 0 || choices.some((c) => typeof c !== 'string')) {
         throw new GuidedDecodingError('the choices must be a non-empty list of strings');
       }
-      return { ebnf: new EbnfGrammar().toString(alt(choices.map(literal))), key: `choice:${JSON.stringify(choices)}` };
+      checkConstraintValue(choices, limits, false);
+      return { ebnf: bounded(new EbnfGrammar(limits.maxGrammarChars, setting).toString(alt(choices.map(literal))), limits, setting), key: `choice:${JSON.stringify(choices)}` };
     }
     default:
       throw new GuidedDecodingError(`unknown guided decoding kind ${JSON.stringify((request as { kind: unknown }).kind)}`);

@@ -17,6 +17,8 @@ export interface GuideContext {
   readonly vocabSize: number;
   readonly reader: BitmaskReader;
   readonly utf8: Utf8MaskFilter;
+  /** Told when XGrammar's WebAssembly traps under a guide (the instance must be replaced). */
+  readonly onTrap?: (error: unknown) => void;
 }
 
 const finalizer =
@@ -48,7 +50,7 @@ export class XGrammarGuide implements Guide {
     const handle = this.live();
     if (this.terminated) this.mask.fill(0);
     else {
-      const vector = handle.GetNextTokenBitmask(this.context.vocabSize);
+      const vector = this.guarded(() => handle.GetNextTokenBitmask(this.context.vocabSize));
       try {
         this.context.reader.read(vector, this.mask);
       } finally {
@@ -91,7 +93,7 @@ export class XGrammarGuide implements Guide {
   accept(tokenId: number): void {
     if (!this.isAllowed(tokenId)) throw new Error(`token ${tokenId} is not allowed by the guided-decoding grammar here`);
     const handle = this.live();
-    if (!handle.AcceptToken(tokenId, false)) throw new Error(`the guided-decoding grammar rejected token ${tokenId}`);
+    if (!this.guarded(() => handle.AcceptToken(tokenId, false))) throw new Error(`the guided-decoding grammar rejected token ${tokenId}`);
     this.utf8State = this.context.utf8.advance(this.utf8State, tokenId);
     if (this.utf8State === UTF8_INVALID) throw new Error(`token ${tokenId} breaks the UTF-8 encoding of the output`);
     this.terminated = handle.IsTerminated();
@@ -107,6 +109,16 @@ export class XGrammarGuide implements Guide {
     finalizer?.unregister(this);
     this.handle.delete();
     this.handle = null;
+  }
+
+  /** Runs an XGrammar call; a trap is reported (so the instance gets replaced) and fails this guide's request. */
+  private guarded<T>(call: () => T): T {
+    try {
+      return call();
+    } catch (error) {
+      if (typeof WebAssembly !== 'undefined' && error instanceof WebAssembly.RuntimeError) this.context.onTrap?.(error);
+      throw error;
+    }
   }
 
   private live(): MatcherHandle {

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { XGrammarRuntime } from './xgrammar-runtime.js';
 import { startXGrammar } from './xgrammar-start.js';
 
@@ -10,7 +10,7 @@ import { startXGrammar } from './xgrammar-start.js';
  * (XGrammar's messages must not mix with a server's stdout), and watches
  * WebAssembly.instantiate to learn XGrammar's memory. Everything is restored afterwards.
  */
-export async function loadXGrammarInNode(): Promise<XGrammarRuntime> {
+export async function loadXGrammarInNode(instance = 0): Promise<XGrammarRuntime> {
   const g = globalThis as Record<string, unknown>;
   const added: string[] = [];
   if (!('require' in g)) {
@@ -24,7 +24,12 @@ export async function loadXGrammarInNode(): Promise<XGrammarRuntime> {
   const log = console.log;
   console.log = (...args: unknown[]) => console.error(...args);
   try {
-    return await startXGrammar();
+    // After a trap, a query string makes Node evaluate the package again: a new WebAssembly instance.
+    const importModule =
+      instance === 0
+        ? undefined
+        : () => import(`${pathToFileURL(createRequire(import.meta.url).resolve('@mlc-ai/web-xgrammar')).href}?instance=${instance}`);
+    return await startXGrammar(importModule);
   } finally {
     console.log = log;
     for (const name of added) delete g[name];

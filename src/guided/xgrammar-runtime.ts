@@ -22,10 +22,19 @@ export interface XGrammarRuntime {
   readonly memories: readonly WebAssembly.Memory[];
 }
 
-export type XGrammarLoader = () => Promise<XGrammarRuntime>;
+/**
+ * Starts XGrammar. `instance` counts the starts after a trap (0 the first time): a loader
+ * that can create a fresh WebAssembly instance (Node: a new module instance) uses it; one
+ * that cannot returns the same API again, and XGrammar then stays reported broken.
+ */
+export type XGrammarLoader = (instance: number) => Promise<XGrammarRuntime>;
 
 let customLoader: XGrammarLoader | null = null;
 let runtime: Promise<XGrammarRuntime> | null = null;
+let instances = 0;
+let lastApi: XGrammarApi | null = null;
+/** Why XGrammar is unusable right now, or null: /health answers 503 while it is set. */
+let brokenReason: string | null = null;
 
 /** Replaces how XGrammar is started; only before its first use. */
 export function setXGrammarLoader(loader: XGrammarLoader): void {
@@ -35,16 +44,48 @@ export function setXGrammarLoader(loader: XGrammarLoader): void {
 
 /** Starts XGrammar on first call; every call shares the one instance. */
 export function loadXGrammar(): Promise<XGrammarRuntime> {
-  runtime ??= (customLoader ?? loadInNode)().catch((error: unknown) => {
-    runtime = null; // a later request may try again
-    throw error;
-  });
+  runtime ??= (customLoader ?? loadInNode)(instances).then(
+    (started) => {
+      if (started.api !== lastApi) brokenReason = null;
+      lastApi = started.api;
+      return started;
+    },
+    (error: unknown) => {
+      runtime = null; // a later request may try again
+      throw error;
+    },
+  );
   return runtime;
 }
 
-async function loadInNode(): Promise<XGrammarRuntime> {
+/** A WebAssembly trap (out-of-bounds access, stack exhaustion, unreachable): the instance's state cannot be trusted after it. */
+export function isWasmTrap(error: unknown): boolean {
+  return typeof WebAssembly !== 'undefined' && error instanceof WebAssembly.RuntimeError;
+}
+
+/**
+ * Drops the trapped instance: later loads start a new one (where the loader can), and
+ * until one is up XGrammar counts as broken. Starts the new one at once so that /health
+ * recovers without waiting for a guided request.
+ */
+export function discardTrappedXGrammar(error: unknown): void {
+  brokenReason = `structured output's grammar engine (XGrammar) trapped: ${(error as Error).message}`;
+  console.error(`XGrammar trapped; starting a new instance: ${(error as Error).message}`);
+  runtime = null;
+  instances += 1;
+  loadXGrammar().catch((failure: unknown) => {
+    brokenReason = `XGrammar trapped and could not be restarted: ${(failure as Error).message}`;
+  });
+}
+
+/** Null while XGrammar is usable (or not started); otherwise why it is not. */
+export function xgrammarBrokenReason(): string | null {
+  return brokenReason;
+}
+
+async function loadInNode(instance: number): Promise<XGrammarRuntime> {
   const { loadXGrammarInNode } = await import('./xgrammar-node-loader.js');
-  return loadXGrammarInNode();
+  return loadXGrammarInNode(instance);
 }
 
 /**

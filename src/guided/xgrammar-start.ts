@@ -41,9 +41,9 @@ async function watchingWasmMemories<T>(start: () => Promise<T>): Promise<{ resul
  * the way. Each runtime's loader calls this once it has set up what the package's
  * Emscripten glue needs there (globals, a precompiled module).
  */
-export async function startXGrammar(): Promise<XGrammarRuntime> {
+export async function startXGrammar(importModule?: () => Promise<unknown>): Promise<XGrammarRuntime> {
   const { result: api, memories } = await watchingWasmMemories(async () => {
-    const api = pickXGrammarApi(await import('@mlc-ai/web-xgrammar'));
+    const api = pickXGrammarApi(importModule ? await importModule() : await import('@mlc-ai/web-xgrammar'));
     // Any call starts the WebAssembly module; this one is cheap.
     const info = await api.TokenizerInfo.createTokenizerInfo([], 'raw', false);
     info.dispose();

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
+import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
@@ -65,11 +66,6 @@ export function serverActivity(engine: Engine, config: ServerConfig, log?: (line
   });
 }
 
-/**
- * Request bodies above this are refused before parsing. MindIE allows prompts of up to
- * 4 MB of characters; JSON escaping can multiply that, hence the margin.
- */
-const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 /**
  * The HTTP API as a Hono app. Web-standard Request/Response only, so the same app
@@ -107,11 +103,15 @@ export function createApp(deps: AppDeps): Hono {
     }),
   );
   if (config.requireJsonContentType) app.use(jsonContentTypeRequired());
+  // Bodies past maxRequestBytes are refused before parsing (request-bounds.ts).
+  const maxBodyBytes = requestBoundsOf(deps.config).maxRequestBytes;
   app.use(
     bodyLimit({
-      maxSize: MAX_BODY_BYTES,
+      maxSize: maxBodyBytes,
       onError: () =>
-        errorResponse(new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${MAX_BODY_BYTES} bytes.`)),
+        errorResponse(
+          new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${maxBodyBytes} bytes (maxRequestBytes).`),
+        ),
     }),
   );
 
@@ -121,7 +121,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', chatRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));
-  app.route('/', healthRoutes());
+  app.route('/', healthRoutes(ctx));
   app.route('/', observabilityRoutes(activity));
 
   app.notFound((c) => errorResponse(notFound(`There is no route ${c.req.method} ${c.req.path}.`)));

@@ -1,7 +1,9 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
 import { ChatTemplate, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
+import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
+import { encodePrompt } from './prompt-tokens.js';
 
 export interface ChatPromptOptions {
   addGenerationPrompt: boolean;
@@ -12,6 +14,10 @@ export interface ChatPromptOptions {
   addSpecialTokens: boolean;
   /** A request's own template (vLLM's `chat_template` field), instead of the model's. */
   templateOverride?: string;
+  /** Steps and output the template may take (maxChatTemplateSteps, maxPromptChars). */
+  templateBudget?: TemplateBudget;
+  /** Tokenizing may stop once the prompt has more tokens than this (it will be refused anyway). */
+  stopAfter?: number;
 }
 
 export interface ChatPrompt {
@@ -54,12 +60,12 @@ function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tok
 }
 
 /** Renders the conversation with the chat template and tokenizes it, as the model will see it. */
-export function buildChatPrompt(
+export async function buildChatPrompt(
   modelTemplate: ChatTemplate | null,
   tokenizer: Tokenizer,
   messages: readonly ChatMessage[],
   options: ChatPromptOptions,
-): ChatPrompt {
+): Promise<ChatPrompt> {
   const template =
     options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer) : modelTemplate;
   if (template === null) {
@@ -71,6 +77,7 @@ export function buildChatPrompt(
     addGenerationPrompt: options.addGenerationPrompt,
     continueFinalMessage: options.continueFinalMessage,
     kwargs: options.templateVariables,
+    budget: options.templateBudget,
   });
-  return { text, tokenIds: tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens }) };
+  return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens, stopAfter: options.stopAfter }) };
 }

@@ -1,4 +1,5 @@
 import type { GuideFactory } from '../guided/guide.js';
+import type { GuidedLimits } from '../guided/limits.js';
 // Not '../guided/index.js': that would pull XGrammar's loader into every bundle of the app.
 import { pickGuidedDecoding, type GuidedDecodingFields } from '../guided/pick-guided-decoding.js';
 import { guidedParam, type GuidedDecodingRequest } from '../guided/request.js';
@@ -16,7 +17,10 @@ import { invalidRequest } from '../protocol/errors.js';
  * compileGuide on XGrammar). The runtime provides it: XGrammar's WebAssembly starts
  * differently under Node, workerd and in a browser, and the app must bundle for each.
  */
-export type GuideCompiler = (request: GuidedDecodingRequest) => Promise<GuideFactory>;
+export type GuideCompiler = ((request: GuidedDecodingRequest, limits?: GuidedLimits) => Promise<GuideFactory>) & {
+  /** Null while the compiler's engine works; otherwise why not (GET /health then answers 503). */
+  brokenReason?: () => string | null;
+};
 
 export interface RequestGuidedFields extends GuidedDecodingFields {
   /** vLLM's (outlines') whitespace regex between JSON tokens; only meaningful with a JSON kind. */
@@ -45,7 +49,11 @@ function asJsonNumbers(value: unknown): unknown {
  * at once), for a constraint that cannot be compiled (an unsupported JSON Schema keyword,
  * an invalid pattern, ...), and when this runtime has no compiler.
  */
-export async function requestGuide(compile: GuideCompiler | null, fields: RequestGuidedFields): Promise<GuideFactory | undefined> {
+export async function requestGuide(
+  compile: GuideCompiler | null,
+  fields: RequestGuidedFields,
+  limits?: GuidedLimits,
+): Promise<GuideFactory | undefined> {
   const request = pickGuidedDecoding({
     guided_json: asJsonNumbers(fields.guided_json),
     guided_regex: fields.guided_regex,
@@ -63,5 +71,5 @@ export async function requestGuide(compile: GuideCompiler | null, fields: Reques
   }
   const param = guidedParam(request);
   if (compile === null) throw invalidRequest(`Structured output (${param}) is not available in this runtime.`, param);
-  return compile(request);
+  return compile(request, limits);
 }

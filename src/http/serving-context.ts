@@ -1,9 +1,13 @@
+import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
+import { checkRequestBounds } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
+import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
+import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { GuideCompiler } from './guided-decoding.js';
 
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
@@ -43,4 +47,21 @@ export function samplingContext(ctx: ServingContext): SamplingContext {
     eosTokenIds: engine.tokenizer.eosTokenIds,
     vocabSize: engine.info.vocabSize,
   };
+}
+
+/** Refuses a (schema-valid) request body past one of the server's request bounds, before any work on it. */
+export function checkBounds(ctx: ServingContext, body: unknown): void {
+  checkRequestBounds(body, { bounds: requestBoundsOf(ctx.config), maxRunningSequences: ctx.config.maxRunningSequences });
+}
+
+/** What a structured-output constraint may ask for: the server's guided bounds. */
+export function guidedLimits(ctx: ServingContext): GuidedLimits {
+  const { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork } = requestBoundsOf(ctx.config);
+  return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork };
+}
+
+/** What one chat template rendering may take: maxChatTemplateSteps, and no text longer than a prompt may be. */
+export function templateBudget(ctx: ServingContext): TemplateBudget {
+  const bounds = requestBoundsOf(ctx.config);
+  return { maxSteps: bounds.maxChatTemplateSteps, maxOutputChars: bounds.maxPromptChars };
 }

@@ -1,7 +1,9 @@
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
+import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { buildChatPrompt } from './chat-prompt.js';
 import { badRequest } from './errors.js';
+import { encodePrompt } from './prompt-tokens.js';
 import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
 
 export interface TokenizeResponse {
@@ -10,31 +12,33 @@ export interface TokenizeResponse {
   tokens: number[];
 }
 
-export function tokenizeCompletion(
+export async function tokenizeCompletion(
   request: TokenizeCompletionRequest,
   tokenizer: Tokenizer,
   maxModelLen: number,
-): TokenizeResponse {
-  const tokens = tokenizer.encode(request.prompt, { addSpecialTokens: request.add_special_tokens });
+): Promise<TokenizeResponse> {
+  const tokens = await encodePrompt(tokenizer, request.prompt, { addSpecialTokens: request.add_special_tokens });
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
 
 /** Tokenizes messages exactly as /v1/chat/completions would feed them to the model. */
-export function tokenizeChat(
+export async function tokenizeChat(
   request: TokenizeChatRequest,
   tokenizer: Tokenizer,
   template: ChatTemplate | null,
   maxModelLen: number,
-): TokenizeResponse {
+  templateBudget?: TemplateBudget,
+): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
   }
-  const { tokenIds } = buildChatPrompt(template, tokenizer, request.messages, {
+  const { tokenIds } = await buildChatPrompt(template, tokenizer, request.messages, {
     addGenerationPrompt: request.add_generation_prompt,
     continueFinalMessage: request.continue_final_message,
     templateVariables: request.chat_template_kwargs,
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
+    templateBudget,
   });
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }

@@ -1,4 +1,5 @@
 import type { GuideFactory } from '../guided/guide.js';
+import type { GuidedLimits } from '../guided/limits.js';
 import { guidedDecodingFields } from '../protocol/openai-common.js';
 import { invalidRequest } from '../protocol/errors.js';
 import type { ChatCompletionRequest } from '../protocol/openai-chat.js';
@@ -30,6 +31,7 @@ export async function toolCallGuide(
   compile: GuideCompiler | null,
   request: ChatCompletionRequest,
   calling: ToolCalling & { schema: Record<string, unknown> },
+  limits?: GuidedLimits,
 ): Promise<GuideFactory> {
   const other = guidedDecodingFields(request)[0];
   if (other !== undefined) {
@@ -38,5 +40,5 @@ export async function toolCallGuide(
   if (compile === null) {
     throw invalidRequest(`${describeChoice(request)} is served through structured output, which is not available in this runtime.`, 'tool_choice');
   }
-  return compile({ kind: 'json', schema: calling.schema, param: 'tools' });
+  return compile({ kind: 'json', schema: calling.schema, param: 'tools' }, limits);
 }

@@ -33,7 +33,10 @@ export function checkPromptTokenLimit(
   limits: PromptLimits,
   api: 'mindie' | 'openai',
   promptParam: string = api === 'mindie' ? 'prompt' : 'messages',
+  /** Tokenizing stopped early (past promptTokenCeiling): the prompt has at least tokenCount tokens. */
+  countIsLowerBound = false,
 ): void {
+  const count = countIsLowerBound ? `at least ${tokenCount}` : `${tokenCount}`;
   if (tokenCount <= 0) throw invalidRequest('The prompt is empty: it has no tokens after tokenization.', promptParam);
   if (api === 'mindie') {
     const candidates: [number, string][] = [
@@ -45,7 +48,7 @@ export function checkPromptTokenLimit(
     const [limit, reason] = candidates.reduce((a, b) => (b[0] < a[0] ? b : a));
     if (tokenCount > limit) {
       throw invalidRequest(
-        `The prompt has ${tokenCount} tokens after tokenization, more than the limit of ${limit} (${reason}).`,
+        `The prompt has ${count} tokens after tokenization, more than the limit of ${limit} (${reason}).`,
         promptParam,
       );
     }
@@ -54,10 +57,16 @@ export function checkPromptTokenLimit(
   const maxModelLen = servedMaxModelLen(limits);
   if (tokenCount >= maxModelLen) {
     throw invalidRequest(
-      `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${tokenCount} tokens in the messages, Please reduce the length of the messages.`,
+      `This model's maximum context length is ${maxModelLen} tokens. However, you requested ${count} tokens in the messages, Please reduce the length of the messages.`,
       promptParam,
     );
   }
+}
+
+/** The most tokens a prompt may have on `api`: tokenizing can stop once past it. */
+export function promptTokenCeiling(limits: PromptLimits, api: 'mindie' | 'openai'): number {
+  if (api === 'openai') return servedMaxModelLen(limits) - 1;
+  return Math.min(limits.maxInputTokenLen, limits.maxSeqLen - 1, limits.maxModelLen, MINDIE_PROMPT_TOKEN_CAP);
 }
 
 /** vLLM: prompt token ids must be in the vocabulary. */

@@ -1,5 +1,5 @@
 import type { Engine } from '../engine/types.js';
-import { compileGuide, warmUpGuidedDecoding } from '../guided/index.js';
+import { compileGuide, warmUpGuidedDecoding, xgrammarBrokenReason } from '../guided/index.js';
 import type { GuideCompiler } from '../http/guided-decoding.js';
 
 /**
@@ -15,7 +15,9 @@ function guideOptions(engine: Engine) {
 /** Compiles guided-decoding requests for `engine`'s tokenizer (cached per distinct constraint). */
 export function nodeGuideCompiler(engine: Engine): GuideCompiler {
   const options = guideOptions(engine);
-  return (request) => compileGuide(request, engine.tokenizer, options);
+  const compile: GuideCompiler = (request, limits) => compileGuide(request, engine.tokenizer, { ...options, limits });
+  compile.brokenReason = xgrammarBrokenReason;
+  return compile;
 }
 
 /**

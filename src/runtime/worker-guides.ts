@@ -1,6 +1,6 @@
 import type { Engine } from '../engine/types.js';
 import { compileGuide } from '../guided/compile-guide.js';
-import { setXGrammarLoader } from '../guided/xgrammar-runtime.js';
+import { setXGrammarLoader, xgrammarBrokenReason } from '../guided/xgrammar-runtime.js';
 import type { GuideCompiler } from '../http/guided-decoding.js';
 import { workerXGrammarLoader } from './worker-xgrammar.js';
 
@@ -18,5 +18,7 @@ export function workerGuideCompiler(engine: Engine): GuideCompiler {
   }
   // The engine's logits row length, which may pad the tokenizer's vocabulary (as node-guides.ts does).
   const options = { vocabSize: engine.info.vocabSize };
-  return (request) => compileGuide(request, engine.tokenizer, options);
+  const compile: GuideCompiler = (request, limits) => compileGuide(request, engine.tokenizer, { ...options, limits });
+  compile.brokenReason = xgrammarBrokenReason;
+  return compile;
 }

@@ -110,9 +110,15 @@ export class Sampler {
         argmax = i;
       }
     }
-    if (!(max > -Infinity) || max === Infinity) {
+    if (max === Infinity) {
+      // A processor overflowed float32 (a penalty or temperature near its bound on an
+      // extreme logit): the distribution's limit is uniform over the infinite entries.
+      for (let i = 0; i < logits.length; i++) logits[i] = logits[i] === Infinity ? 0 : -Infinity;
+      max = 0;
+    }
+    if (!(max > -Infinity)) {
       // Only a stop token fits the grammar but min_tokens bans it: the grammar wins.
-      const forced = max === -Infinity ? (this.guide?.firstAllowedToken() ?? -1) : -1;
+      const forced = this.guide?.firstAllowedToken() ?? -1;
       if (forced >= 0) {
         const forcedToken: SampledToken = { tokenId: forced, logprob: 0 };
         if (this.params.logprobs !== undefined) forcedToken.topLogprobs = this.params.logprobs > 0 ? [{ tokenId: forced, logprob: 0 }] : [];

@@ -1,4 +1,5 @@
 import { Template } from '@huggingface/jinja';
+import { TemplateBudgetError, withTemplateBudget, type TemplateBudget } from './template-budget.js';
 
 /**
  * One chat message as the template sees it: content already flattened to text; other
@@ -21,7 +22,12 @@ export interface ChatTemplateOptions {
   continueFinalMessage: boolean;
   /** Extra template variables (vLLM's chat_template_kwargs). */
   kwargs?: Record<string, unknown>;
+  /** Steps and output the rendering may take; past it, a ChatTemplateError naming the bound. */
+  budget?: TemplateBudget;
 }
+
+/** Without a request's own limits: generous for any real chat template, but finite. */
+export const DEFAULT_TEMPLATE_BUDGET: TemplateBudget = { maxSteps: 100_000, maxOutputChars: 4 * 1024 * 1024 };
 
 /** Raised for a conversation the template refuses or cannot render: the client's fault. */
 export class ChatTemplateError extends Error {
@@ -58,14 +64,17 @@ export class ChatTemplate {
     }
     let rendered: string;
     try {
-      rendered = this.compiled.render({
-        bos_token: this.bosToken,
-        eos_token: this.eosToken,
-        ...options.kwargs,
-        messages: messages.map((message) => ({ ...message })),
-        add_generation_prompt: options.addGenerationPrompt,
-      });
+      rendered = withTemplateBudget(options.budget ?? DEFAULT_TEMPLATE_BUDGET, () =>
+        this.compiled.render({
+          bos_token: this.bosToken,
+          eos_token: this.eosToken,
+          ...options.kwargs,
+          messages: messages.map((message) => ({ ...message })),
+          add_generation_prompt: options.addGenerationPrompt,
+        }),
+      );
     } catch (error) {
+      if (error instanceof TemplateBudgetError) throw new ChatTemplateError(`The chat template was stopped: ${error.message}.`);
       // Templates reject conversations with raise_exception(...) (e.g. roles must alternate).
       const reason = error instanceof Error ? error.message : String(error);
       throw new ChatTemplateError(`The chat template could not render these messages: ${reason}`);

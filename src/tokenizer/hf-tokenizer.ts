@@ -16,6 +16,28 @@ function tokenContent(token: ConfigToken): string | undefined {
   return undefined;
 }
 
+/** Characters tokenized per slice by encodeInSlices: a few milliseconds of BPE. */
+export const ENCODE_SLICE_CHARS = 16 * 1024;
+
+/**
+ * True when a text can be tokenized in slices cut before a space that follows a
+ * non-space: the normalizer is sentencepiece's (prepend "▁", spaces → "▁"), the
+ * pre-tokenizer splits before every word-initial "▁" exactly (MetaspaceWordSplitter), and
+ * no added token contains a space (added tokens are matched in the raw text). Each later
+ * slice then drops its leading space, which the normalizer's prepend restores: the words
+ * BPE sees are exactly those of the whole text.
+ */
+function sliceableAtSpaces(json: Record<string, unknown>): boolean {
+  const normalizer = json.normalizer as { type?: unknown; normalizers?: unknown } | null | undefined;
+  if (normalizer?.type !== 'Sequence' || !Array.isArray(normalizer.normalizers) || normalizer.normalizers.length !== 2) return false;
+  const [first, second] = normalizer.normalizers as Array<Record<string, unknown>>;
+  const prepend = first?.type === 'Prepend' && first.prepend === '\u2581';
+  const pattern = second?.pattern as { String?: unknown } | undefined;
+  const replace = second?.type === 'Replace' && pattern?.String === ' ' && second.content === '\u2581';
+  const added = Array.isArray(json.added_tokens) ? (json.added_tokens as Array<{ content?: unknown }>) : [];
+  return prepend && replace && added.every((token) => typeof token.content === 'string' && !token.content.includes(' '));
+}
+
 function asRecord(value: unknown, what: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new TypeError(`${what} must be a JSON object`);
@@ -60,8 +82,65 @@ export class HfTokenizer implements Tokenizer {
     const json = asRecord(tokenizerJson, 'tokenizer.json');
     const config = asRecord(tokenizerConfig ?? {}, 'tokenizer_config.json');
     const impl = new HfTokenizersJs(json, config);
-    if (isSplitBeforeMetaspaceExact(json)) impl.pre_tokenizer = new MetaspaceWordSplitter();
-    return new HfTokenizer(impl, config, options);
+    const exactSplit = isSplitBeforeMetaspaceExact(json);
+    if (exactSplit) impl.pre_tokenizer = new MetaspaceWordSplitter();
+    const tokenizer = new HfTokenizer(impl, config, options);
+    tokenizer.sliceable = exactSplit && sliceableAtSpaces(json) && tokenizer.specialTokensOnlyPrefix();
+    return tokenizer;
+  }
+
+  /** Whether encodeInSlices may cut texts (set once, by fromJson). */
+  private sliceable = false;
+
+  private addedTokenTexts: string[] | null = null;
+
+  /** An added token ends right before `space` or starts right after it. */
+  private addedTokenTouches(text: string, space: number): boolean {
+    this.addedTokenTexts ??= [...this.impl.get_added_tokens_decoder().values()].map((token) => token.content).filter((content) => content !== '');
+    return this.addedTokenTexts.some((token) => text.endsWith(token, space) || text.startsWith(token, space + 1));
+  }
+
+  /** The post-processor only puts a prefix (BOS) in front: special tokens = prefix + plain ids. */
+  private specialTokensOnlyPrefix(): boolean {
+    const sample = 'a b';
+    const plain = this.encode(sample, { addSpecialTokens: false });
+    const special = this.encode(sample, { addSpecialTokens: true });
+    const prefix = this.encode('', { addSpecialTokens: true });
+    return special.length === prefix.length + plain.length && special.every((id, i) => id === (i < prefix.length ? prefix[i] : plain[i - prefix.length]));
+  }
+
+  /**
+   * encode() in slices of about ENCODE_SLICE_CHARS characters, cut before a space that
+   * follows a non-space (see sliceableAtSpaces): the concatenated pieces are encode()'s
+   * ids. A tokenizer that cannot be cut so, or a text without such a space, is one piece.
+   */
+  *encodeInSlices(text: string, options: { addSpecialTokens?: boolean } = {}): Iterable<number[]> {
+    const addSpecialTokens = options.addSpecialTokens ?? true;
+    if (!this.sliceable || text.length <= ENCODE_SLICE_CHARS) {
+      yield this.encode(text, { addSpecialTokens });
+      return;
+    }
+    if (addSpecialTokens) yield this.encode('', { addSpecialTokens: true });
+    let start = 0;
+    while (start < text.length) {
+      let cut = text.length;
+      if (text.length - start > ENCODE_SLICE_CHARS) {
+        const space = /(?<=[^ ]) (?=[\s\S])/g;
+        space.lastIndex = start + ENCODE_SLICE_CHARS;
+        for (let found = space.exec(text); found !== null; found = space.exec(text)) {
+          // Text between added tokens is normalized piece by piece (each piece gets its
+          // own "▁"): a space touching an added token is no place to cut.
+          if (!this.addedTokenTouches(text, found.index)) {
+            cut = found.index;
+            break;
+          }
+        }
+      }
+      // Every slice after the first starts at the space it was cut before, which the normalizer's prepend stands for.
+      const piece = start === 0 ? text.slice(0, cut) : text.slice(start + 1, cut);
+      yield piece === '' ? [] : this.encode(piece, { addSpecialTokens: false });
+      start = cut;
+    }
   }
 
   private configEosIds(config: Record<string, unknown>): number[] {

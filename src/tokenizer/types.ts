@@ -8,6 +8,12 @@ export interface Tokenizer {
   /** Ids of added/special tokens (BOS, EOS, UNK, pad, ...): removed by skipSpecialTokens. */
   readonly specialTokenIds: ReadonlySet<number>;
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  /**
+   * The same ids as encode(), in pieces of at most a few milliseconds' work each, so a
+   * caller can let other work run between them (a 4 MB prompt takes seconds). Left out
+   * by tokenizers that cannot cut a text without changing its tokens.
+   */
+  encodeInSlices?(text: string, options?: { addSpecialTokens?: boolean }): Iterable<number[]>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   idToToken(id: number): string | undefined;
   tokenToId(token: string): number | undefined;

@@ -50,6 +50,20 @@ describe('server configuration', () => {
       corsAllowedHeaders: ['*'],
       corsAllowCredentials: false,
       crossRequestBatching: true,
+      maxRequestBytes: 16777216,
+      maxSequencesPerRequest: 128,
+      maxPromptChars: 4194304,
+      maxStopStrings: 128,
+      maxStopChars: 32768,
+      maxMessages: 1024,
+      maxChatTemplateChars: 65536,
+      maxChatTemplateSteps: 100000,
+      maxGuidedSourceChars: 65536,
+      maxGuidedNestingDepth: 64,
+      maxGuidedProperties: 1024,
+      maxGuidedRepetition: 1000,
+      maxGrammarChars: 49152,
+      maxGrammarWork: 25165824,
     });
   });
 
@@ -75,6 +89,13 @@ describe('server configuration', () => {
     expect(parseServerConfig({ corsAllowedOrigins: 'https://a.example, https://b.example' }).corsAllowedOrigins).toEqual(['https://a.example', 'https://b.example']);
     expect(resolveServerConfig({ env: { CORS_ALLOWED_ORIGINS: 'https://a.example' } }).corsAllowedOrigins).toEqual(['https://a.example']);
     expect(parseServerConfig({ corsAllowedMethods: ['GET', 'POST'] }).corsAllowedMethods).toEqual(['GET', 'POST']);
+  });
+
+  it('reads every request bound from its environment variable, and refuses a bad one by name', () => {
+    const config = resolveServerConfig({ env: { MAX_SEQUENCES_PER_REQUEST: '8', MAX_PROMPT_CHARS: '1000', MAX_GRAMMAR_CHARS: '2048' } });
+    expect(config).toMatchObject({ maxSequencesPerRequest: 8, maxPromptChars: 1000, maxGrammarChars: 2048 });
+    expect(configError(() => resolveServerConfig({ env: { MAX_STOP_STRINGS: 'many' } }))).toMatch(/maxStopStrings/);
+    expect(configError(() => parseServerConfig({ maxGuidedNestingDepth: 0 }))).toMatch(/maxGuidedNestingDepth must be an integer >= 1/);
   });
 
   it('hands the scheduler its limits, speculative decoding included', () => {

@@ -47,9 +47,10 @@ describe('malformed requests', () => {
     expect(response.status).toBe(200);
   });
 
-  it('a body over 32 MiB → 413 before parsing', async () => {
-    const body = `${' '.repeat(33 * 1024 * 1024)}${JSON.stringify(completion)}`;
-    await expectError(postJson(testApp(engine), '/v1/completions', body), 413, 'RequestEntityTooLargeError');
+  it('a body over maxRequestBytes (16 MiB) → 413 before parsing', async () => {
+    const body = `${' '.repeat(17 * 1024 * 1024)}${JSON.stringify(completion)}`;
+    const message = await expectError(postJson(testApp(engine), '/v1/completions', body), 413, 'RequestEntityTooLargeError');
+    expect(message).toMatch(/larger than 16777216 bytes \(maxRequestBytes\)/);
   });
 
   it('wrong types and out-of-range values name the parameter', async () => {

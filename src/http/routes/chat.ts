@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { ChatCompletionRequestSchema, messageText } from '../../protocol/openai-chat.js';
-import { checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
+import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
@@ -13,7 +13,7 @@ import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -28,6 +28,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(ChatCompletionRequestSchema, body);
     warnIgnoredFields(ChatCompletionRequestSchema, body);
     checkModel(request.model, engine.info);
+    checkBounds(ctx, body);
     refuseUnsupported(unsupportedChatFeatures(request));
     const tools = requestToolCalling(request, ctx.config.toolCallParser);
     // Structured output is compiled with the rest of validation: a constraint the server
@@ -35,8 +36,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     // structured output too.
     const guide =
       tools?.schema !== undefined
-        ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema })
-        : await requestGuide(ctx.guideCompiler, request);
+        ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema }, guidedLimits(ctx))
+        : await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
 
@@ -44,16 +45,21 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
     if (request.tools !== undefined) templateVariables.tools = request.tools;
     if (request.documents !== undefined) templateVariables.documents = request.documents;
-    const prompt = buildChatPrompt(ctx.chatTemplate, engine.tokenizer, request.messages, {
+    // Without truncation, tokenizing can stop once the prompt is surely too long.
+    const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
+    const prompt = await buildChatPrompt(ctx.chatTemplate, engine.tokenizer, request.messages, {
       addGenerationPrompt: request.add_generation_prompt,
       continueFinalMessage: request.continue_final_message,
       templateVariables,
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
+      templateBudget: templateBudget(ctx),
+      stopAfter: ceiling,
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
-    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
+    const stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
+    checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages', stoppedEarly);
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     // A parser's tags are special tokens in the models that write them (vLLM does the same).
     if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;

@@ -1,15 +1,16 @@
 import { Hono } from 'hono';
 import { CompletionRequestSchema, completionPrompts } from '../../protocol/openai-completions.js';
-import { checkPromptTokenIds, checkPromptTokenLimit, truncatePromptTokens } from '../../protocol/prompt-limits.js';
+import { checkPromptTokenIds, checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedCompletionFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun, MergedRuns } from '../generation.js';
+import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
-import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -25,24 +26,30 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(CompletionRequestSchema, body);
     warnIgnoredFields(CompletionRequestSchema, body);
     checkModel(request.model, engine.info);
+    checkBounds(ctx, body);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
-    const guide = await requestGuide(ctx.guideCompiler, request);
+    const guide = await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
 
     // vLLM runs a list of prompts as one request: one set of n choices per prompt.
     const prompts = completionPrompts(request.prompt);
-    const inputs = prompts.map((prompt, promptIndex) => {
+    // Without truncation, tokenizing can stop once a prompt is surely too long.
+    const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
+    const inputs = [];
+    for (const [promptIndex, prompt] of prompts.entries()) {
       const param = prompts.length === 1 ? 'prompt' : `prompt[${promptIndex}]`;
       let promptTokenIds: number[];
+      let stoppedEarly = false;
       if ('text' in prompt) {
-        promptTokenIds = engine.tokenizer.encode(prompt.text, { addSpecialTokens: request.add_special_tokens });
+        promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, { addSpecialTokens: request.add_special_tokens, stopAfter: ceiling });
+        stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
       } else {
         checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
         promptTokenIds = prompt.tokenIds;
       }
       promptTokenIds = truncatePromptTokens(promptTokenIds, request.truncate_prompt_tokens);
-      checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', param);
+      checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', param, stoppedEarly);
       const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
       c.get('requestRecord')?.notePrompt('text' in prompt ? prompt.text : JSON.stringify(prompt.tokenIds));
       const tokens = { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens };
@@ -52,8 +59,8 @@ export function completionsRoutes(ctx: ServingContext): Hono {
           ? prompt.text
           : engine.tokenizer.decode(promptTokenIds, { skipSpecialTokens: false })
         : undefined;
-      return { promptTokenIds, params, tokens, echoText };
-    });
+      inputs.push({ promptTokenIds, params, tokens, echoText });
+    }
     const first = inputs[0]!;
     refuseUnsupported(unsupportedByEngine(first.params, engine.features));
 

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { parseRequest } from '../../protocol/validate.js';
 import { readJsonBody } from '../request-body.js';
-import { maxModelLen, type ServingContext } from '../serving-context.js';
+import { checkBounds, maxModelLen, templateBudget, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving-tokenization.js';
 import {
@@ -21,11 +21,13 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
     if (body !== null && typeof body === 'object' && 'messages' in body) {
       const request = parseRequest(TokenizeChatRequestSchema, body);
       checkModel(request.model, engine.info);
-      return c.json(tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx)));
+      checkBounds(ctx, body);
+      return c.json(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), templateBudget(ctx)));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info);
-    return c.json(tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
+    checkBounds(ctx, body);
+    return c.json(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
   });
 
   routes.post('/detokenize', async (c) => {

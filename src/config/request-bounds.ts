@@ -1,0 +1,72 @@
+/**
+ * Bounds on what one request may make the server do: every size a client controls that
+ * turns into memory, CPU time or event-loop time. Each is a server setting (and an
+ * environment variable named after it: maxPromptChars → MAX_PROMPT_CHARS); a request past
+ * one is refused with a 400 naming the parameter and the bound, before any work on it.
+ *
+ * The defaults keep the worst request inside a few hundred milliseconds of event-loop time
+ * on the embedded model (measured; docs in README "Request bounds"); the grammar bounds
+ * scale with the vocabulary, so a model with a large one may want them lower.
+ */
+import { z } from 'zod';
+import { DEFAULT_GUIDED_LIMITS } from '../guided/limits.js';
+
+const bound = (min: number, fallback: number) => {
+  const requirement = `must be an integer >= ${min}`;
+  return z
+    .number({ error: requirement })
+    .refine((v) => Number.isSafeInteger(v) && v >= min, { error: requirement })
+    .default(fallback);
+};
+
+export const REQUEST_BOUNDS_SHAPE = {
+  /**
+   * Bytes of a request body, refused with a 413 before it is parsed: room for a prompt at
+   * maxPromptChars in UTF-8 (up to 4 bytes a character), while parsing stays well under a second.
+   */
+  maxRequestBytes: bound(1024, 16 * 1024 * 1024),
+  /** n, best_of and the beam width of one request (the /generate spec's 128); never above maxRunningSequences. */
+  maxSequencesPerRequest: bound(1, 128),
+  /** Characters of a prompt's text (all its parts, or all chat messages' text), counted before tokenizing. */
+  maxPromptChars: bound(1, 4 * 1024 * 1024),
+  /** Strings in a request's stop list. */
+  maxStopStrings: bound(0, 128),
+  /** Characters over all of a request's stop strings (the /generate spec's 32 K). */
+  maxStopChars: bound(1, 32 * 1024),
+  /** Messages of one chat request. */
+  maxMessages: bound(1, 1024),
+  /** Characters of a chat template sent with a request (chat_template). */
+  maxChatTemplateChars: bound(1, 64 * 1024),
+  /** Evaluation steps (expressions, loop iterations, output pieces) one chat template rendering may take. */
+  maxChatTemplateSteps: bound(1, 100_000),
+  /** Characters of a structured-output constraint as sent: guided_json / response_format schema, guided_regex, guided_choice. */
+  maxGuidedSourceChars: bound(1, 64 * 1024),
+  /** Nesting depth of a guided_json schema (objects and arrays) and of a regular expression's groups. */
+  maxGuidedNestingDepth: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedNestingDepth),
+  /** Properties over all objects of a guided_json schema. */
+  maxGuidedProperties: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedProperties),
+  /** Largest repetition count: regex {m,n}, minLength / maxLength, minItems / maxItems. */
+  maxGuidedRepetition: bound(1, DEFAULT_GUIDED_LIMITS.maxGuidedRepetition),
+  /** Characters of the grammar a constraint compiles to (expanded repetitions included): bounds XGrammar's compile time. */
+  maxGrammarChars: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarChars),
+  /** Grammar characters × vocabulary size (compile time grows with both): large vocabularies get smaller grammars. */
+  maxGrammarWork: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarWork),
+};
+
+export type RequestBounds = { [K in keyof typeof REQUEST_BOUNDS_SHAPE]: number };
+
+export const REQUEST_BOUND_KEYS = Object.keys(REQUEST_BOUNDS_SHAPE) as (keyof RequestBounds)[];
+
+/** The environment variable of a setting: maxPromptChars → MAX_PROMPT_CHARS (the Worker's rule too). */
+export function boundEnvName(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+}
+
+export const DEFAULT_REQUEST_BOUNDS: RequestBounds = z.object(REQUEST_BOUNDS_SHAPE).parse({});
+
+/** The request bounds of a server configuration (or of any object carrying them). */
+export function requestBoundsOf(config: Partial<RequestBounds>): RequestBounds {
+  const out = { ...DEFAULT_REQUEST_BOUNDS };
+  for (const key of REQUEST_BOUND_KEYS) if (typeof config[key] === 'number') out[key] = config[key]!;
+  return out;
+}

@@ -1,0 +1,27 @@
+import { yieldToEventLoop } from '../engine/yield.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+
+/**
+ * Tokenizes a prompt without holding the event loop for more than one slice's work:
+ * between slices (tokenizers that can cut texts exactly; see encodeInSlices) running
+ * streams and other requests get their turn. Same ids as tokenizer.encode; with
+ * `stopAfter`, tokenizing may stop once there are more ids than that (the prompt will be
+ * refused as too long either way).
+ */
+export async function encodePrompt(
+  tokenizer: Tokenizer,
+  text: string,
+  options: { addSpecialTokens?: boolean; stopAfter?: number } = {},
+): Promise<number[]> {
+  if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
+  const ids: number[] = [];
+  let first = true;
+  for (const slice of tokenizer.encodeInSlices(text, options)) {
+    if (!first) await yieldToEventLoop();
+    first = false;
+    for (const id of slice) ids.push(id);
+    // Already past what the prompt may have: the rest cannot change the refusal.
+    if (options.stopAfter !== undefined && ids.length > options.stopAfter) break;
+  }
+  return ids;
+}

@@ -1,0 +1,166 @@
+/**
+ * The request bounds (src/config/request-bounds.ts) checked on a request body that passed
+ * its schema, before any work on it: no tokenizing, no template, no grammar. Each refusal
+ * names the parameter and the setting that bounds it, so an operator can tell a client's
+ * mistake from a limit to raise.
+ *
+ * The body is read as sent (field names are the same on every route), so one function
+ * serves /generate, the OpenAI routes and /tokenize; fields of an unexpected type were
+ * already refused by the schema.
+ */
+import type { RequestBounds } from '../config/request-bounds.js';
+import { invalidRequest } from './errors.js';
+import { codePointLength } from './fields.js';
+
+export interface RequestBoundsContext {
+  bounds: RequestBounds;
+  /** Sequences one engine step decodes (maxRunningSequences): a request wider than that could never run alongside others. */
+  maxRunningSequences: number;
+}
+
+/** Characters (code points) of a string, counting only when UTF-16 units could exceed `limit`. */
+function charsOver(text: string, limit: number): number | null {
+  if (text.length <= limit) return null;
+  const chars = codePointLength(text);
+  return chars > limit ? chars : null;
+}
+
+/** Adds up the characters of every text in a prompt-like value, stopping early once past `limit`. */
+function textChars(value: unknown, limit: number): number {
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && total <= limit) {
+    const item = stack.pop();
+    if (typeof item === 'string') total += item.length <= limit - total ? item.length : codePointLength(item);
+    else if (Array.isArray(item)) for (const inner of item) stack.push(inner);
+    else if (item !== null && typeof item === 'object') {
+      const record = item as Record<string, unknown>;
+      // Message contents and text parts; media references are bounded by the media limits.
+      if (typeof record.text === 'string') stack.push(record.text);
+      if (record.content !== undefined) stack.push(record.content);
+    }
+  }
+  return total;
+}
+
+function integer(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+function checkSequences(body: Record<string, unknown>, ctx: RequestBoundsContext): void {
+  const { maxSequencesPerRequest } = ctx.bounds;
+  const limit = Math.min(maxSequencesPerRequest, ctx.maxRunningSequences);
+  const reason =
+    maxSequencesPerRequest <= ctx.maxRunningSequences
+      ? `maxSequencesPerRequest is ${maxSequencesPerRequest}`
+      : `maxRunningSequences, the sequences one engine step decodes, is ${ctx.maxRunningSequences}`;
+  for (const param of ['n', 'best_of'] as const) {
+    const value = integer(body[param]);
+    if (value !== undefined && value > limit) {
+      throw invalidRequest(`${param} must be at most ${limit} (${reason}), got ${value}.`, param);
+    }
+  }
+}
+
+function checkPrompt(body: Record<string, unknown>, bounds: RequestBounds): void {
+  const limit = bounds.maxPromptChars;
+  for (const param of ['prompt', 'messages'] as const) {
+    const value = body[param];
+    if (value === undefined) continue;
+    const chars = typeof value === 'string' ? (charsOver(value, limit) ?? 0) : textChars(value, limit);
+    if (chars > limit) {
+      throw invalidRequest(
+        `${param} must have at most ${limit} characters of text (maxPromptChars), got ${typeof value === 'string' ? chars : `more than ${limit}`}.`,
+        param,
+      );
+    }
+  }
+  const messages = body.messages;
+  if (Array.isArray(messages) && messages.length > bounds.maxMessages) {
+    throw invalidRequest(`messages must have at most ${bounds.maxMessages} messages (maxMessages), got ${messages.length}.`, 'messages');
+  }
+}
+
+function checkStop(body: Record<string, unknown>, bounds: RequestBounds): void {
+  const stop = body.stop;
+  const list = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
+  if (list.length > bounds.maxStopStrings) {
+    throw invalidRequest(`stop must have at most ${bounds.maxStopStrings} strings (maxStopStrings), got ${list.length}.`, 'stop');
+  }
+  let chars = 0;
+  for (const item of list) if (typeof item === 'string') chars += codePointLength(item);
+  if (chars > bounds.maxStopChars) {
+    throw invalidRequest(
+      `stop must have at most ${bounds.maxStopChars} characters over all its strings (maxStopChars), got ${chars}.`,
+      'stop',
+    );
+  }
+}
+
+function checkTemplate(body: Record<string, unknown>, bounds: RequestBounds): void {
+  const template = body.chat_template;
+  if (typeof template !== 'string') return;
+  const chars = charsOver(template, bounds.maxChatTemplateChars);
+  if (chars !== null) {
+    throw invalidRequest(
+      `chat_template must have at most ${bounds.maxChatTemplateChars} characters (maxChatTemplateChars), got ${chars}.`,
+      'chat_template',
+    );
+  }
+}
+
+/** Characters of a constraint as sent, schemas measured as compact JSON; stops counting past `limit`. */
+function sourceChars(value: unknown, limit: number): number {
+  if (typeof value === 'string') return value.length;
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && total <= limit) {
+    const item = stack.pop();
+    if (typeof item === 'string') total += item.length + 2;
+    else if (Array.isArray(item)) {
+      total += 2 + item.length;
+      for (const inner of item) stack.push(inner);
+    } else if (item !== null && typeof item === 'object') {
+      const entries = Object.entries(item);
+      total += 2;
+      for (const [key, inner] of entries) {
+        total += key.length + 4;
+        stack.push(inner);
+      }
+    } else total += String(item).length;
+  }
+  return total;
+}
+
+const GUIDED_SOURCE_FIELDS = ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'response_format'] as const;
+
+function checkGuidedSource(body: Record<string, unknown>, bounds: RequestBounds): void {
+  const limit = bounds.maxGuidedSourceChars;
+  for (const param of GUIDED_SOURCE_FIELDS) {
+    const value = body[param];
+    if (value === undefined || value === null) continue;
+    const chars = sourceChars(value, limit);
+    if (chars > limit) {
+      throw invalidRequest(
+        `${param} must be at most ${limit} characters (maxGuidedSourceChars), got ${typeof value === 'string' ? chars : `more than ${limit}`}.`,
+        param,
+      );
+    }
+  }
+}
+
+/**
+ * Throws ProtocolError('invalid_request') for the first bound the body exceeds: sequences
+ * (n, best_of), prompt and messages text, messages count, stop list, chat template size,
+ * structured-output source size. Bounds inside a constraint (nesting, repetition, grammar
+ * size) are checked where it is compiled (src/guided), before XGrammar sees it.
+ */
+export function checkRequestBounds(body: unknown, ctx: RequestBoundsContext): void {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
+  const record = body as Record<string, unknown>;
+  checkSequences(record, ctx);
+  checkPrompt(record, ctx.bounds);
+  checkStop(record, ctx.bounds);
+  checkTemplate(record, ctx.bounds);
+  checkGuidedSource(record, ctx.bounds);
+}
