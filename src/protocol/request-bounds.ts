@@ -60,6 +60,21 @@ function checkSequences(body: Record<string, unknown>, ctx: RequestBoundsContext
       throw invalidRequest(`${param} must be at most ${limit} (${reason}), got ${value}.`, param);
     }
   }
+  // /v1/completions with a list of prompts runs n (or best_of) sequences for each of them.
+  const prompts = promptListLength(body.prompt);
+  const perPrompt = Math.max(integer(body.n) ?? 1, integer(body.best_of) ?? 1);
+  if (prompts * perPrompt > limit) {
+    throw invalidRequest(
+      `A request may run at most ${limit} sequences (${reason}): ${prompts} prompts × ${perPrompt} sequences each is ${prompts * perPrompt}.`,
+      'prompt',
+    );
+  }
+}
+
+/** How many prompts a completions `prompt` holds: a list of texts or of token-id lists; 1 otherwise. */
+function promptListLength(prompt: unknown): number {
+  if (!Array.isArray(prompt) || prompt.length === 0) return 1;
+  return prompt.every((item) => typeof item === 'number') ? 1 : prompt.length;
 }
 
 function checkPrompt(body: Record<string, unknown>, bounds: RequestBounds): void {
