@@ -1,6 +1,6 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
-import type { OnnxDecoder } from './onnx-decoder.js';
+import type { OnnxDecoder, PlaceholderEmbeds } from './onnx-decoder.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
 /** When the runner feeds guessed tokens (speculative decoding). */
@@ -65,7 +65,10 @@ export class BatchRunner {
    * ([length, vocab]) and the prompt's cache, which rows continuing the prompt join the
    * batch with (as row 0).
    */
-  async prefill(promptTokenIds: readonly number[]): Promise<{ logits: Float32Array; cache: KvCache }> {
+  async prefill(
+    promptTokenIds: readonly number[],
+    placeholders?: readonly PlaceholderEmbeds[],
+  ): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
     const positions = new BigInt64Array(length);
     for (let i = 0; i < length; i++) positions[i] = BigInt(i);
@@ -76,6 +79,7 @@ export class BatchRunner {
       positionIds: positions,
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
+      placeholders,
     });
     return { logits, cache: present };
   }
