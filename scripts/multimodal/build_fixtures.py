@@ -268,8 +268,9 @@ class Decoder(torch.nn.Module):
             v = torch.cat([past[2 * i + 1], v], dim=2)
             presents += [k, v]
             rep = self.heads // self.kv_heads
-            kk = k.repeat_interleave(rep, dim=1)
-            vv = v.repeat_interleave(rep, dim=1)
+            # expand + reshape rather than repeat_interleave, which exports with the example's batch baked in.
+            kk = k[:, :, None].expand(-1, -1, rep, -1, -1).reshape(b, self.heads, -1, self.hd)
+            vv = v[:, :, None].expand(-1, -1, rep, -1, -1).reshape(b, self.heads, -1, self.hd)
             scores = q @ kk.transpose(-1, -2) / math.sqrt(self.hd)
             scores = scores.masked_fill(~allowed, torch.finfo(torch.float32).min)
             attn = (scores.softmax(-1) @ vv).transpose(1, 2).reshape(b, s, self.dim)
@@ -305,12 +306,12 @@ def export_text_parts(folder, decoder, tokenizer_vocab):
         'position_ids': {0: 'batch', 1: 'seq'}, 'logits': {0: 'batch', 1: 'seq'}}
     for i in range(L):
         for kind in ('key', 'value'):
-            past.append(torch.randn(1, kvh, 2, hd))
+            past.append(torch.randn(2, kvh, 2, hd))
             past_names.append(f'past_key_values.{i}.{kind}')
             present_names.append(f'present.{i}.{kind}')
             axes[past_names[-1]] = {0: 'batch', 2: 'past'}
             axes[present_names[-1]] = {0: 'batch', 2: 'total'}
-    args = (torch.randn(1, 3, decoder.dim), torch.ones(1, 5, dtype=torch.int64), torch.tensor([[2, 3, 4]]), *past)
+    args = (torch.randn(2, 3, decoder.dim), torch.ones(2, 5, dtype=torch.int64), torch.tensor([[2, 3, 4], [2, 3, 4]]), *past)
     export(decoder, args, os.path.join(folder, 'onnx', 'decoder_model_merged.onnx'),
            ['inputs_embeds', 'attention_mask', 'position_ids', *past_names], ['logits', *present_names], axes)
 

@@ -1,6 +1,7 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
-import type { OnnxDecoder, PlaceholderEmbeds } from './onnx-decoder.js';
+import type { OnnxDecoder } from './onnx-decoder.js';
+import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
 /** When the runner feeds guessed tokens (speculative decoding). */

@@ -5,16 +5,7 @@ import { float16ToFloat32, float32ToFloat16 } from './float16.js';
 import type { KvArray, KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
-
-/**
- * Embeddings that replace the token embeddings at a placeholder's positions (a VLM's
- * image features at its `<image>` tokens), in prompt order: the k-th placeholder token
- * gets rows k of `embeds` ([placeholders, hidden]).
- */
-export interface PlaceholderEmbeds {
-  tokenId: number;
-  embeds: Float32Array;
-}
+import type { PlaceholderEmbeds } from './types.js';
 
 /** One forward pass over a batch: `seqLen` new tokens per row after the cached ones. */
 export interface DecoderInput {

@@ -1,5 +1,5 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
-import { ChatTemplate, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
+import { ChatTemplate, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
 
@@ -12,6 +12,12 @@ export interface ChatPromptOptions {
   addSpecialTokens: boolean;
   /** A request's own template (vLLM's `chat_template` field), instead of the model's. */
   templateOverride?: string;
+  /**
+   * A vision-language model: messages reach the template as content parts (text, and
+   * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
+   * image placeholders) before tokenizing.
+   */
+  multimodal?: { expand(text: string): string };
 }
 
 export interface ChatPrompt {
@@ -24,7 +30,8 @@ export interface ChatPrompt {
  * have no place in a text-only template: /v1/chat/completions has already fetched and
  * refused them (serving-media.ts); /tokenize, which fetches nothing, is refused here.
  */
-export function toTemplateMessages(messages: readonly ChatMessage[]): ChatTemplateMessage[] {
+export function toTemplateMessages(messages: readonly ChatMessage[], contentParts = false): ChatTemplateMessage[] {
+  if (contentParts) return messages.map(toPartsMessage);
   return messages.map((message, i) => {
     if (Array.isArray(message.content)) {
       (message.content as { type: string }[]).forEach((part, j) => {
@@ -38,6 +45,30 @@ export function toTemplateMessages(messages: readonly ChatMessage[]): ChatTempla
     }
     return { ...message, content: messageText(message) };
   });
+}
+
+/**
+ * For a multimodal template (vLLM's "openai" content format): content is always a list,
+ * a string becoming one text part; image parts become {"type": "image"}. Other media were
+ * refused before (the model takes images only).
+ */
+function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
+  const content = message.content;
+  const parts: ChatTemplateContentPart[] =
+    content === undefined || content === null
+      ? []
+      : typeof content === 'string'
+        ? [{ type: 'text', text: content }]
+        : (content as Array<{ type: string; text?: string; refusal?: string }>).map((part) =>
+            part.type === 'text'
+              ? { type: 'text', text: part.text ?? '' }
+              : part.type === 'refusal'
+                ? { type: 'text', text: part.refusal ?? '' }
+                : part.type === 'image_url'
+                  ? { type: 'image' }
+                  : { type: part.type },
+          );
+  return { ...message, content: parts };
 }
 
 function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer): ChatTemplate {
@@ -67,10 +98,11 @@ export function buildChatPrompt(
       'This model has no chat template (tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
     );
   }
-  const text = template.render(toTemplateMessages(messages), {
+  const rendered = template.render(toTemplateMessages(messages, options.multimodal !== undefined), {
     addGenerationPrompt: options.addGenerationPrompt,
     continueFinalMessage: options.continueFinalMessage,
     kwargs: options.templateVariables,
   });
+  const text = options.multimodal?.expand(rendered) ?? rendered;
   return { text, tokenIds: tokenizer.encode(text, { addSpecialTokens: options.addSpecialTokens }) };
 }

@@ -1,4 +1,4 @@
-import type { Engine, FinishReason, GenerationDelta, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+import type { Engine, FinishReason, GenerationDelta, PlaceholderEmbeds, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
 import type { SamplingParams } from '../sampling/params.js';
 
 /**
@@ -22,6 +22,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     promptTokenIds: number[],
     params: SamplingParams,
     clientSignal?: AbortSignal,
+    placeholders?: readonly PlaceholderEmbeds[],
   ): Promise<GenerationRun> {
     const controller = new AbortController();
     const onClientGone = () => controller.abort();
@@ -29,7 +30,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     clientSignal?.addEventListener('abort', onClientGone, { once: true });
     const detachClient = () => clientSignal?.removeEventListener('abort', onClientGone);
     try {
-      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal })[Symbol.asyncIterator]();
+      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal, placeholders })[Symbol.asyncIterator]();
       const first = await iterator.next();
       return new GenerationRun(first, iterator, controller, detachClient);
     } catch (error) {

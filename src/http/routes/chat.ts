@@ -11,6 +11,8 @@ import { responseId } from '../ids.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
+import { encodePromptImages, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
+import type { ProcessedImage } from '../../multimodal/index.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -29,7 +31,9 @@ export function chatRoutes(ctx: ServingContext): Hono {
     // cannot serve is refused before any prompt work.
     const guide = await requestGuide(ctx.guideCompiler, request);
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
-    await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
+    const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
+    const multimodal = multimodalModel(engine);
+    let images: ProcessedImage[] = [];
 
     // Templates see tools and documents as transformers passes them (tool_choice "none" only).
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
@@ -41,13 +45,26 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateVariables,
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
+      // A vision-language template sees content parts ({"type": "image"}) and writes a
+      // placeholder per image, which expands to the image's tokens.
+      multimodal:
+        multimodal === null
+          ? undefined
+          : {
+              expand: (text) => {
+                const expanded = expandMultimodalPrompt(multimodal, text, media, 'messages');
+                images = expanded.images;
+                return expanded.text;
+              },
+            },
     });
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages');
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    const placeholders = await encodePromptImages(engine, images);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, placeholders);
     const job = {
       id: responseId('chatcmpl', c.req.raw, request.request_id),
       model: engine.info.id,

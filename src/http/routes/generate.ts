@@ -10,6 +10,7 @@ import { readJsonBody } from '../request-body.js';
 import { promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
+import { encodePromptImages, expandMultimodalPrompt, multimodalModel, multimodalPromptText } from '../serving-multimodal.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -29,15 +30,23 @@ export function generateRoutes(ctx: ServingContext): Hono {
     // sent since the MindIE schema does not list them (parsing succeeded: it is an object).
     const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields);
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
-    await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
+    const media = await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
-    const promptText = mindiePromptText(request.prompt);
-    const promptTokenIds = engine.tokenizer.encode(promptText, { addSpecialTokens: true });
+    // A vision-language model reads image parts where they stand, as its placeholder,
+    // expanded to the image's tokens before the context check.
+    const multimodal = multimodalModel(engine);
+    const promptText =
+      multimodal !== null && typeof request.prompt !== 'string'
+        ? multimodalPromptText(request.prompt, multimodal.processor.placeholder)
+        : mindiePromptText(request.prompt);
+    const expanded = multimodal !== null ? expandMultimodalPrompt(multimodal, promptText, media, 'prompt') : null;
+    const promptTokenIds = engine.tokenizer.encode(expanded?.text ?? promptText, { addSpecialTokens: true });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    const placeholders = await encodePromptImages(engine, expanded?.images ?? []);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, placeholders);
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }
