@@ -13,7 +13,6 @@ import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from
 import { OnnxDecoder } from './onnx-decoder.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
-import type { MultimodalLimits } from '../multimodal/types.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
@@ -57,8 +56,6 @@ export interface LocalEngineOptions {
    * external data files are found beside the graph.
    */
   loadFromPath?: boolean;
-  /** Bounds on a multimodal prompt's media (images per prompt, tiles per image). */
-  multimodalLimits?: Partial<MultimodalLimits>;
 }
 
 /**
@@ -154,7 +151,6 @@ export class LocalEngine implements Engine {
           tokenToId: (token) => tokenizer.tokenToId(token),
           sessionOptions: options.sessionOptions,
           loadFromPath: options.loadFromPath,
-          limits: options.multimodalLimits,
         });
       } catch (error) {
         await decoder.dispose();

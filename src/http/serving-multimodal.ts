@@ -9,6 +9,7 @@ import type { LoadedMedia } from '../media/index.js';
 import type { MindiePromptPart } from '../protocol/mindie.js';
 import { MultimodalRequestError, type MultimodalPrompt, type ProcessedImage, type VisionLanguageModel } from '../multimodal/index.js';
 import { badRequest } from './errors.js';
+import type { ServingContext } from './serving-context.js';
 
 export function multimodalModel(engine: Engine): VisionLanguageModel | null {
   return engine.multimodal ?? null;
@@ -16,14 +17,16 @@ export function multimodalModel(engine: Engine): VisionLanguageModel | null {
 
 /** Processes the loaded images and expands `text`'s placeholders; 400 naming the part on a refusal. */
 export function expandMultimodalPrompt(
+  ctx: ServingContext,
   model: VisionLanguageModel,
   text: string,
   media: readonly LoadedMedia[],
   param: string,
 ): MultimodalPrompt {
+  const { maxImagesPerPrompt, maxImageTiles } = ctx.mediaFetcher.config;
   const images = media.flatMap((entry) => (entry.decoded.kind === 'image' ? [{ param: entry.param, image: entry.decoded }] : []));
   try {
-    return model.buildPrompt(text, images, param);
+    return model.buildPrompt(text, images, param, { maxImagesPerPrompt, maxImageTiles });
   } catch (error) {
     if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
     throw error;

@@ -39,7 +39,6 @@ export class VisionLanguageModel {
   private constructor(
     readonly processor: ImageProcessor,
     private readonly encoder: VisionEncoder,
-    readonly limits: MultimodalLimits,
     readonly encoderFile: string,
   ) {}
 
@@ -49,10 +48,8 @@ export class VisionLanguageModel {
     tokenToId: (token: string) => number | undefined;
     sessionOptions?: InferenceSession.SessionOptions;
     loadFromPath?: boolean;
-    limits?: Partial<MultimodalLimits>;
   }): Promise<VisionLanguageModel> {
     const { files } = options;
-    const limits = { ...DEFAULT_MULTIMODAL_LIMITS, ...options.limits };
     const modelType = String(files.config.model_type ?? '');
     const family = FAMILIES[modelType];
     if (family === undefined) {
@@ -65,11 +62,11 @@ export class VisionLanguageModel {
     const processorFiles = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig ?? {} };
     const processor =
       family === 'idefics3'
-        ? Idefics3Processor.create(processorFiles, options.tokenToId, limits)
+        ? Idefics3Processor.create(processorFiles, options.tokenToId)
         : LlavaProcessor.create(processorFiles, options.tokenToId);
     const source = options.loadFromPath && files.visionEncoder.path !== undefined ? files.visionEncoder.path : files.visionEncoder.onnx;
     const encoder = await VisionEncoder.create(options.ort, source, options.sessionOptions ?? {}, files.visionEncoder.file);
-    return new VisionLanguageModel(processor, encoder, limits, files.visionEncoder.file);
+    return new VisionLanguageModel(processor, encoder, files.visionEncoder.file);
   }
 
   get imageTokenId(): number {
@@ -80,11 +77,16 @@ export class VisionLanguageModel {
    * Processes the images and expands `text`, whose placeholders (one per image, in order)
    * were written by the chat template or the prompt's parts. Throws MultimodalRequestError.
    */
-  buildPrompt(text: string, images: readonly PromptImage[], param: string | null): MultimodalPrompt {
-    if (images.length > this.limits.maxImagesPerPrompt) {
-      const extra = images[this.limits.maxImagesPerPrompt];
+  buildPrompt(
+    text: string,
+    images: readonly PromptImage[],
+    param: string | null,
+    limits: MultimodalLimits = DEFAULT_MULTIMODAL_LIMITS,
+  ): MultimodalPrompt {
+    if (images.length > limits.maxImagesPerPrompt) {
+      const extra = images[limits.maxImagesPerPrompt];
       throw new MultimodalRequestError(
-        `${extra.param}: a prompt may carry at most ${this.limits.maxImagesPerPrompt} images (MEDIA_MAX_IMAGES_PER_PROMPT), got ${images.length}.`,
+        `${extra.param}: a prompt may carry at most ${limits.maxImagesPerPrompt} images (MEDIA_MAX_IMAGES_PER_PROMPT), got ${images.length}.`,
         extra.param,
       );
     }
@@ -96,7 +98,7 @@ export class VisionLanguageModel {
         param,
       );
     }
-    const processed = images.map(({ image, param: imageParam }) => this.processor.process(image, imageParam));
+    const processed = images.map(({ image, param: imageParam }) => this.processor.process(image, imageParam, limits));
     let expanded = pieces[0];
     processed.forEach((image, index) => (expanded += image.promptText + pieces[index + 1]));
     return { text: expanded, images: processed };

@@ -28,7 +28,7 @@ export interface ImageProcessor {
   readonly placeholder: string;
   /** The token whose embeddings the image features replace. */
   readonly imageTokenId: number;
-  process(image: DecodedImage, param: string): ProcessedImage;
+  process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage;
 }
 
 /** Settings that bound the media of one prompt (docs/media.md). */

@@ -26,11 +26,12 @@ function maxDifference(a: Float32Array, b: Float32Array): number {
 
 describe('Idefics3 / SmolVLM image processor', () => {
   const files = folderFiles(SMOLVLM_DIR);
-  const processor = Idefics3Processor.create(files, (token) => files.tokenizer.tokenToId(token), DEFAULT_MULTIMODAL_LIMITS);
+  const processor = Idefics3Processor.create(files, (token) => files.tokenizer.tokenToId(token));
+  const limits = DEFAULT_MULTIMODAL_LIMITS;
   const expected = reference('smolvlm');
 
   it.each(IMAGE_NAMES)('pixel values of %s equal the reference (Pillow resize, tiles + global image, normalised)', (name) => {
-    const processed = processor.process(decodeFixtureImage(name), 'prompt[1].image_url');
+    const processed = processor.process(decodeFixtureImage(name), 'prompt[1].image_url', limits);
     const want = expected.images[name];
     expect([processed.frames, 3, processed.height, processed.width]).toEqual(want.shape);
     const pixels = referencePixels('smolvlm', name);
@@ -43,7 +44,7 @@ describe('Idefics3 / SmolVLM image processor', () => {
   });
 
   it('expands an image as <fake_token_around_image><row_r_col_c><image>... rows, then the global image', () => {
-    const processed = processor.process(decodeFixtureImage('tall.png'), 'p');
+    const processed = processor.process(decodeFixtureImage('tall.png'), 'p', limits);
     const n = expected.image_seq_len!;
     const img = '<image>'.repeat(n);
     const fake = '<fake_token_around_image>';
@@ -53,14 +54,13 @@ describe('Idefics3 / SmolVLM image processor', () => {
   });
 
   it('refuses an image with more tiles than MEDIA_MAX_IMAGE_TILES, naming the part', () => {
-    const strict = Idefics3Processor.create(files, (token) => files.tokenizer.tokenToId(token), { ...DEFAULT_MULTIMODAL_LIMITS, maxImageTiles: 4 });
-    expect(() => strict.process(decodeFixtureImage('wide.jpg'), 'messages[0].content[1].image_url')).toThrow(
+    expect(() => processor.process(decodeFixtureImage('wide.jpg'), 'messages[0].content[1].image_url', { ...limits, maxImageTiles: 4 })).toThrow(
       /messages\[0\]\.content\[1\]\.image_url: the image becomes 3 x 3 tiles/,
     );
   });
 
   it('refuses at startup a tokenizer without the family tokens, by name', () => {
-    expect(() => Idefics3Processor.create(files, (token) => (token === '<global-img>' ? undefined : files.tokenizer.tokenToId(token)), DEFAULT_MULTIMODAL_LIMITS)).toThrow(
+    expect(() => Idefics3Processor.create(files, (token) => (token === '<global-img>' ? undefined : files.tokenizer.tokenToId(token)))).toThrow(
       /"<global-img>"/,
     );
   });
@@ -72,7 +72,7 @@ describe('LLaVA image processor', () => {
   const expected = reference('llava');
 
   it.each(IMAGE_NAMES)('pixel values of %s equal the reference (shortest edge, bicubic, center crop)', (name) => {
-    const processed = processor.process(decodeFixtureImage(name), 'p');
+    const processed = processor.process(decodeFixtureImage(name), 'p', DEFAULT_MULTIMODAL_LIMITS);
     expect([processed.frames, 3, processed.height, processed.width]).toEqual(expected.images[name].shape);
     expect(maxDifference(processed.pixels, referencePixels('llava', name))).toBeLessThanOrEqual(name.endsWith('.png') ? 0 : 0.1);
     expect(processed.promptText).toBe('<image>'.repeat(expected.image_tokens!));

@@ -9,6 +9,7 @@ import type { Hono } from 'hono';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
+import { createMediaFetcher, resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { imageDataUrl, reference, SMOLVLM_DIR, type ReferenceGeneration } from './fixtures.js';
@@ -139,5 +140,25 @@ describe('SmolVLM folder', () => {
       'messages',
     );
     expect(message).toMatch(/512/);
+  });
+
+  it('images per prompt and tiles per image are bounded by settings: a 400 naming the part', async () => {
+    const strict = createApp({
+      engine,
+      config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: MODEL }),
+      mediaFetcher: createMediaFetcher(resolveMediaConfig({ maxImagesPerPrompt: 1, maxImageTiles: 8 })),
+    });
+    const image = (name: string) => ({ type: 'image_url', image_url: { url: imageDataUrl(name) } });
+    const twoImages = { model: MODEL, messages: [{ role: 'user', content: [image('tall.png'), image('other.png'), { type: 'text', text: 'x' }] }] };
+    const tooMany = await expectError(postJson(strict, '/v1/chat/completions', twoImages), 400, 'BadRequestError', 'messages[0].content[1].image_url.url');
+    expect(tooMany).toMatch(/at most 1 images \(MEDIA_MAX_IMAGES_PER_PROMPT\), got 2/);
+    // wide.jpg becomes 3 x 3 tiles + the global image: 10 frames.
+    const tiles = await expectError(
+      postJson(strict, '/generate', { prompt: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: imageDataUrl('wide.jpg') }], max_tokens: 2 }),
+      400,
+      'BadRequestError',
+      'prompt[1].image_url',
+    );
+    expect(tiles).toMatch(/3 x 3 tiles plus the global image, more than the 8 frames/);
   });
 });

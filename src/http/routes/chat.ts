@@ -52,7 +52,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
           ? undefined
           : {
               expand: (text) => {
-                const expanded = expandMultimodalPrompt(multimodal, text, media, 'messages');
+                const expanded = expandMultimodalPrompt(ctx, multimodal, text, media, 'messages');
                 images = expanded.images;
                 return expanded.text;
               },

@@ -39,7 +39,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
       multimodal !== null && typeof request.prompt !== 'string'
         ? multimodalPromptText(request.prompt, multimodal.processor.placeholder)
         : mindiePromptText(request.prompt);
-    const expanded = multimodal !== null ? expandMultimodalPrompt(multimodal, promptText, media, 'prompt') : null;
+    const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
     const promptTokenIds = engine.tokenizer.encode(expanded?.text ?? promptText, { addSpecialTokens: true });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie');
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };

@@ -143,13 +143,11 @@ export class Idefics3Processor implements ImageProcessor {
   constructor(
     readonly settings: Idefics3Settings,
     readonly imageTokenId: number,
-    private readonly limits: MultimodalLimits,
   ) {}
 
   static create(
     files: { config: JsonObject; preprocessorConfig: JsonObject; processorConfig: JsonObject },
     tokenToId: (token: string) => number | undefined,
-    limits: MultimodalLimits,
   ): Idefics3Processor {
     const settings = idefics3Settings(files.config, files.preprocessorConfig, files.processorConfig);
     const imageTokenId = tokenIdOf(tokenToId, IMAGE_TOKEN, 'Idefics3');
@@ -164,10 +162,10 @@ export class Idefics3Processor implements ImageProcessor {
     if (typeof configured === 'number' && configured !== imageTokenId) {
       throw new Error(`config.json "image_token_id" is ${configured}, but the tokenizer's "${IMAGE_TOKEN}" is ${imageTokenId}.`);
     }
-    return new Idefics3Processor(settings, imageTokenId, limits);
+    return new Idefics3Processor(settings, imageTokenId);
   }
 
-  process(image: DecodedImage, param: string): ProcessedImage {
+  process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage {
     const { settings } = this;
     const { tile, resample } = settings;
     let current = image;
@@ -186,9 +184,9 @@ export class Idefics3Processor implements ImageProcessor {
         cols = Math.ceil(current.width / tile);
         const tileHeight = Math.ceil(current.height / rows);
         const tileWidth = Math.ceil(current.width / cols);
-        if (rows * cols + 1 > this.limits.maxImageTiles) {
+        if (rows * cols + 1 > limits.maxImageTiles) {
           throw new MultimodalRequestError(
-            `${param}: the image becomes ${rows} x ${cols} tiles plus the global image, more than the ${this.limits.maxImageTiles} frames an image may have (MEDIA_MAX_IMAGE_TILES).`,
+            `${param}: the image becomes ${rows} x ${cols} tiles plus the global image, more than the ${limits.maxImageTiles} frames an image may have (MEDIA_MAX_IMAGE_TILES).`,
             param,
           );
         }

@@ -18,7 +18,7 @@ import {
   type JsonObject,
 } from '../config-fields.js';
 import { cropRgb, normalizeToChw, resizeRgb, type PilFilterName } from '../pil-resample.js';
-import type { ImageProcessor, ProcessedImage } from '../types.js';
+import type { ImageProcessor, MultimodalLimits, ProcessedImage } from '../types.js';
 import { MultimodalRequestError } from '../types.js';
 
 const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073];
@@ -82,7 +82,7 @@ export class LlavaProcessor implements ImageProcessor {
     return new LlavaProcessor(settings, imageTokenId, placeholder);
   }
 
-  process(image: DecodedImage, param: string): ProcessedImage {
+  process(image: DecodedImage, param: string, _limits: MultimodalLimits): ProcessedImage {
     const { settings } = this;
     let current = image;
     if (settings.shortestEdge !== null) {
