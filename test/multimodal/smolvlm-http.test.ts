@@ -11,6 +11,7 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { createMediaFetcher, resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { imageDataUrl, reference, SMOLVLM_DIR, type ReferenceGeneration } from './fixtures.js';
 
@@ -21,7 +22,7 @@ let app: Hono;
 
 beforeAll(async () => {
   engine = await createNodeEngine({ modelDir: SMOLVLM_DIR, servedModelName: MODEL });
-  app = createApp({ engine, config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: MODEL }) });
+  app = createApp({ engine, config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: MODEL }), guideCompiler: nodeGuideCompiler(engine) });
 });
 afterAll(async () => {
   await engine?.dispose();
@@ -37,7 +38,7 @@ function chatBody(generation: ReferenceGeneration, extra: Record<string, unknown
 
 async function chat(body: unknown) {
   const res = await postJson(app, '/v1/chat/completions', body);
-  expect(res.status).toBe(200);
+  if (res.status !== 200) throw new Error(`status ${res.status}: ${await res.text()}`);
   return (await res.json()) as {
     choices: Array<{ message: { content: string }; logprobs: { content: Array<{ top_logprobs: Array<{ token: string; logprob: number }> }> } | null }>;
     usage: { prompt_tokens: number; completion_tokens: number };
@@ -160,5 +161,26 @@ describe('SmolVLM folder', () => {
       'prompt[1].image_url',
     );
     expect(tiles).toMatch(/3 x 3 tiles plus the global image, more than the 8 frames/);
+  });
+
+  it('beam search and structured output take an image prompt like a text one', async () => {
+    const generation = expected.generations[0];
+    const beams = await chat(chatBody(generation, { use_beam_search: true, n: 2, max_tokens: 4 }));
+    expect(beams.choices[0].message.content.length).toBeGreaterThan(0);
+    const guided = await chat(chatBody(generation, { guided_choice: ['red disc', 'blue sky'], max_tokens: 8 }));
+    expect(['red disc', 'blue sky']).toContain(guided.choices[0].message.content);
+  });
+
+  it('a client that disconnects mid-stream stops its generation', async () => {
+    const controller = new AbortController();
+    const res = await postJson(app, '/v1/chat/completions', chatBody(expected.generations[0], { stream: true, max_tokens: 400, min_tokens: 400 }), {
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await reader.cancel().catch(() => undefined);
+    for (let i = 0; i < 100 && engine.stats().running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(engine.stats().running).toBe(0);
   });
 });
