@@ -63,11 +63,13 @@ export class BatchRunner {
 
   /**
    * Runs a prompt through the model. Returns the logits of every prompt position
-   * ([length, vocab]) and the prompt's cache, which rows continuing the prompt join the
+   * ([length, vocab]) when `allPositions`, else at least the last one's (the array's last
+   * `vocab` values), and the prompt's cache, which rows continuing the prompt join the
    * batch with (as row 0).
    */
   async prefill(
     promptTokenIds: readonly number[],
+    allPositions = true,
     placeholders?: readonly PlaceholderEmbeds[],
   ): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
@@ -81,6 +83,7 @@ export class BatchRunner {
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
       placeholders,
+      logitsToKeep: allPositions ? length : 1,
     });
     return { logits, cache: present };
   }

@@ -330,7 +330,7 @@ export class LocalEngine implements Engine {
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, this.placeholders.get(next));
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next));
         this.placeholders.delete(next);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);

@@ -23,9 +23,12 @@ export interface RequestGroup extends RowGroup {
   readonly finished: boolean;
   /** Set when the client went away; the loop aborts the group before its next step. */
   abortRequested: boolean;
+  /** The request asked for prompt logprobs, so the prefill must return every position's logits. */
+  readonly needsPromptLogits: boolean;
   /**
-   * Takes the prefill's logits ([promptLength, vocab], the group may overwrite them) and
-   * picks the first tokens. Returns the rows that go on; each continues the prompt's KV
+   * Takes the prefill's logits (the group may overwrite them) and picks the first tokens:
+   * [promptLength, vocab] when `needsPromptLogits`, else at least the last position's row,
+   * which is the array's last `vocab` values. Returns the rows that go on; each continues the prompt's KV
    * cache (row 0 of the prefill's cache).
    */
   start(promptLogits: Float32Array): { rows: BatchRow[]; generated: number };
@@ -126,6 +129,10 @@ export class SamplingGroup implements RequestGroup {
     );
   }
 
+  get needsPromptLogits(): boolean {
+    return this.params.promptLogprobs !== undefined;
+  }
+
   get finished(): boolean {
     return this.failed || this.unfinished === 0;
   }
@@ -136,7 +143,7 @@ export class SamplingGroup implements RequestGroup {
     if (this.params.promptLogprobs !== undefined) {
       this.promptLogprobs = promptLogprobs(promptLogits, this.promptTokenIds, vocabSize, this.params.promptLogprobs);
     }
-    const last = promptLogits.subarray((length - 1) * vocabSize, length * vocabSize);
+    const last = promptLogits.subarray(promptLogits.length - vocabSize);
     let generated = 0;
     for (const sequence of this.sequences) {
       if (this.finished) break;
