@@ -96,7 +96,7 @@ export class LocalEngine implements Engine {
     readonly embeddingSize: number | null,
   ) {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
-    if (multimodal !== null) this.info.acceptedMedia = ['image'];
+    if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder, {

@@ -66,7 +66,9 @@ function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
                 ? { type: 'text', text: part.refusal ?? '' }
                 : part.type === 'image_url'
                   ? { type: 'image' }
-                  : { type: part.type },
+                  : part.type === 'video_url'
+                    ? { type: 'video' }
+                    : { type: part.type },
           );
   return { ...message, content: parts };
 }

@@ -7,7 +7,7 @@
 import type { Engine, PlaceholderEmbeds } from '../engine/types.js';
 import type { LoadedMedia } from '../media/index.js';
 import type { MindiePromptPart } from '../protocol/mindie.js';
-import { MultimodalRequestError, type MultimodalPrompt, type ProcessedImage, type VisionLanguageModel } from '../multimodal/index.js';
+import { MultimodalRequestError, type MultimodalPrompt, type ProcessedImage, type PromptImage, type VisionLanguageModel } from '../multimodal/index.js';
 import { badRequest } from './errors.js';
 import type { ServingContext } from './serving-context.js';
 
@@ -24,7 +24,13 @@ export function expandMultimodalPrompt(
   param: string,
 ): MultimodalPrompt {
   const { maxImagesPerPrompt, maxImageTiles } = ctx.mediaFetcher.config;
-  const images = media.flatMap((entry) => (entry.decoded.kind === 'image' ? [{ param: entry.param, image: entry.decoded }] : []));
+  const images: PromptImage[] = media.flatMap((entry): PromptImage[] =>
+    entry.decoded.kind === 'image'
+      ? [{ param: entry.param, image: entry.decoded }]
+      : entry.decoded.kind === 'video'
+        ? [{ param: entry.param, video: entry.decoded }]
+        : [],
+  );
   try {
     return model.buildPrompt(text, images, param, { maxImagesPerPrompt, maxImageTiles });
   } catch (error) {
@@ -46,7 +52,7 @@ export async function encodePromptImages(engine: Engine, images: readonly Proces
  * A /generate prompt's text for a multimodal model: text parts joined with newlines as for
  * a text-only model, each image part standing where it is as the family's placeholder.
  */
-export function multimodalPromptText(prompt: readonly MindiePromptPart[], placeholder: string): string {
+export function multimodalPromptText(prompt: readonly MindiePromptPart[], placeholder: string, videoPlaceholder?: string): string {
   let text = '';
   let previousText = false;
   for (const part of prompt) {
@@ -55,6 +61,9 @@ export function multimodalPromptText(prompt: readonly MindiePromptPart[], placeh
       previousText = true;
     } else if (part.type === 'image_url') {
       text += placeholder;
+      previousText = false;
+    } else if (part.type === 'video_url' && videoPlaceholder !== undefined) {
+      text += videoPlaceholder;
       previousText = false;
     }
   }

@@ -7,7 +7,7 @@
 import type { PlaceholderEmbeds } from '../engine/types.js';
 import type { CompanionGraph } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
-import type { DecodedImage } from '../media/index.js';
+import type { DecodedImage, DecodedVideo } from '../media/index.js';
 import type { JsonObject } from './config-fields.js';
 import { Idefics3Processor } from './processors/idefics3.js';
 import { LlavaProcessor } from './processors/llava.js';
@@ -24,10 +24,7 @@ export interface VisionLanguageFiles {
 /** model_type → processor family. */
 const FAMILIES: Record<string, 'idefics3' | 'llava'> = { idefics3: 'idefics3', smolvlm: 'idefics3', llava: 'llava' };
 
-export interface PromptImage {
-  param: string;
-  image: DecodedImage;
-}
+export type PromptImage = { param: string; image: DecodedImage; video?: undefined } | { param: string; video: DecodedVideo; image?: undefined };
 
 /** A prompt with its images processed: the text with every placeholder expanded. */
 export interface MultimodalPrompt {
@@ -62,7 +59,7 @@ export class VisionLanguageModel {
     const processorFiles = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig ?? {} };
     const processor =
       family === 'idefics3'
-        ? Idefics3Processor.create(processorFiles, options.tokenToId)
+        ? Idefics3Processor.create(processorFiles, options.tokenToId, modelType === 'smolvlm')
         : LlavaProcessor.create(processorFiles, options.tokenToId);
     const source = options.loadFromPath && files.visionEncoder.path !== undefined ? files.visionEncoder.path : files.visionEncoder.onnx;
     const encoder = await VisionEncoder.create(options.ort, source, options.sessionOptions ?? {}, files.visionEncoder.file);
@@ -90,18 +87,39 @@ export class VisionLanguageModel {
         extra.param,
       );
     }
-    const pieces = text.split(this.processor.placeholder);
-    if (pieces.length - 1 !== images.length) {
-      throw new MultimodalRequestError(
-        `The prompt has ${pieces.length - 1} image placeholders ("${this.processor.placeholder}") for ${images.length} images: ` +
-          'each image part stands for one, and the text may not contain the placeholder itself.',
-        param,
-      );
+    const { placeholder, videoPlaceholder } = this.processor;
+    const marks = [placeholder, ...(videoPlaceholder !== undefined ? [videoPlaceholder] : [])];
+    const pattern = new RegExp(marks.map((mark) => mark.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+    const found = [...text.matchAll(pattern)].map((match) => ({ mark: match[0], at: match.index }));
+    const count = (mark: string, list: readonly { mark: string }[]) => list.filter((entry) => entry.mark === mark).length;
+    const parts = images.map((entry) => ({ mark: entry.video !== undefined ? videoPlaceholder! : placeholder }));
+    for (const mark of marks) {
+      if (count(mark, found) !== count(mark, parts)) {
+        throw new MultimodalRequestError(
+          `The prompt has ${count(mark, found)} "${mark}" placeholders for ${count(mark, parts)} ${mark === placeholder ? 'images' : 'videos'}: ` +
+            'each media part stands for one, and the text may not contain the placeholder itself.',
+          param,
+        );
+      }
     }
-    const processed = images.map(({ image, param: imageParam }) => this.processor.process(image, imageParam, limits));
-    let expanded = pieces[0];
-    processed.forEach((image, index) => (expanded += image.promptText + pieces[index + 1]));
-    return { text: expanded, images: processed };
+    const processed = images.map((entry) =>
+      entry.video !== undefined
+        ? this.processor.processVideo!(entry.video, entry.param, limits)
+        : this.processor.process(entry.image, entry.param, limits),
+    );
+    // The k-th placeholder of a kind takes the k-th part of that kind.
+    const queues = new Map(marks.map((mark) => [mark, processed.filter((_, index) => parts[index].mark === mark)]));
+    const ordered: ProcessedImage[] = [];
+    let expanded = '';
+    let last = 0;
+    for (const { mark, at } of found) {
+      const next = queues.get(mark)!.shift()!;
+      ordered.push(next);
+      expanded += text.slice(last, at) + next.promptText;
+      last = at + mark.length;
+    }
+    expanded += text.slice(last);
+    return { text: expanded, images: ordered };
   }
 
   /** Runs the vision encoder over every image: the features for the prompt's image tokens, in order. */

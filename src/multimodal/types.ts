@@ -4,7 +4,7 @@
  * for it in the prompt; the vision encoder turns the pixel values into features; the
  * engine splices those in at the image tokens. A family (processors/) is one file.
  */
-import type { DecodedImage } from '../media/index.js';
+import type { DecodedImage, DecodedVideo } from '../media/index.js';
 
 /** One image after the family's processor. */
 export interface ProcessedImage {
@@ -29,6 +29,10 @@ export interface ImageProcessor {
   /** The token whose embeddings the image features replace. */
   readonly imageTokenId: number;
   process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage;
+  /** Families that take video: what a {"type": "video"} part becomes in the prompt. */
+  readonly videoPlaceholder?: string;
+  /** A video's sampled frames as one ProcessedImage (frames × image tokens) and its prompt text. */
+  processVideo?(video: DecodedVideo, param: string, limits: MultimodalLimits): ProcessedImage;
 }
 
 /** Settings that bound the media of one prompt (docs/media.md). */

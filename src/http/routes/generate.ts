@@ -37,7 +37,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const multimodal = multimodalModel(engine);
     const promptText =
       multimodal !== null && typeof request.prompt !== 'string'
-        ? multimodalPromptText(request.prompt, multimodal.processor.placeholder)
+        ? multimodalPromptText(request.prompt, multimodal.processor.placeholder, multimodal.processor.videoPlaceholder)
         : mindiePromptText(request.prompt);
     const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
     const promptTokenIds = engine.tokenizer.encode(expanded?.text ?? promptText, { addSpecialTokens: true });

@@ -15,7 +15,8 @@
  * each row, then `\n<fake_token_around_image><global-img>` + `<image>` × image_seq_len +
  * `<fake_token_around_image>`; for an unsplit image only the global part.
  */
-import type { DecodedImage } from '../../media/index.js';
+import type { DecodedImage, DecodedVideo } from '../../media/index.js';
+import { englishNumber } from '../english-number.js';
 import {
   boolField,
   channelsField,
@@ -136,18 +137,41 @@ export function idefics3PromptText(rows: number, cols: number, imageSeqLen: numb
   return `${text}\n${global}`;
 }
 
+/**
+ * SmolVLM's video prompt (SmolVLMProcessor): an intro naming the frame count in words and
+ * the duration as H:MM:SS, then per frame "\nFrame from MM:SS:" and the frame as a single
+ * (unsplit) image, then "\n\n".
+ */
+export function smolvlmVideoPromptText(timestamps: readonly number[], duration: number, imageSeqLen: number): string {
+  const seconds = Math.trunc(duration);
+  const hms = `${Math.trunc(seconds / 3600)}:${String(Math.trunc(seconds / 60) % 60).padStart(2, '0')}:${String(seconds % 60).padStart(2, '0')}`;
+  let text = `You are provided the following series of ${englishNumber(timestamps.length)} frames from a ${hms} [H:MM:SS] video.\n`;
+  for (const time of timestamps) {
+    const stamp = `${String(Math.trunc(time / 60)).padStart(2, '0')}:${String(Math.trunc(time % 60)).padStart(2, '0')}`;
+    text += `\nFrame from ${stamp}:` + idefics3PromptText(0, 0, imageSeqLen);
+  }
+  return text + '\n\n';
+}
+
 export class Idefics3Processor implements ImageProcessor {
-  readonly family = 'idefics3';
+  readonly family: 'idefics3' | 'smolvlm';
   readonly placeholder = IMAGE_TOKEN;
+  readonly videoPlaceholder?: string;
 
   constructor(
     readonly settings: Idefics3Settings,
     readonly imageTokenId: number,
-  ) {}
+    video = false,
+  ) {
+    this.family = video ? 'smolvlm' : 'idefics3';
+    // SmolVLM (not Idefics3) takes video: its template writes <video> for a video part.
+    if (video) this.videoPlaceholder = '<video>';
+  }
 
   static create(
     files: { config: JsonObject; preprocessorConfig: JsonObject; processorConfig: JsonObject },
     tokenToId: (token: string) => number | undefined,
+    video = false,
   ): Idefics3Processor {
     const settings = idefics3Settings(files.config, files.preprocessorConfig, files.processorConfig);
     const imageTokenId = tokenIdOf(tokenToId, IMAGE_TOKEN, 'Idefics3');
@@ -162,7 +186,32 @@ export class Idefics3Processor implements ImageProcessor {
     if (typeof configured === 'number' && configured !== imageTokenId) {
       throw new Error(`config.json "image_token_id" is ${configured}, but the tokenizer's "${IMAGE_TOKEN}" is ${imageTokenId}.`);
     }
-    return new Idefics3Processor(settings, imageTokenId);
+    return new Idefics3Processor(settings, imageTokenId, video);
+  }
+
+  /**
+   * Each sampled frame resized to one tile (Pillow, the image filter) and normalised like
+   * an image. transformers' SmolVLM video processor resizes with torch's bicubic instead,
+   * and samples frames by fps rather than evenly (MEDIA_VIDEO_FRAMES): pixel values of
+   * video frames are close to, not equal to, transformers'.
+   */
+  processVideo(video: DecodedVideo, param: string, limits: MultimodalLimits): ProcessedImage {
+    const { tile, resample } = this.settings;
+    if (video.frames.length > limits.maxImagesPerPrompt * limits.maxImageTiles) {
+      throw new MultimodalRequestError(`${param}: ${video.frames.length} frames are more than this server takes per video.`, param);
+    }
+    const plane = 3 * tile * tile;
+    const pixels = new Float32Array(video.frames.length * plane);
+    video.frames.forEach((frame, index) => normalizeToChw(resizeRgb(frame, tile, tile, resample), this.settings, pixels, index * plane));
+    return {
+      param,
+      pixels,
+      frames: video.frames.length,
+      height: tile,
+      width: tile,
+      promptText: smolvlmVideoPromptText(video.timestamps, video.duration, this.settings.imageSeqLen),
+      imageTokens: video.frames.length * this.settings.imageSeqLen,
+    };
   }
 
   process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage {
