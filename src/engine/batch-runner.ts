@@ -1,6 +1,7 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
+import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
 /** When the runner feeds guessed tokens (speculative decoding). */
@@ -68,7 +69,11 @@ export class BatchRunner {
    * `vocab` values), and the prompt's cache, which rows continuing the prompt join the
    * batch with (as row 0).
    */
-  async prefill(promptTokenIds: readonly number[], allPositions = true): Promise<{ logits: Float32Array; cache: KvCache }> {
+  async prefill(
+    promptTokenIds: readonly number[],
+    allPositions = true,
+    placeholders?: readonly PlaceholderEmbeds[],
+  ): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
     const positions = new BigInt64Array(length);
     for (let i = 0; i < length; i++) positions[i] = BigInt(i);
@@ -79,6 +84,7 @@ export class BatchRunner {
       positionIds: positions,
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
+      placeholders,
       logitsToKeep: allPositions ? length : 1,
     });
     this.prefilled.push(present);

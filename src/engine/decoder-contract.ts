@@ -11,6 +11,16 @@ import type { ModelSpec } from './model-spec.js';
 export type IdElementType = 'int64' | 'int32';
 
 export interface DecoderContract {
+  /**
+   * "ids": the graph embeds input_ids itself. "embeds": it takes inputs_embeds (the
+   * decoders of vision-language exports), which the engine computes with the model's
+   * embed_tokens graph and, in a multimodal prompt, overwrites at the placeholder tokens.
+   */
+  input: 'ids' | 'embeds';
+  /** Element type of inputs_embeds ("embeds" graphs). */
+  embedsType: KvElementType;
+  /** Last dim of inputs_embeds, when the graph fixes it. */
+  embedsSize: number | null;
   idsType: IdElementType;
   attentionMaskType: IdElementType;
   /** null: the graph computes positions itself (from the mask or the past length). */
@@ -49,7 +59,9 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
     throw new Error(`${graphLabel} cannot be served: ${message}`);
   };
 
-  for (const name of ['input_ids', 'attention_mask', 'past_key_values.0.key']) {
+  const input = inputNames.includes('input_ids') ? 'ids' : inputNames.includes('inputs_embeds') ? 'embeds' : null;
+  if (input === null) fail(`it has neither an "input_ids" nor an "inputs_embeds" input (inputs: ${inputNames.join(', ')}).`);
+  for (const name of ['attention_mask', 'past_key_values.0.key']) {
     if (!inputNames.includes(name)) {
       fail(`it has no "${name}" input, so it is not a decoder exported with past_key_values (inputs: ${inputNames.join(', ')}).`);
     }
@@ -58,7 +70,9 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
     fail(`it must output "logits" and "present.N.key/value" (outputs: ${outputNames.join(', ')}).`);
   }
 
-  const known = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', 'use_cache_branch']);
+  // A graph with both takes input_ids; its inputs_embeds is then left out only if optional,
+  // which ONNX cannot say, so such a graph is refused below like any other unknown input.
+  const known = new Set([input === 'ids' ? 'input_ids' : 'inputs_embeds', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', 'use_cache_branch']);
   for (let layer = 0; layer < spec.numLayers; layer++) {
     for (const kind of ['key', 'value']) {
       const past = `past_key_values.${layer}.${kind}`;
@@ -71,7 +85,7 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
   if (unknown.length > 0) {
     fail(
       `it requires input${unknown.length > 1 ? 's' : ''} ${unknown.map((name) => `"${name}"`).join(', ')}, which the engine does not know how to feed ` +
-        `(it feeds input_ids, attention_mask, position_ids, past_key_values.N.key/value, num_logits_to_keep / logits_to_keep, use_cache_branch).`,
+        `(it feeds input_ids or inputs_embeds, attention_mask, position_ids, past_key_values.N.key/value, num_logits_to_keep / logits_to_keep, use_cache_branch).`,
     );
   }
 
@@ -100,8 +114,13 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
     : inputNames.includes('logits_to_keep')
       ? 'logits_to_keep'
       : null;
+  const embedsEntry = inputs.get('inputs_embeds');
+  const embedsSize = embedsEntry !== undefined && embedsEntry.isTensor ? embedsEntry.shape.at(-1) : undefined;
   return {
-    idsType: idType('input_ids'),
+    input: input!,
+    embedsType: input === 'embeds' ? floatType(embedsEntry, '"inputs_embeds" input') : 'float32',
+    embedsSize: typeof embedsSize === 'number' ? embedsSize : null,
+    idsType: input === 'ids' ? idType('input_ids') : 'int64',
     attentionMaskType: idType('attention_mask'),
     positionIdsType: inputNames.includes('position_ids') ? idType('position_ids') : null,
     kvType,
@@ -128,7 +147,7 @@ function checkKvShape(entry: ValueMetadata | undefined, spec: ModelSpec, fail: (
 /** One-line description of the contract for the startup report. */
 export function describeContract(contract: DecoderContract): string {
   const parts = [
-    `ids ${contract.idsType}`,
+    contract.input === 'ids' ? `ids ${contract.idsType}` : `inputs_embeds ${contract.embedsType} (embed_tokens graph)`,
     `KV ${contract.kvType}`,
     `logits ${contract.logitsType}`,
     contract.positionIdsType === null ? 'no position_ids' : 'position_ids',

@@ -23,3 +23,46 @@ export function float16ToFloat32(bits: Uint16Array): Float32Array {
   for (let i = 0; i < bits.length; i++) out[i] = table[bits[i]];
   return out;
 }
+
+const floatView = new Float32Array(1);
+const bitsView = new Uint32Array(floatView.buffer);
+
+/** float32 → float16 bits, rounding to nearest even (for fp16 inputs_embeds). */
+export function float32ToFloat16(values: Float32Array): Uint16Array {
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    floatView[0] = values[i];
+    const x = bitsView[0];
+    const sign = (x >>> 16) & 0x8000;
+    const exponent = (x >>> 23) & 0xff;
+    let mantissa = x & 0x7fffff;
+    if (exponent === 0xff) {
+      out[i] = sign | 0x7c00 | (mantissa !== 0 ? 0x200 : 0);
+      continue;
+    }
+    const e = exponent - 127 + 15;
+    if (e >= 0x1f) {
+      out[i] = sign | 0x7c00;
+      continue;
+    }
+    if (e <= 0) {
+      if (e < -10) {
+        out[i] = sign;
+        continue;
+      }
+      mantissa |= 0x800000;
+      const shift = 14 - e;
+      const half = 1 << (shift - 1);
+      let result = mantissa >> shift;
+      const rest = mantissa & ((1 << shift) - 1);
+      if (rest > half || (rest === half && (result & 1) === 1)) result += 1;
+      out[i] = sign | result;
+      continue;
+    }
+    let result = (e << 10) | (mantissa >> 13);
+    const rest = mantissa & 0x1fff;
+    if (rest > 0x1000 || (rest === 0x1000 && (result & 1) === 1)) result += 1;
+    out[i] = sign | result;
+  }
+  return out;
+}

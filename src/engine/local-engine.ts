@@ -12,10 +12,12 @@ import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
 import { OnnxDecoder } from './onnx-decoder.js';
+import { TokenEmbedder } from './token-embedder.js';
+import { VisionLanguageModel } from '../multimodal/model.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
-import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
+import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo, PlaceholderEmbeds } from './types.js';
 import { yieldToEventLoop } from './yield.js';
 
 /** What the engine loaded, for the startup report. */
@@ -39,6 +41,8 @@ export interface ModelLoadReport {
   notes: string[];
   /** Warnings to print at startup (batching off or changing outputs). */
   warnings: string[];
+  /** A vision-language model's processor and encoder, for the startup report; null for text-only. */
+  multimodal: string | null;
 }
 
 export interface LocalEngineOptions {
@@ -80,6 +84,8 @@ export class LocalEngine implements Engine {
   private counters = { steps: 0, generatedTokens: 0 };
   /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
   private readonly oneRequestPerStep: boolean;
+  /** Media features of waiting requests, handed to their prefill. */
+  private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
 
   private constructor(
     private readonly decoder: OnnxDecoder,
@@ -89,8 +95,11 @@ export class LocalEngine implements Engine {
     servedModelName: string,
     limits: SchedulerLimits,
     readonly loadReport: ModelLoadReport,
+    readonly multimodal: VisionLanguageModel | null,
+    readonly embeddingSize: number | null,
   ) {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
+    if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder, {
@@ -118,7 +127,39 @@ export class LocalEngine implements Engine {
     const started = Date.now();
     const limits = { ...DEFAULT_SCHEDULER_LIMITS, ...options.limits };
     const graphLabel = files.onnxFile ?? 'The model graph';
-    const decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, options.gpuKv);
+    const companionSource = (graph: { onnx: Uint8Array; path?: string }) =>
+      options.loadFromPath && graph.path !== undefined ? graph.path : graph.onnx;
+    const embedTokens = files.companions?.embedTokens;
+    const embedder = embedTokens
+      ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)
+      : null;
+    let decoder: OnnxDecoder;
+    try {
+      decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, embedder, options.gpuKv);
+    } catch (error) {
+      await embedder?.dispose();
+      throw error;
+    }
+    if (decoder.contract.input === 'ids') await embedder?.dispose();
+    let multimodal: VisionLanguageModel | null = null;
+    const visionEncoder = files.companions?.visionEncoder;
+    if (visionEncoder !== undefined) {
+      try {
+        if (decoder.contract.input !== 'embeds') {
+          throw new Error(`${visionEncoder.file} is present, but ${graphLabel} takes input_ids, so image features have nowhere to go.`);
+        }
+        multimodal = await VisionLanguageModel.load({
+          ort: options.ort,
+          files: { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig, visionEncoder },
+          tokenToId: (token) => tokenizer.tokenToId(token),
+          sessionOptions: options.sessionOptions,
+          loadFromPath: options.loadFromPath,
+        });
+      } catch (error) {
+        await decoder.dispose();
+        throw error;
+      }
+    }
     let check: Awaited<ReturnType<typeof checkBatching>>;
     try {
       check = await checkBatching(decoder, {
@@ -127,6 +168,7 @@ export class LocalEngine implements Engine {
       });
     } catch (error) {
       await decoder.dispose();
+      await multimodal?.dispose();
       throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
     }
     const loadReport: ModelLoadReport = {
@@ -143,8 +185,10 @@ export class LocalEngine implements Engine {
       loadMs: Date.now() - started,
       notes,
       warnings: check.warnings,
+      multimodal: multimodal?.describe() ?? null,
     };
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport);
+    const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? embedder?.size ?? null) : null;
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize);
   }
 
   /**
@@ -159,6 +203,7 @@ export class LocalEngine implements Engine {
       );
     }
     const group = this.createGroup(request);
+    if (request.placeholders !== undefined && request.placeholders.length > 0) this.placeholders.set(group, request.placeholders);
     const { signal } = request;
     const onAbort = () => this.abort(group);
     if (signal?.aborted) onAbort();
@@ -187,12 +232,14 @@ export class LocalEngine implements Engine {
     for (const group of [...this.waiting, ...this.running]) this.abort(group);
     await this.loop;
     await this.decoder.dispose();
+    await this.multimodal?.dispose();
   }
 
   private createGroup(request: GenerateRequest): RequestGroup {
     const { promptTokenIds, params } = request;
     const { vocabSize, maxPositionEmbeddings } = this.spec;
     checkPromptTokenIds(promptTokenIds, vocabSize, maxPositionEmbeddings);
+    this.checkPlaceholders(promptTokenIds, request.placeholders ?? []);
     const n = params.n ?? 1;
     const bestOf = params.bestOf ?? n;
     if (!Number.isInteger(n) || n < 1 || !Number.isInteger(bestOf) || bestOf < n) {
@@ -204,6 +251,30 @@ export class LocalEngine implements Engine {
       throw new EngineRequestError('Structured output cannot be combined with beam search: use sampling (use_beam_search false).');
     }
     return new BeamSearchGroup(promptTokenIds, params, this.tokenizer, limits);
+  }
+
+  /**
+   * Image tokens must come with their features, and only from the media parts: a text
+   * prompt that spells "<image>" itself would feed the token's bare embedding.
+   */
+  private checkPlaceholders(promptTokenIds: readonly number[], placeholders: readonly PlaceholderEmbeds[]): void {
+    const size = this.embeddingSize;
+    if (placeholders.length > 0 && size === null) {
+      throw new EngineRequestError('This model takes token ids only; a prompt with media features cannot be fed to it.');
+    }
+    const tokenIds = new Set(placeholders.map((entry) => entry.tokenId));
+    if (this.multimodal !== null) tokenIds.add(this.multimodal.imageTokenId);
+    for (const tokenId of tokenIds) {
+      const count = promptTokenIds.reduce((sum, id) => sum + (id === tokenId ? 1 : 0), 0);
+      const features = placeholders.filter((entry) => entry.tokenId === tokenId).reduce((sum, entry) => sum + entry.embeds.length, 0);
+      const given = size === null ? 0 : features / size;
+      if (count !== given) {
+        throw new EngineRequestError(
+          `The prompt has ${count} "${this.tokenizer.idToToken(tokenId) ?? tokenId}" tokens but features for ${given}: ` +
+            'image tokens may only come from image parts.',
+        );
+      }
+    }
   }
 
   private abort(group: RequestGroup): void {
@@ -262,7 +333,8 @@ export class LocalEngine implements Engine {
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits);
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next));
+        this.placeholders.delete(next);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
         this.counters.generatedTokens += generated;

@@ -31,6 +31,32 @@ export interface ModelFiles {
   weightBytes?: number;
   /** transformers.js dtype of the variant, when its name tells. */
   dtype?: string | null;
+  /**
+   * The other graphs of a vision-language export, beside the decoder: embed_tokens (ids →
+   * inputs_embeds, for a decoder that takes embeddings) and vision_encoder (pixel values →
+   * image features, projector included).
+   */
+  companions?: Partial<Record<CompanionGraphName, CompanionGraph>>;
+  /** preprocessor_config.json: the image processor's settings. */
+  preprocessorConfig?: Record<string, unknown>;
+  /** processor_config.json: the processor's (image_seq_len, patch_size, ...). */
+  processorConfig?: Record<string, unknown>;
+}
+
+export type CompanionGraphName = 'embedTokens' | 'visionEncoder';
+
+/** Base names of the companion graphs in onnx/, before the dtype suffix. */
+export const COMPANION_GRAPH_BASES: Readonly<Record<CompanionGraphName, string>> = {
+  embedTokens: 'embed_tokens',
+  visionEncoder: 'vision_encoder',
+};
+
+export interface CompanionGraph {
+  /** Path inside the model folder, e.g. "onnx/vision_encoder_q4.onnx". */
+  file: string;
+  onnx: Uint8Array;
+  /** On a file system: onnxruntime-node opens it by path so its external data resolves. */
+  path?: string;
 }
 
 /** Paths of those files inside a model directory, relative to it. */
@@ -40,4 +66,6 @@ export const MODEL_FILE_PATHS = {
   tokenizerJson: 'tokenizer.json',
   tokenizerConfig: 'tokenizer_config.json',
   onnx: 'onnx/model.onnx',
+  preprocessorConfig: 'preprocessor_config.json',
+  processorConfig: 'processor_config.json',
 } as const;

@@ -148,3 +148,14 @@ export function chooseOnnxFile(files: readonly string[], settings: OnnxFileSetti
       (onnxFiles.length > 0 ? `; found ${onnxFiles.join(', ')}: name one with the "modelFile" setting.` : '.'),
   );
 }
+
+/**
+ * The companion graph `base` (e.g. "vision_encoder") in the same dtype as the decoder when
+ * the folder has it ("onnx/vision_encoder_q4.onnx" beside "onnx/model_q4.onnx"), else its
+ * fp32 file; null when the folder has neither.
+ */
+export function companionGraphFile(files: readonly string[], base: string, dtype: ModelDtype | null): string | null {
+  const present = new Set(files);
+  const candidates = [dtype !== null ? `onnx/${base}${DTYPE_SUFFIX[dtype]}.onnx` : null, `onnx/${base}.onnx`];
+  return candidates.find((file): file is string => file !== null && present.has(file)) ?? null;
+}

@@ -1,9 +1,12 @@
 import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
 import { readDecoderContract, type DecoderContract } from './decoder-contract.js';
-import { float16ToFloat32 } from './float16.js';
+import { EngineRequestError } from './errors.js';
+import { float16ToFloat32, float32ToFloat16 } from './float16.js';
 import type { KvArray, KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
+import type { TokenEmbedder } from './token-embedder.js';
+import type { PlaceholderEmbeds } from './types.js';
 
 /** One forward pass over a batch: `seqLen` new tokens per row after the cached ones. */
 export interface DecoderInput {
@@ -22,6 +25,8 @@ export interface DecoderInput {
    * others return every position.
    */
   logitsToKeep?: number;
+  /** Only for a batch of one ("embeds" graphs): features spliced in at placeholder tokens. */
+  placeholders?: readonly PlaceholderEmbeds[];
 }
 
 export interface DecoderOutput {
@@ -56,6 +61,7 @@ export class OnnxDecoder {
     private readonly session: InferenceSession,
     readonly spec: ModelSpec,
     readonly contract: DecoderContract,
+    private readonly embedder: TokenEmbedder | null,
     /** WebGPU: keeps present.* on the GPU as the next step's past (see gpu-kv-cache.ts). */
     private readonly gpuKv?: GpuKvStore,
   ) {
@@ -76,6 +82,7 @@ export class OnnxDecoder {
     spec: ModelSpec,
     options: InferenceSession.SessionOptions = {},
     graphLabel = 'The model graph',
+    embedder: TokenEmbedder | null = null,
     gpuKv?: GpuKvStore,
   ): Promise<OnnxDecoder> {
     let session: InferenceSession;
@@ -85,7 +92,17 @@ export class OnnxDecoder {
       throw new Error(`${graphLabel} cannot be served: onnxruntime cannot load it: ${explainLoadError((error as Error).message)}`);
     }
     try {
-      return new OnnxDecoder(ort, session, spec, readDecoderContract(session, spec, graphLabel), gpuKv);
+      const contract = readDecoderContract(session, spec, graphLabel);
+      if (contract.input === 'embeds' && embedder === null) {
+        throw new Error(
+          `${graphLabel} cannot be served: it takes "inputs_embeds" instead of "input_ids", and the model folder has no ` +
+            `onnx/embed_tokens.onnx to compute them from the ids (vision-language exports ship one beside the decoder).`,
+        );
+      }
+      if (contract.embedsSize !== null && embedder?.size != null && contract.embedsSize !== embedder.size) {
+        throw new Error(`${graphLabel} cannot be served: it takes embeddings of size ${contract.embedsSize}, embed_tokens gives ${embedder.size}.`);
+      }
+      return new OnnxDecoder(ort, session, spec, contract, contract.input === 'embeds' ? embedder : null, gpuKv);
     } catch (error) {
       await session.release();
       throw error;
@@ -97,9 +114,16 @@ export class OnnxDecoder {
     const { batch, seqLen, past } = input;
     const total = past.length + seqLen;
     const feeds: Record<string, Tensor> = {
-      input_ids: this.ids(contract.idsType, input.inputIds, [batch, seqLen]),
       attention_mask: this.ids(contract.attentionMaskType, input.attentionMask, [batch, total]),
     };
+    if (this.embedder === null) {
+      if (input.placeholders !== undefined && input.placeholders.length > 0) {
+        throw new EngineRequestError('This model takes token ids only; a prompt with media features cannot be fed to it.');
+      }
+      feeds.input_ids = this.ids(contract.idsType, input.inputIds, [batch, seqLen]);
+    } else {
+      feeds.inputs_embeds = await this.embeddings(this.embedder, input);
+    }
     if (contract.positionIdsType !== null) feeds.position_ids = this.ids(contract.positionIdsType, input.positionIds, [batch, seqLen]);
     if (contract.useCacheBranch) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
     // A prefill without prompt logprobs needs the last position only (a long prompt's
@@ -150,6 +174,34 @@ export class OnnxDecoder {
 
   async dispose(): Promise<void> {
     await this.session.release();
+    await this.embedder?.dispose();
+  }
+
+  /** The token embeddings of the fed ids, with placeholder tokens' rows replaced by their features. */
+  private async embeddings(embedder: TokenEmbedder, input: DecoderInput): Promise<Tensor> {
+    const { batch, seqLen } = input;
+    const embeds = await embedder.embed(input.inputIds, [batch, seqLen]);
+    const size = embeds.length / (batch * seqLen);
+    for (const { tokenId, embeds: features } of input.placeholders ?? []) {
+      if (batch !== 1) throw new Error('placeholder embeddings are spliced into a batch of one prompt');
+      const wanted = features.length / size;
+      let next = 0;
+      for (let position = 0; position < seqLen; position++) {
+        if (input.inputIds[position] !== BigInt(tokenId)) continue;
+        if (next < wanted) embeds.set(features.subarray(next * size, (next + 1) * size), position * size);
+        next += 1;
+      }
+      if (next !== wanted || !Number.isInteger(wanted)) {
+        throw new EngineRequestError(
+          `The prompt has ${next} placeholder tokens (id ${tokenId}) but its media gave features for ${wanted}: ` +
+            'placeholder tokens may only come from the media parts.',
+        );
+      }
+    }
+    const dims = [batch, seqLen, size];
+    return this.contract.embedsType === 'float16'
+      ? new this.ort.Tensor('float16', float32ToFloat16(embeds), dims)
+      : new this.ort.Tensor('float32', embeds, dims);
   }
 
   private ids(type: 'int64' | 'int32', data: BigInt64Array, dims: number[]): Tensor {

@@ -1,5 +1,17 @@
 import type { SamplingParams } from '../sampling/params.js';
 import type { Tokenizer } from '../tokenizer/types.js';
+import type { MediaKind } from '../media/types.js';
+import type { VisionLanguageModel } from '../multimodal/model.js';
+
+/**
+ * Embeddings that replace the token embeddings at a placeholder's positions (a VLM's
+ * image features at its `<image>` tokens), in prompt order: the k-th placeholder token
+ * gets row k of `embeds` ([placeholders, hidden]).
+ */
+export interface PlaceholderEmbeds {
+  tokenId: number;
+  embeds: Float32Array;
+}
 
 /** Why a sequence ended. vLLM's finish_reason values plus our own for aborts. */
 export type FinishReason = 'stop' | 'length' | 'abort';
@@ -10,6 +22,8 @@ export interface GenerateRequest {
   params: SamplingParams;
   /** Aborting stops the sequence at the next step and frees its memory. */
   signal?: AbortSignal;
+  /** A multimodal prompt's media features, spliced in at their placeholder tokens in prefill. */
+  placeholders?: readonly PlaceholderEmbeds[];
 }
 
 /**
@@ -67,6 +81,8 @@ export interface ModelInfo {
   /** Longest sequence (prompt + output) the model supports: config max_position_embeddings. */
   maxModelLen: number;
   vocabSize: number;
+  /** Media kinds the model takes (a vision-language model: image); absent for text-only models. */
+  acceptedMedia?: readonly MediaKind[];
 }
 
 export interface EngineStats {
@@ -100,6 +116,10 @@ export interface Engine {
   readonly tokenizer: Tokenizer;
   /** Model defaults from generation_config.json, used when a request leaves a parameter out. */
   readonly generationDefaults: Partial<SamplingParams>;
+  /** A vision-language model's processor and vision encoder; absent or null for text-only models. */
+  readonly multimodal?: VisionLanguageModel | null;
+  /** Size of the decoder's input embeddings (what media features must match); null for id-fed decoders. */
+  readonly embeddingSize?: number | null;
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta>;
   stats(): EngineStats;
   dispose(): Promise<void>;

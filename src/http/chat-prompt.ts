@@ -1,5 +1,5 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
-import { ChatTemplate, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
+import { ChatTemplate, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
@@ -18,6 +18,12 @@ export interface ChatPromptOptions {
   templateBudget?: TemplateBudget;
   /** Tokenizing may stop once the prompt has more tokens than this (it will be refused anyway). */
   stopAfter?: number;
+  /**
+   * A vision-language model: messages reach the template as content parts (text, and
+   * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
+   * image placeholders) before tokenizing.
+   */
+  multimodal?: { expand(text: string): string };
 }
 
 export interface ChatPrompt {
@@ -30,7 +36,8 @@ export interface ChatPrompt {
  * have no place in a text-only template: /v1/chat/completions has already fetched and
  * refused them (serving-media.ts); /tokenize, which fetches nothing, is refused here.
  */
-export function toTemplateMessages(messages: readonly ChatMessage[]): ChatTemplateMessage[] {
+export function toTemplateMessages(messages: readonly ChatMessage[], contentParts = false): ChatTemplateMessage[] {
+  if (contentParts) return messages.map(toPartsMessage);
   return messages.map((message, i) => {
     if (Array.isArray(message.content)) {
       (message.content as { type: string }[]).forEach((part, j) => {
@@ -44,6 +51,32 @@ export function toTemplateMessages(messages: readonly ChatMessage[]): ChatTempla
     }
     return { ...message, content: messageText(message) };
   });
+}
+
+/**
+ * For a multimodal template (vLLM's "openai" content format): content is always a list,
+ * a string becoming one text part; image parts become {"type": "image"}. Other media were
+ * refused before (the model takes images only).
+ */
+function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
+  const content = message.content;
+  const parts: ChatTemplateContentPart[] =
+    content === undefined || content === null
+      ? []
+      : typeof content === 'string'
+        ? [{ type: 'text', text: content }]
+        : (content as Array<{ type: string; text?: string; refusal?: string }>).map((part) =>
+            part.type === 'text'
+              ? { type: 'text', text: part.text ?? '' }
+              : part.type === 'refusal'
+                ? { type: 'text', text: part.refusal ?? '' }
+                : part.type === 'image_url'
+                  ? { type: 'image' }
+                  : part.type === 'video_url'
+                    ? { type: 'video' }
+                    : { type: part.type },
+          );
+  return { ...message, content: parts };
 }
 
 function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer): ChatTemplate {
@@ -73,11 +106,12 @@ export async function buildChatPrompt(
       'This model has no chat template (tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
     );
   }
-  const text = template.render(toTemplateMessages(messages), {
+  const rendered = template.render(toTemplateMessages(messages, options.multimodal !== undefined), {
     addGenerationPrompt: options.addGenerationPrompt,
     continueFinalMessage: options.continueFinalMessage,
     kwargs: options.templateVariables,
     budget: options.templateBudget,
   });
+  const text = options.multimodal?.expand(rendered) ?? rendered;
   return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens, stopAfter: options.stopAfter }) };
 }

@@ -1,4 +1,4 @@
-import type { Engine, FinishReason, GenerationDelta, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+import type { Engine, FinishReason, GenerationDelta, PlaceholderEmbeds, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
 import type { SamplingParams } from '../sampling/params.js';
 import type { GenerationObserver } from './observability/activity.js';
 
@@ -33,6 +33,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     params: SamplingParams,
     clientSignal?: AbortSignal,
     observer?: GenerationObserver,
+    placeholders?: readonly PlaceholderEmbeds[],
   ): Promise<GenerationRun> {
     const controller = new AbortController();
     const onClientGone = () => controller.abort();
@@ -45,7 +46,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
       controller.abort();
     });
     try {
-      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal })[Symbol.asyncIterator]();
+      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal, placeholders })[Symbol.asyncIterator]();
       const first = await iterator.next();
       if (cutState.error !== null) throw cutState.error;
       if (!first.done) observer?.delta(first.value);

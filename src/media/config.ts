@@ -40,6 +40,10 @@ export interface MediaConfig {
   maxAudioSeconds: number;
   /** Frames sampled uniformly from a video. */
   videoFrames: number;
+  /** Images one prompt may carry, for a vision-language model (MEDIA_MAX_IMAGES_PER_PROMPT). */
+  maxImagesPerPrompt: number;
+  /** Frames one image may become: tiles plus the global image (MEDIA_MAX_IMAGE_TILES). */
+  maxImageTiles: number;
 }
 
 export const DEFAULT_MEDIA_DIR = '/data/multimodal_inputs/';
@@ -58,6 +62,8 @@ export const DEFAULT_MEDIA_CONFIG: MediaConfig = {
   audioSampleRate: 16_000,
   maxAudioSeconds: 1_800,
   videoFrames: 16,
+  maxImagesPerPrompt: 8,
+  maxImageTiles: 26,
 };
 
 export type MediaConfigInput = Partial<Omit<MediaConfig, 'maxBytes'>> & { maxBytes?: Partial<Record<MediaKind, number>> };
@@ -85,6 +91,8 @@ export function resolveMediaConfig(input: MediaConfigInput = {}): MediaConfig {
   positiveInt('audioSampleRate', config.audioSampleRate);
   positiveInt('maxAudioSeconds', config.maxAudioSeconds);
   positiveInt('videoFrames', config.videoFrames);
+  positiveInt('maxImagesPerPrompt', config.maxImagesPerPrompt);
+  positiveInt('maxImageTiles', config.maxImageTiles);
   if (config.mediaDir.trim() === '') throw new Error('media config: mediaDir must not be empty');
   // Parse now so a bad entry stops the server at start-up, not the first request.
   createHostWhitelist(config.allowedDomains);
@@ -123,7 +131,8 @@ function privateAddressesVar(value: string | undefined): PrivateAddressExemption
  * MEDIA_DIR, MEDIA_ALLOW_PRIVATE_ADDRESSES ("true" or a comma list of CIDRs),
  * MEDIA_MAX_IMAGE_MB / MEDIA_MAX_AUDIO_MB / MEDIA_MAX_VIDEO_MB (MiB),
  * MEDIA_CONNECT_TIMEOUT_MS, MEDIA_TIMEOUT_MS, MEDIA_MAX_REDIRECTS,
- * MEDIA_REFUSED_DOMAIN_SUFFIXES, MEDIA_MAX_PARTS, MEDIA_VIDEO_FRAMES, MEDIA_AUDIO_SAMPLE_RATE.
+ * MEDIA_REFUSED_DOMAIN_SUFFIXES, MEDIA_MAX_PARTS, MEDIA_VIDEO_FRAMES, MEDIA_AUDIO_SAMPLE_RATE,
+ * MEDIA_MAX_IMAGES_PER_PROMPT, MEDIA_MAX_IMAGE_TILES.
  */
 export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): MediaConfig {
   return resolveMediaConfig({
@@ -147,6 +156,8 @@ export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): Media
     maxPartsPerRequest: intVar(env, 'MEDIA_MAX_PARTS') ?? base.maxPartsPerRequest,
     videoFrames: intVar(env, 'MEDIA_VIDEO_FRAMES') ?? base.videoFrames,
     audioSampleRate: intVar(env, 'MEDIA_AUDIO_SAMPLE_RATE') ?? base.audioSampleRate,
+    maxImagesPerPrompt: intVar(env, 'MEDIA_MAX_IMAGES_PER_PROMPT') ?? base.maxImagesPerPrompt,
+    maxImageTiles: intVar(env, 'MEDIA_MAX_IMAGE_TILES') ?? base.maxImageTiles,
   });
 }
 

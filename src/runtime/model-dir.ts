@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
-import { chooseOnnxFile, type OnnxFileSettings } from '../engine/model-variants.js';
+import { COMPANION_GRAPH_BASES, MODEL_FILE_PATHS, type CompanionGraphName, type ModelFiles } from '../engine/model-files.js';
+import { chooseOnnxFile, companionGraphFile, type OnnxFileSettings } from '../engine/model-variants.js';
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
@@ -59,7 +59,21 @@ export async function readModelDir(dir: string, options: ReadModelDirOptions = {
         weightBytes += (await stat(path)).size;
       }
     }
+    const companions: ModelFiles['companions'] = {};
+    for (const [name, base] of Object.entries(COMPANION_GRAPH_BASES) as Array<[CompanionGraphName, string]>) {
+      const file = companionGraphFile(listing, base, choice.dtype);
+      if (file === null) continue;
+      const bytes = await readFile(join(dir, file));
+      companions[name] = { file, onnx: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), path: join(dir, file) };
+    }
+    const [preprocessorConfig, processorConfig] = await Promise.all([
+      readOptionalJson(join(dir, MODEL_FILE_PATHS.preprocessorConfig)),
+      readOptionalJson(join(dir, MODEL_FILE_PATHS.processorConfig)),
+    ]);
     return {
+      companions,
+      preprocessorConfig,
+      processorConfig,
       config,
       generationConfig,
       tokenizerJson,

@@ -5,9 +5,17 @@ import { TemplateBudgetError, withTemplateBudget, type TemplateBudget } from './
  * One chat message as the template sees it: content already flattened to text; other
  * fields (name, tool_calls, tool_call_id) pass through for templates that read them.
  */
+/** A content part as multimodal templates iterate them: {"type": "text", "text": ...} or {"type": "image"}. */
+export interface ChatTemplateContentPart {
+  type: string;
+  text?: string;
+  [field: string]: unknown;
+}
+
 export interface ChatTemplateMessage {
   role: string;
-  content: string;
+  /** A string, or (for a multimodal model's template) the list of parts. */
+  content: string | ChatTemplateContentPart[];
   [field: string]: unknown;
 }
 
@@ -79,8 +87,13 @@ export class ChatTemplate {
       const reason = error instanceof Error ? error.message : String(error);
       throw new ChatTemplateError(`The chat template could not render these messages: ${reason}`);
     }
-    return options.continueFinalMessage && finalMessage ? cutAfterFinalMessage(rendered, finalMessage.content) : rendered;
+    return options.continueFinalMessage && finalMessage ? cutAfterFinalMessage(rendered, contentText(finalMessage.content)) : rendered;
   }
+}
+
+function contentText(content: ChatTemplateMessage['content']): string {
+  if (typeof content === 'string') return content;
+  return content.flatMap((part) => (typeof part.text === 'string' ? [part.text] : [])).join('\n');
 }
 
 function cutAfterFinalMessage(rendered: string, content: string): string {

@@ -13,6 +13,8 @@ import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
+import { encodePromptImages, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
+import type { ProcessedImage } from '../../multimodal/index.js';
 import { checkBounds, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -39,7 +41,9 @@ export function chatRoutes(ctx: ServingContext): Hono {
         ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema }, guidedLimits(ctx))
         : await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
-    await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
+    const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
+    const multimodal = multimodalModel(engine);
+    let images: ProcessedImage[] = [];
 
     // Templates see tools and documents as transformers passes them.
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
@@ -55,6 +59,18 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
       stopAfter: ceiling,
+      // A vision-language template sees content parts ({"type": "image"}) and writes a
+      // placeholder per image, which expands to the image's tokens.
+      multimodal:
+        multimodal === null
+          ? undefined
+          : {
+              expand: (text) => {
+                const expanded = expandMultimodalPrompt(ctx, multimodal, text, media, 'messages');
+                images = expanded.images;
+                return expanded.text;
+              },
+            },
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
@@ -65,7 +81,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
+    const placeholders = await encodePromptImages(engine, images);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), placeholders);
     // vLLM: the generated message continues the final one unless a new assistant turn was opened.
     const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
     const last = request.messages.at(-1)!;

@@ -11,6 +11,7 @@ import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
+import { encodePromptImages, expandMultimodalPrompt, multimodalModel, multimodalPromptText } from '../serving-multimodal.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -31,17 +32,25 @@ export function generateRoutes(ctx: ServingContext): Hono {
     // sent since the MindIE schema does not list them (parsing succeeded: it is an object).
     const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
-    await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
+    const media = await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
-    const promptText = mindiePromptText(request.prompt);
+    // A vision-language model reads image parts where they stand, as its placeholder,
+    // expanded to the image's tokens before the context check.
+    const multimodal = multimodalModel(engine);
+    const promptText =
+      multimodal !== null && typeof request.prompt !== 'string'
+        ? multimodalPromptText(request.prompt, multimodal.processor.placeholder, multimodal.processor.videoPlaceholder)
+        : mindiePromptText(request.prompt);
     c.get('requestRecord')?.notePrompt(promptText);
+    const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
-    const promptTokenIds = await encodePrompt(engine.tokenizer, promptText, { addSpecialTokens: true, stopAfter: ceiling });
+    const promptTokenIds = await encodePrompt(engine.tokenizer, expanded?.text ?? promptText, { addSpecialTokens: true, stopAfter: ceiling });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'));
+    const placeholders = await encodePromptImages(engine, expanded?.images ?? []);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), placeholders);
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }

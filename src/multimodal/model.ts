@@ -1,0 +1,146 @@
+/**
+ * A vision-language model's multimodal side: its family's image processor and its
+ * vision encoder, chosen from config.json's model_type. The engine owns the decoder and
+ * embed_tokens; this turns a prompt's images into the text that stands for them and the
+ * features the engine splices in at their image tokens.
+ */
+import type { PlaceholderEmbeds } from '../engine/types.js';
+import type { CompanionGraph } from '../engine/model-files.js';
+import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
+import type { DecodedImage, DecodedVideo } from '../media/index.js';
+import type { JsonObject } from './config-fields.js';
+import { Idefics3Processor } from './processors/idefics3.js';
+import { LlavaProcessor } from './processors/llava.js';
+import { DEFAULT_MULTIMODAL_LIMITS, MultimodalRequestError, type ImageProcessor, type MultimodalLimits, type ProcessedImage } from './types.js';
+import { VisionEncoder } from './vision-encoder.js';
+
+export interface VisionLanguageFiles {
+  config: JsonObject;
+  preprocessorConfig?: JsonObject;
+  processorConfig?: JsonObject;
+  visionEncoder: CompanionGraph;
+}
+
+/** model_type → processor family. */
+const FAMILIES: Record<string, 'idefics3' | 'llava'> = { idefics3: 'idefics3', smolvlm: 'idefics3', llava: 'llava' };
+
+export type PromptImage = { param: string; image: DecodedImage; video?: undefined } | { param: string; video: DecodedVideo; image?: undefined };
+
+/** A prompt with its images processed: the text with every placeholder expanded. */
+export interface MultimodalPrompt {
+  text: string;
+  images: ProcessedImage[];
+}
+
+export class VisionLanguageModel {
+  private constructor(
+    readonly processor: ImageProcessor,
+    private readonly encoder: VisionEncoder,
+    readonly encoderFile: string,
+  ) {}
+
+  static async load(options: {
+    ort: OrtRuntime;
+    files: VisionLanguageFiles;
+    tokenToId: (token: string) => number | undefined;
+    sessionOptions?: InferenceSession.SessionOptions;
+    loadFromPath?: boolean;
+  }): Promise<VisionLanguageModel> {
+    const { files } = options;
+    const modelType = String(files.config.model_type ?? '');
+    const family = FAMILIES[modelType];
+    if (family === undefined) {
+      throw new Error(
+        `${files.visionEncoder.file} is present, but config.json's model_type "${modelType}" has no image processor here ` +
+          `(supported: ${Object.keys(FAMILIES).join(', ')}).`,
+      );
+    }
+    if (files.preprocessorConfig === undefined) throw new Error(`A ${modelType} model needs preprocessor_config.json (its image processor's settings).`);
+    const processorFiles = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig ?? {} };
+    const processor =
+      family === 'idefics3'
+        ? Idefics3Processor.create(processorFiles, options.tokenToId, modelType === 'smolvlm')
+        : LlavaProcessor.create(processorFiles, options.tokenToId);
+    const source = options.loadFromPath && files.visionEncoder.path !== undefined ? files.visionEncoder.path : files.visionEncoder.onnx;
+    const encoder = await VisionEncoder.create(options.ort, source, options.sessionOptions ?? {}, files.visionEncoder.file);
+    return new VisionLanguageModel(processor, encoder, files.visionEncoder.file);
+  }
+
+  get imageTokenId(): number {
+    return this.processor.imageTokenId;
+  }
+
+  /**
+   * Processes the images and expands `text`, whose placeholders (one per image, in order)
+   * were written by the chat template or the prompt's parts. Throws MultimodalRequestError.
+   */
+  buildPrompt(
+    text: string,
+    images: readonly PromptImage[],
+    param: string | null,
+    limits: MultimodalLimits = DEFAULT_MULTIMODAL_LIMITS,
+  ): MultimodalPrompt {
+    if (images.length > limits.maxImagesPerPrompt) {
+      const extra = images[limits.maxImagesPerPrompt];
+      throw new MultimodalRequestError(
+        `${extra.param}: a prompt may carry at most ${limits.maxImagesPerPrompt} images (MEDIA_MAX_IMAGES_PER_PROMPT), got ${images.length}.`,
+        extra.param,
+      );
+    }
+    const { placeholder, videoPlaceholder } = this.processor;
+    const marks = [placeholder, ...(videoPlaceholder !== undefined ? [videoPlaceholder] : [])];
+    const pattern = new RegExp(marks.map((mark) => mark.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
+    const found = [...text.matchAll(pattern)].map((match) => ({ mark: match[0], at: match.index }));
+    const count = (mark: string, list: readonly { mark: string }[]) => list.filter((entry) => entry.mark === mark).length;
+    const parts = images.map((entry) => ({ mark: entry.video !== undefined ? videoPlaceholder! : placeholder }));
+    for (const mark of marks) {
+      if (count(mark, found) !== count(mark, parts)) {
+        throw new MultimodalRequestError(
+          `The prompt has ${count(mark, found)} "${mark}" placeholders for ${count(mark, parts)} ${mark === placeholder ? 'images' : 'videos'}: ` +
+            'each media part stands for one, and the text may not contain the placeholder itself.',
+          param,
+        );
+      }
+    }
+    const processed = images.map((entry) =>
+      entry.video !== undefined
+        ? this.processor.processVideo!(entry.video, entry.param, limits)
+        : this.processor.process(entry.image, entry.param, limits),
+    );
+    // The k-th placeholder of a kind takes the k-th part of that kind.
+    const queues = new Map(marks.map((mark) => [mark, processed.filter((_, index) => parts[index].mark === mark)]));
+    const ordered: ProcessedImage[] = [];
+    let expanded = '';
+    let last = 0;
+    for (const { mark, at } of found) {
+      const next = queues.get(mark)!.shift()!;
+      ordered.push(next);
+      expanded += text.slice(last, at) + next.promptText;
+      last = at + mark.length;
+    }
+    expanded += text.slice(last);
+    return { text: expanded, images: ordered };
+  }
+
+  /** Runs the vision encoder over every image: the features for the prompt's image tokens, in order. */
+  async encode(images: readonly ProcessedImage[], hidden: number): Promise<PlaceholderEmbeds[]> {
+    if (images.length === 0) return [];
+    const parts: Float32Array[] = [];
+    for (const image of images) parts.push(await this.encoder.encode(image, hidden));
+    const embeds = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
+    let offset = 0;
+    for (const part of parts) {
+      embeds.set(part, offset);
+      offset += part.length;
+    }
+    return [{ tokenId: this.processor.imageTokenId, embeds }];
+  }
+
+  describe(): string {
+    return `${this.processor.family} image processor, ${this.encoderFile}`;
+  }
+
+  async dispose(): Promise<void> {
+    await this.encoder.dispose();
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The pipeline of a vision-language model, between decoded media and the engine:
+ * a family's image processor turns each image into pixel values and the text that stands
+ * for it in the prompt; the vision encoder turns the pixel values into features; the
+ * engine splices those in at the image tokens. A family (processors/) is one file.
+ */
+import type { DecodedImage, DecodedVideo } from '../media/index.js';
+
+/** One image after the family's processor. */
+export interface ProcessedImage {
+  /** The request parameter it came from (for errors). */
+  param: string;
+  /** Channels-first float32 frames, [frames, 3, height, width] (tiles and the global image, or one image). */
+  pixels: Float32Array;
+  frames: number;
+  height: number;
+  width: number;
+  /** Text that replaces the image's placeholder in the prompt (its image tokens and markers). */
+  promptText: string;
+  /** Image tokens in promptText: the features the vision encoder yields for it. */
+  imageTokens: number;
+}
+
+export interface ImageProcessor {
+  /** The family, for the startup report ("idefics3", "llava"). */
+  readonly family: string;
+  /** What a chat template writes for a {"type": "image"} part and a raw prompt carries per image. */
+  readonly placeholder: string;
+  /** The token whose embeddings the image features replace. */
+  readonly imageTokenId: number;
+  process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage;
+  /** Families that take video: what a {"type": "video"} part becomes in the prompt. */
+  readonly videoPlaceholder?: string;
+  /** A video's sampled frames as one ProcessedImage (frames × image tokens) and its prompt text. */
+  processVideo?(video: DecodedVideo, param: string, limits: MultimodalLimits): ProcessedImage;
+}
+
+/** Settings that bound the media of one prompt (docs/media.md). */
+export interface MultimodalLimits {
+  /** Images per prompt (video frames count as images). */
+  maxImagesPerPrompt: number;
+  /** Frames one image may become (tiles plus the global image). */
+  maxImageTiles: number;
+}
+
+export const DEFAULT_MULTIMODAL_LIMITS: MultimodalLimits = { maxImagesPerPrompt: 8, maxImageTiles: 26 };
+
+/** A request the model cannot take (a 400 naming `param`). */
+export class MultimodalRequestError extends Error {
+  constructor(
+    message: string,
+    readonly param: string | null,
+  ) {
+    super(message);
+    this.name = 'MultimodalRequestError';
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The vision-language fixtures built by scripts/multimodal/build_fixtures.py (seeded
+ * random weights; references computed there with PIL, numpy and torch).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeJpegImage, decodePngImage } from '../../src/media/decode/image.js';
+import type { DecodedImage } from '../../src/media/index.js';
+
+export const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'multimodal');
+export const SMOLVLM_DIR = join(FIXTURES, 'smolvlm');
+export const LLAVA_DIR = join(FIXTURES, 'llava');
+export const IMAGE_NAMES = ['tall.png', 'wide.jpg', 'small.png', 'other.png'] as const;
+
+export interface ReferenceGeneration {
+  question: string;
+  images: string[];
+  prompt_token_ids: number[];
+  max_tokens: number;
+  token_ids: number[];
+  text: string;
+  top_logprobs?: Array<{ token_id: number; logprob: number }>;
+}
+
+export interface Reference {
+  images: Record<string, { rows?: number; cols?: number; shape: number[] }>;
+  generations: ReferenceGeneration[];
+  image_seq_len?: number;
+  image_tokens?: number;
+}
+
+export function reference(family: 'smolvlm' | 'llava'): Reference {
+  return JSON.parse(readFileSync(join(FIXTURES, `${family}-reference.json`), 'utf8')) as Reference;
+}
+
+export function referencePixels(family: 'smolvlm' | 'llava', image: string): Float32Array {
+  const bytes = readFileSync(join(FIXTURES, `${family}-pixels-${image}.f32`));
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+}
+
+export function imageBytes(name: string): Uint8Array {
+  return new Uint8Array(readFileSync(join(FIXTURES, 'images', name)));
+}
+
+export function decodeFixtureImage(name: string): DecodedImage {
+  const bytes = imageBytes(name);
+  return name.endsWith('.png') ? decodePngImage(bytes, { maxPixels: 1e8 }) : decodeJpegImage(bytes, { maxPixels: 1e8 });
+}
+
+export function imageDataUrl(name: string): string {
+  const type = name.endsWith('.png') ? 'image/png' : 'image/jpeg';
+  return `data:${type};base64,${Buffer.from(imageBytes(name)).toString('base64')}`;
+}
+
+export function readJson(path: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+}
