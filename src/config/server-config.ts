@@ -2,7 +2,8 @@
  * Server configuration: MindIE-style limits plus the batching limits of the scheduler.
  *
  * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
- * (HOST, PORT, MODEL_DIR, MODEL_DTYPE, MODEL_FILE, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE). `resolveServerConfig` applies it; this
+ * (HOST, PORT, MODEL_DIR, MODEL_DTYPE, MODEL_FILE, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE,
+ * LORA_MODULES, MAX_LORAS, MAX_LORA_RANK, VLLM_ALLOW_RUNTIME_LORA_UPDATING). `resolveServerConfig` applies it; this
  * module is pure (no fs, no process.env), so the Node entry reads the file and passes
  * its parsed JSON and `process.env` in.
  */
@@ -16,6 +17,35 @@ const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   return z.number({ error: requirement }).refine((v) => Number.isSafeInteger(v) && v >= min && v <= max, { error: requirement });
 };
 const nonEmpty = z.string({ error: 'must be a non-empty string' }).min(1, { error: 'must not be empty' });
+
+const LORA_NAME = /^[^\s=,]+$/;
+/** One "name=path" entry of loraModules. */
+function loraModuleEntry(entry: string, ctx: z.RefinementCtx): { name: string; path: string } {
+  const at = entry.indexOf('=');
+  const name = at < 0 ? '' : entry.slice(0, at).trim();
+  const path = at < 0 ? '' : entry.slice(at + 1).trim();
+  if (!LORA_NAME.test(name) || path === '') ctx.addIssue({ code: 'custom', message: `entry "${entry}" must be name=path` });
+  return { name, path };
+}
+const loraModuleObject = z.strictObject(
+  { name: z.string().regex(LORA_NAME, { error: 'must be a name without spaces, "=" or ","' }), path: nonEmpty },
+  { error: 'must be "name=path" or {"name", "path"}' },
+);
+const loraModulesSetting = z
+  .union(
+    [
+      z.string().transform((text, ctx) =>
+        text
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== '')
+          .map((entry) => loraModuleEntry(entry, ctx)),
+      ),
+      z.array(z.union([z.string().transform((entry, ctx) => loraModuleEntry(entry.trim(), ctx)), loraModuleObject])),
+    ],
+    { error: 'must be "name=path,..." or a list of "name=path" / {"name", "path"}' },
+  )
+  .refine((modules) => new Set(modules.map((m) => m.name)).size === modules.length, { error: 'names a LoRA adapter twice' });
 
 export const ServerConfigSchema = z.strictObject(
   {
@@ -64,6 +94,17 @@ export const ServerConfigSchema = z.strictObject(
     speculativeMaxSequences: int(1).default(2),
     /** Engine processes behind the port (Node only), each with its own model copy and batch. */
     dataParallelSize: int(1, 64).default(1),
+    /**
+     * LoRA adapters served by name (vLLM's --lora-modules): "name=path,..." (LORA_MODULES), or
+     * a list of "name=path" strings or {"name", "path"} objects. Each is a PEFT folder.
+     */
+    loraModules: loraModulesSetting.default([]),
+    /** Adapters one model call can mix (vLLM's max_loras); more wait for a free slot. */
+    maxLoras: int(1, 64).default(4),
+    /** Largest adapter rank accepted (vLLM's max_lora_rank). */
+    maxLoraRank: int(1, 1024).default(16),
+    /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
+    allowRuntimeLoraUpdating: z.boolean({ error: 'must be true or false' }).default(false),
   },
   { error: 'must be a JSON object' },
 );
@@ -116,7 +157,13 @@ const ENV_VARIABLES = {
   MODEL_FILE: 'modelFile',
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
+  LORA_MODULES: 'loraModules',
+  MAX_LORAS: 'maxLoras',
+  MAX_LORA_RANK: 'maxLoraRank',
+  VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
 } as const;
+
+const NUMERIC_SETTINGS = new Set<string>(['port', 'dataParallelSize', 'maxLoras', 'maxLoraRank']);
 
 /**
  * The settings the environment overrides. Empty variables count as unset. A PORT (or
@@ -127,8 +174,9 @@ export function configFromEnv(env: Record<string, string | undefined>): Partial<
   for (const [variable, key] of Object.entries(ENV_VARIABLES)) {
     const value = env[variable];
     if (value === undefined || value.trim() === '') continue;
-    const numeric = key === 'port' || key === 'dataParallelSize';
-    out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+    const numeric = NUMERIC_SETTINGS.has(key);
+    if (key === 'allowRuntimeLoraUpdating') out[key] = /^\s*(1|true)\s*$/i.test(value) ? true : /^\s*(0|false)\s*$/i.test(value) ? false : value;
+    else out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   }
   return out;
 }
@@ -140,4 +188,9 @@ export function resolveServerConfig(sources: { file?: unknown; env?: Record<stri
     throw new Error('Invalid server configuration:\n  - the configuration file must contain a JSON object');
   }
   return parseServerConfig({ ...file, ...configFromEnv(sources.env ?? {}) });
+}
+
+/** Adapters are on when some are configured or may be loaded at run time (vLLM's --enable-lora). */
+export function loraEnabled(config: ServerConfig): boolean {
+  return config.loraModules.length > 0 || config.allowRuntimeLoraUpdating;
 }

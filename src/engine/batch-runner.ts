@@ -65,7 +65,7 @@ export class BatchRunner {
    * ([length, vocab]) and the prompt's cache, which rows continuing the prompt join the
    * batch with (as row 0).
    */
-  async prefill(promptTokenIds: readonly number[]): Promise<{ logits: Float32Array; cache: KvCache }> {
+  async prefill(promptTokenIds: readonly number[], loraSlot = -1): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
     const positions = new BigInt64Array(length);
     for (let i = 0; i < length; i++) positions[i] = BigInt(i);
@@ -76,6 +76,7 @@ export class BatchRunner {
       positionIds: positions,
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
+      loraSlots: loraSlot >= 0 ? [loraSlot] : undefined,
     });
     return { logits, cache: present };
   }
@@ -141,7 +142,8 @@ export class BatchRunner {
       // The real slots: the row's cached ones and the new one.
       markRealSlots(attentionMask, index, total, row.cachedLength + 1, this.padding);
     }
-    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past });
+    const loraSlots = this.rowLoraSlots();
+    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots });
     this.cache = present;
     const vocab = this.decoder.spec.vocabSize;
     const stepRows: StepRow[] = [];
@@ -220,7 +222,8 @@ export class BatchRunner {
       }
       markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
     }
-    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past });
+    const loraSlots = this.rowLoraSlots();
+    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past, loraSlots });
     const vocab = this.decoder.spec.vocabSize;
     // Every row, finished ones included: each needs its cache row trimmed below.
     const stepRows: StepRow[] = rows.map((row, index) => {
@@ -241,6 +244,12 @@ export class BatchRunner {
     const length = sources.reduce((max, source) => Math.max(max, source.realLength), 0);
     this.cache = trimmed ? repackKvCache(sources, length, present, this.padding) : present;
     return generated;
+  }
+
+  /** Each row's LoRA slot, or undefined when the decoder has no LoRA graph (nothing to pick). */
+  private rowLoraSlots(): number[] | undefined {
+    if (!this.decoder.hasLora) return undefined;
+    return this.groups.map((group) => group.loraSlot ?? -1);
   }
 
   /** Fails every group in the batch (the model threw) and empties it. */

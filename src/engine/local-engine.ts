@@ -14,8 +14,10 @@ import { OnnxDecoder } from './onnx-decoder.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
+import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
 import { yieldToEventLoop } from './yield.js';
+import { EngineLora, type LoraOptions } from './engine-lora.js';
 
 /** What the engine loaded, for the startup report. */
 export interface ModelLoadReport {
@@ -52,6 +54,8 @@ export interface LocalEngineOptions {
    * external data files are found beside the graph.
    */
   loadFromPath?: boolean;
+  /** LoRA adapters (engine-lora.ts); absent: the plain graph only, `model` names the base model alone. */
+  lora?: LoraOptions;
 }
 
 /**
@@ -69,6 +73,7 @@ export class LocalEngine implements Engine {
   readonly tokenizerConfig: Record<string, unknown>;
 
   readonly limits: SchedulerLimits;
+  readonly adapters: EngineLora | undefined;
   private readonly waiting: RequestGroup[] = [];
   /** Requests prefilled and not finished yet. */
   private readonly running = new Set<RequestGroup>();
@@ -86,7 +91,9 @@ export class LocalEngine implements Engine {
     servedModelName: string,
     limits: SchedulerLimits,
     readonly loadReport: ModelLoadReport,
+    lora: EngineLora | null,
   ) {
+    this.adapters = lora ?? undefined;
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
@@ -126,6 +133,18 @@ export class LocalEngine implements Engine {
       await decoder.dispose();
       throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
     }
+    let lora: EngineLora | null = null;
+    if (options.lora) {
+      try {
+        lora = await EngineLora.create(decoder, files, spec, options.servedModelName, options.lora, sessionOptions, {
+          nativeExternalData: Boolean(options.loadFromPath) && (files.weightBytes ?? files.onnx.byteLength) > files.onnx.byteLength,
+          label: graphLabel,
+        });
+      } catch (error) {
+        await decoder.dispose();
+        throw error;
+      }
+    }
     const loadReport: ModelLoadReport = {
       file: files.onnxFile ?? null,
       bytes: files.weightBytes ?? files.onnx.byteLength,
@@ -138,10 +157,10 @@ export class LocalEngine implements Engine {
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
       loadMs: Date.now() - started,
-      notes,
+      notes: [...notes, ...(lora?.notes ?? [])],
       warnings: check.warnings,
     };
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport);
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, lora);
   }
 
   /**
@@ -156,6 +175,11 @@ export class LocalEngine implements Engine {
       );
     }
     const group = this.createGroup(request);
+    if (request.adapter !== undefined) {
+      const adapter = this.adapters?.registry.get(request.adapter);
+      if (adapter === undefined) throw new EngineRequestError(`The model \`${request.adapter}\` does not exist.`);
+      group.adapter = adapter;
+    }
     const { signal } = request;
     const onAbort = () => this.abort(group);
     if (signal?.aborted) onAbort();
@@ -256,10 +280,17 @@ export class LocalEngine implements Engine {
       // request with more sequences than the batch holds, still runs.
       if (!idle && this.runner.size + joining.length + next.width > this.limits.maxRunningSequences) break;
       if (!idle && next.promptTokenIds.length > budget) break;
+      // Its adapter needs a slot; with every slot held by running requests' adapters it
+      // waits (in order: the requests behind it wait too).
+      if (next.adapter) {
+        const slot = this.adapters!.slots.acquire(next.adapter, this.adaptersInUse(joining));
+        if (slot === null) break;
+        next.loraSlot = slot;
+      }
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds);
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.loraSlot ?? -1);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
         this.counters.generatedTokens += generated;
@@ -270,6 +301,17 @@ export class LocalEngine implements Engine {
       }
     }
     return joining;
+  }
+
+  /** Adapters of the requests in the batch or joining it: their slots must not be rewritten. */
+  private adaptersInUse(joining: readonly JoiningRow[]): Set<LoraAdapter> {
+    const inUse = new Set<LoraAdapter>();
+    for (const group of this.running) if (group.adapter && !group.finished) inUse.add(group.adapter);
+    for (const { group } of joining) {
+      const adapter = (group as RequestGroup).adapter;
+      if (adapter) inUse.add(adapter);
+    }
+    return inUse;
   }
 
   /** Refuses requests that waited for admission past the deadline, so their clients hear back. */

@@ -3,6 +3,8 @@ import { readDecoderContract, type DecoderContract } from './decoder-contract.js
 import { float16ToFloat32 } from './float16.js';
 import type { KvArray, KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
+import { LORA_INPUTS } from '../adapters/lora-graph.js';
+import type { LoraSlots } from '../adapters/lora-slots.js';
 
 /** One forward pass over a batch: `seqLen` new tokens per row after the cached ones. */
 export interface DecoderInput {
@@ -15,6 +17,11 @@ export interface DecoderInput {
   /** [batch, past.length + seqLen]: 1 for real slots, 0 for padding. */
   attentionMask: BigInt64Array;
   past: KvCache;
+  /**
+   * Each row's LoRA slot (-1: the base model), when the decoder has a LoRA graph: the step
+   * runs on it when any row has an adapter, on the plain graph otherwise.
+   */
+  loraSlots?: ArrayLike<number>;
 }
 
 export interface DecoderOutput {
@@ -43,6 +50,8 @@ export class OnnxDecoder {
   private readonly presentValueNames: string[];
   private readonly cacheBranch: { on: Tensor; off: Tensor };
   private readonly emptyPastByBatch = new Map<number, Tensor>();
+  /** The same decoder with multi-LoRA inputs (adapters/lora-graph.ts), when adapters are on. */
+  private lora: { session: InferenceSession; slots: LoraSlots; a: Tensor; b: Tensor } | null = null;
 
   private constructor(
     private readonly ort: OrtRuntime,
@@ -77,6 +86,26 @@ export class OnnxDecoder {
     }
   }
 
+  /**
+   * Adds the LoRA graph: a second session on the same weights plus the adapter inputs.
+   * Both sessions take and give the same KV cache, so steps may alternate between them.
+   */
+  async attachLora(model: Uint8Array, slots: LoraSlots, options: InferenceSession.SessionOptions = {}): Promise<void> {
+    const session = await this.ort.InferenceSession.create(model, options);
+    const columns = slots.tableColumns;
+    this.lora = {
+      session,
+      slots,
+      // The tensors wrap the tables, so rewriting a slot needs no new tensor.
+      a: new this.ort.Tensor('float32', slots.a, [slots.layout.aRows, columns]),
+      b: new this.ort.Tensor('float32', slots.b, [columns, slots.layout.bCols]),
+    };
+  }
+
+  get hasLora(): boolean {
+    return this.lora !== null;
+  }
+
   async run(input: DecoderInput): Promise<DecoderOutput> {
     const { ort, spec, contract } = this;
     const { batch, seqLen, past } = input;
@@ -96,7 +125,15 @@ export class OnnxDecoder {
           : new ort.Tensor('int32', Int32Array.of(seqLen), []);
     }
     this.feedPast(feeds, past);
-    const outputs = await this.session.run(feeds);
+    let session = this.session;
+    const { lora } = this;
+    if (lora !== null && input.loraSlots !== undefined && Array.prototype.some.call(input.loraSlots, (slot: number) => slot >= 0)) {
+      session = lora.session;
+      feeds[LORA_INPUTS.a] = lora.a;
+      feeds[LORA_INPUTS.b] = lora.b;
+      feeds[LORA_INPUTS.mask] = new ort.Tensor('float32', lora.slots.mask(input.loraSlots), [batch, 1, lora.slots.laneColumns]);
+    }
+    const outputs = await session.run(feeds);
     const keyTensors: Tensor[] = [];
     const valueTensors: Tensor[] = [];
     const keys: KvArray[] = [];
@@ -127,6 +164,7 @@ export class OnnxDecoder {
   }
 
   async dispose(): Promise<void> {
+    await this.lora?.session.release();
     await this.session.release();
   }
 

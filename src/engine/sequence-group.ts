@@ -2,6 +2,7 @@ import type { SamplingParams } from '../sampling/params.js';
 import { promptLogprobs } from '../sampling/logprobs.js';
 import { createRng, SplitMix64 } from '../sampling/rng.js';
 import type { Tokenizer } from '../tokenizer/types.js';
+import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import type { BatchRow, RowGroup, StepResult, StepRow } from './batch-row.js';
 import { DeltaQueue } from './delta-queue.js';
 import { Sequence, type SequenceLimits } from './sequence.js';
@@ -23,6 +24,9 @@ export interface RequestGroup extends RowGroup {
   readonly finished: boolean;
   /** Set when the client went away; the loop aborts the group before its next step. */
   abortRequested: boolean;
+  /** The LoRA adapter the request runs with (null or absent: the base model), and its slot once admitted. */
+  adapter?: LoraAdapter | null;
+  loraSlot?: number;
   /**
    * Takes the prefill's logits ([promptLength, vocab], the group may overwrite them) and
    * picks the first tokens. Returns the rows that go on; each continues the prompt's KV

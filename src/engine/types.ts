@@ -10,6 +10,8 @@ export interface GenerateRequest {
   params: SamplingParams;
   /** Aborting stops the sequence at the next step and frees its memory. */
   signal?: AbortSignal;
+  /** A loaded LoRA adapter's name (EngineAdapters); absent: the base model. */
+  adapter?: string;
 }
 
 /**
@@ -92,6 +94,25 @@ export interface EngineFeatures {
   logprobs: boolean;
 }
 
+/** A LoRA adapter the engine serves, for /v1/models. */
+export interface AdapterInfo {
+  name: string;
+  /** Where it was loaded from. */
+  path: string;
+}
+
+/** The LoRA adapters an engine serves by name (absent on engines without adapters). */
+export interface EngineAdapters {
+  list(): AdapterInfo[];
+  has(name: string): boolean;
+  /** Loads a PEFT adapter folder; rejects with the reason (already loaded, does not fit the base, ...). */
+  load(name: string, path: string): Promise<void>;
+  /** False when no adapter has that name. */
+  unload(name: string): boolean;
+  /** Whether /v1/load_lora_adapter and /v1/unload_lora_adapter may change the set. */
+  readonly runtimeUpdates: boolean;
+}
+
 /** What the HTTP layer talks to. Implementations: the local onnxruntime engine, a remote delegate. */
 export interface Engine {
   readonly info: ModelInfo;
@@ -100,6 +121,8 @@ export interface Engine {
   readonly tokenizer: Tokenizer;
   /** Model defaults from generation_config.json, used when a request leaves a parameter out. */
   readonly generationDefaults: Partial<SamplingParams>;
+  /** LoRA adapters selectable by `model`; absent: the base model only. */
+  readonly adapters?: EngineAdapters;
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta>;
   stats(): EngineStats;
   dispose(): Promise<void>;

@@ -14,6 +14,7 @@ import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
 import { isEngineWorker, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
 import { createNodeEngine } from './node-engine.js';
+import { nodeLoraOptions } from './node-adapters.js';
 import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
 
@@ -126,6 +127,7 @@ async function main(): Promise<void> {
       limits: schedulerLimitsOf(config),
       dtype: config.dtype,
       modelFile: config.modelFile,
+      lora: nodeLoraOptions(config),
     });
   } catch (error) {
     throw new StartupError((error as Error).message);
