@@ -5,6 +5,9 @@
 import { buildLoraGraph } from '../adapters/lora-graph.js';
 import { LoraRegistry, type AdapterReader, type LoraModuleSetting } from '../adapters/lora-registry.js';
 import { LoraSlots } from '../adapters/lora-slots.js';
+import { AdapterError } from '../adapters/peft-adapter.js';
+import { SafetensorsError } from '../adapters/safetensors.js';
+import { EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import type { ModelSpec } from './model-spec.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
@@ -72,9 +75,15 @@ export class EngineLora implements EngineAdapters {
     return this.registry.get(name) !== undefined;
   }
 
+  /** Rejects with an EngineRequestError (a 400) saying why the adapter cannot be served. */
   async load(name: string, path: string): Promise<void> {
-    const adapter = await this.registry.load(name, path);
-    this.notes.push(...adapter.notes);
+    try {
+      const adapter = await this.registry.load(name, path);
+      this.notes.push(...adapter.notes);
+    } catch (error) {
+      if (error instanceof AdapterError || error instanceof SafetensorsError) throw new EngineRequestError(error.message);
+      throw error;
+    }
   }
 
   unload(name: string): boolean {

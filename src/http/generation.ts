@@ -22,6 +22,8 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     promptTokenIds: number[],
     params: SamplingParams,
     clientSignal?: AbortSignal,
+    /** A LoRA adapter's name; absent: the base model. */
+    adapter?: string,
   ): Promise<GenerationRun> {
     const controller = new AbortController();
     const onClientGone = () => controller.abort();
@@ -29,7 +31,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     clientSignal?.addEventListener('abort', onClientGone, { once: true });
     const detachClient = () => clientSignal?.removeEventListener('abort', onClientGone);
     try {
-      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal })[Symbol.asyncIterator]();
+      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal, ...(adapter !== undefined ? { adapter } : {}) })[Symbol.asyncIterator]();
       const first = await iterator.next();
       return new GenerationRun(first, iterator, controller, detachClient);
     } catch (error) {

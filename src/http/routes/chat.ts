@@ -23,7 +23,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
 
   routes.post('/v1/chat/completions', async (c) => {
     const request = parseRequest(ChatCompletionRequestSchema, await readJsonBody(c.req.raw));
-    checkModel(request.model, engine.info);
+    const adapter = checkModel(request.model, engine.info, engine.adapters);
     refuseUnsupported(unsupportedChatFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
@@ -47,10 +47,10 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, adapter);
     const job = {
       id: responseId('chatcmpl', c.req.raw, request.request_id),
-      model: engine.info.id,
+      model: adapter ?? engine.info.id,
       promptTokenCount: promptTokenIds.length,
       // vLLM: the generated message continues the final one unless a new assistant turn was opened.
       role: request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role,

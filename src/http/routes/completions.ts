@@ -21,7 +21,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
 
   routes.post('/v1/completions', async (c) => {
     const request = parseRequest(CompletionRequestSchema, await readJsonBody(c.req.raw));
-    checkModel(request.model, engine.info);
+    const adapter = checkModel(request.model, engine.info, engine.adapters);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
@@ -41,10 +41,10 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const params = { ...completionToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, adapter);
     const job: CompletionJob = {
       id: responseId('cmpl', c.req.raw),
-      model: engine.info.id,
+      model: adapter ?? engine.info.id,
       promptTokenCount: promptTokenIds.length,
       usage: streamUsageOptions(request.stream_options),
       tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },

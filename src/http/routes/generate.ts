@@ -21,8 +21,8 @@ export function generateRoutes(ctx: ServingContext): Hono {
   routes.post('/generate', async (c) => {
     const body = await readJsonBody(c.req.raw);
     const request = parseRequest(MindieGenerateRequestSchema, body);
-    // `model` names a LoRA adapter; the only weights served are the base model's.
-    checkModel(request.model, engine.info);
+    // `model` is the LoRA id: an adapter's name, or none ("None", null, absent) for the base model.
+    const adapter = checkModel(request.model, engine.info, engine.adapters);
     refuseUnsupported(unsupportedMindieFeatures(request));
     // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
     // (guided_json, guided_regex, guided_choice, response_format), read from the body as
@@ -37,7 +37,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, adapter);
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }

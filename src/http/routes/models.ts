@@ -2,9 +2,9 @@ import { Hono } from 'hono';
 import { maxModelLen, type ServingContext } from '../serving-context.js';
 import { listModels } from '../serving-models.js';
 
-/** GET /v1/models: the one served model, in vLLM's ModelList shape. */
+/** GET /v1/models: the served model and its LoRA adapters, in vLLM's ModelList shape. */
 export function modelsRoutes(ctx: ServingContext): Hono {
   const routes = new Hono();
-  routes.get('/v1/models', (c) => c.json(listModels(ctx.engine.info, maxModelLen(ctx))));
+  routes.get('/v1/models', (c) => c.json(listModels(ctx.engine.info, maxModelLen(ctx), ctx.engine.adapters?.list())));
   return routes;
 }
