@@ -66,7 +66,9 @@ const ONNX_FLOAT = 1;
 const ONNX_INT64 = 7;
 
 /** Fused projections of this project's converter, and how they split into PEFT modules. */
-function fusedLanes(module: string, outDim: number, spec: ModelSpec): LoraLane[] | null {
+function fusedLanes(module: string, weightName: string, outDim: number, spec: ModelSpec): LoraLane[] | null {
+  // The portable flavour's qkv_proj node also computes rotate_half(q | k) (its weight is qkv_rotary_proj).
+  if (weightName.includes('rotary')) return null;
   const kvDim = spec.numKeyValueHeads * spec.headDim;
   if (module === 'qkv_proj') {
     const qDim = outDim - 2 * kvDim;
@@ -89,7 +91,6 @@ function fusedLanes(module: string, outDim: number, spec: ModelSpec): LoraLane[]
       { module: 'up_proj', colStart: outDim / 2, width: outDim / 2, scale: 1 },
     ];
   }
-  if (module === 'qkv_rotary_proj') return null;
   return [{ module, colStart: 0, width: outDim, scale: 1 }];
 }
 
@@ -192,8 +193,8 @@ export function buildLoraGraph(model: Uint8Array, spec: ModelSpec, options: Lora
     if (!weight || weight.dims.length !== 2) fail(`the weight of "${node.name}" is not a 2-D initializer.`);
     if (weight!.dataType !== ONNX_FLOAT) fail(`the weight of "${node.name}" is not float32 (ONNX type ${weight!.dataType}); adapters need float32 projections.`);
     const [inDim, outDim] = weight!.dims;
-    const lanes = ownLayout ? fusedLanes(module, outDim, spec) : [{ module, colStart: 0, width: outDim, scale: 1 }];
-    if (lanes === null) fail(`its projection "${node.name}" mixes rotated and plain columns (the converter's "portable" flavour); convert with --ops=fused.`);
+    const lanes = ownLayout ? fusedLanes(module, node.inputs[1], outDim, spec) : [{ module, colStart: 0, width: outDim, scale: 1 }];
+    if (lanes === null) fail(`its projection "${node.name}" mixes rotated and plain columns (weight "${node.inputs[1]}", the converter's "portable" flavour); convert with --ops=fused.`);
     for (const lane of lanes!) modules.add(lane.module);
     const target: LoraTarget = { layer: Number(layerText), node: node.name, inDim, outDim, aRow: aRows, bCol: bCols, lanes: lanes! };
     aRows += inDim;

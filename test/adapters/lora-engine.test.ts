@@ -44,7 +44,7 @@ afterAll(async () => {
 
 function referenceGreedy(checkpoint: Llama2cCheckpoint, prompt: readonly number[], count: number): number[] {
   const model = new Llama2cReference(checkpoint);
-  let logits = new Float32Array();
+  let logits: Float32Array = new Float32Array();
   prompt.forEach((token, pos) => (logits = model.forward(token, pos)));
   const out: number[] = [];
   for (let i = 0; i < count; i++) {
@@ -88,7 +88,7 @@ describe('LoRA adapters in the engine', () => {
       [other, 'story'],
       [other, undefined],
     ];
-    const solo = [];
+    const solo: Array<{ tokenIds: number[]; logprobs: number[] }> = [];
     const stepsBefore = engine.stats().steps;
     for (const [prompt, adapter] of jobs) solo.push(await generate(prompt, adapter));
     const soloSteps = engine.stats().steps - stepsBefore;
