@@ -60,11 +60,13 @@ export class EngineLora implements EngineAdapters {
     const registry = new LoraRegistry(layout, spec.numLayers, options.maxLoraRank, options.reader, new Set([servedModelName]));
     const lora = new EngineLora(registry, slots, options.runtimeUpdates);
     for (const { name, path } of options.modules) await lora.load(name, path);
-    lora.notes.push(
-      `LoRA: ${options.maxLoras} adapter slots of rank ${options.maxLoraRank} on ${[...layout.modules].join(', ')}` +
-        (options.modules.length > 0 ? `; loaded ${options.modules.map((m) => m.name).join(', ')}` : ''),
-    );
+    lora.notes.unshift(`LoRA: ${options.maxLoras} adapter slots of rank ${options.maxLoraRank} on ${[...layout.modules].join(', ')}`);
     return lora;
+  }
+
+  /** What to print at startup: the slots, then each adapter with its notes. */
+  startupLines(): string[] {
+    return [...this.notes, ...this.registry.list().map((adapter) => `LoRA adapter "${adapter.name}" (rank ${adapter.rank}, ${adapter.modules.length} modules) from ${adapter.path}`)];
   }
 
   list(): AdapterInfo[] {

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { resolveServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
+import type { LocalEngine } from '../engine/local-engine.js';
 import { createApp } from '../http/app.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
@@ -119,7 +120,7 @@ async function main(): Promise<void> {
     if (diskWarning !== null) console.warn(`Warning: ${diskWarning}`);
   }
 
-  let engine: Engine;
+  let engine: LocalEngine;
   try {
     engine = await createNodeEngine({
       modelDir: config.modelDir,
@@ -150,6 +151,7 @@ async function main(): Promise<void> {
   const { server, url } = await listen(app, config);
   installShutdown(server, engine);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
+  for (const line of engine.adapters?.startupLines() ?? []) console.log(line);
   console.log(`Listening on ${url}`);
 }
 
