@@ -13,7 +13,8 @@
 import { OnnxDataType, type OnnxGraph, type OnnxNode, type OnnxTensor, type OnnxValueInfo } from './onnx-writer.js';
 
 export interface DecoderLayoutOptions {
-  kvType?: 'float32' | 'float16';
+  /** bfloat16: a type the engine does not feed (for its refusal test). */
+  kvType?: 'float32' | 'float16' | 'bfloat16';
   logitsType?: 'float32' | 'float16';
   idsType?: 'int64' | 'int32';
   /** Where positions come from: the position_ids input (default), or computed in the graph. */
@@ -162,12 +163,13 @@ export function rewriteDecoderLayout(graph: OnnxGraph, options: DecoderLayoutOpt
   if (options.idsType === 'int32') {
     for (const name of ['input_ids', 'attention_mask', 'position_ids']) edit.retypeInput(name, OnnxDataType.INT32, OnnxDataType.INT64);
   }
-  if (options.kvType === 'float16') {
+  if (options.kvType === 'float16' || options.kvType === 'bfloat16') {
+    const type = options.kvType === 'float16' ? OnnxDataType.FLOAT16 : OnnxDataType.BFLOAT16;
     for (const input of [...edit.inputs]) {
-      if (input.name.startsWith('past_key_values.')) edit.retypeInput(input.name, OnnxDataType.FLOAT16, OnnxDataType.FLOAT);
+      if (input.name.startsWith('past_key_values.')) edit.retypeInput(input.name, type, OnnxDataType.FLOAT);
     }
     for (const output of [...edit.outputs]) {
-      if (output.name.startsWith('present.')) edit.retypeOutput(output.name, OnnxDataType.FLOAT16);
+      if (output.name.startsWith('present.')) edit.retypeOutput(output.name, type);
     }
   }
   if (options.logitsType === 'float16') edit.retypeOutput('logits', OnnxDataType.FLOAT16);

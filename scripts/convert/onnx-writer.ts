@@ -12,6 +12,7 @@ export const OnnxDataType = {
   INT64: 7,
   BOOL: 9,
   FLOAT16: 10,
+  BFLOAT16: 16,
 } as const;
 export type OnnxDataType = (typeof OnnxDataType)[keyof typeof OnnxDataType];
 

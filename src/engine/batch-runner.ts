@@ -62,10 +62,11 @@ export class BatchRunner {
 
   /**
    * Runs a prompt through the model. Returns the logits of every prompt position
-   * ([length, vocab]) and the prompt's cache, which rows continuing the prompt join the
+   * ([length, vocab]) when `allPositions`, else at least the last one's (the array's last
+   * `vocab` values), and the prompt's cache, which rows continuing the prompt join the
    * batch with (as row 0).
    */
-  async prefill(promptTokenIds: readonly number[], loraSlot = -1): Promise<{ logits: Float32Array; cache: KvCache }> {
+  async prefill(promptTokenIds: readonly number[], allPositions = true, loraSlot = -1): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
     const positions = new BigInt64Array(length);
     for (let i = 0; i < length; i++) positions[i] = BigInt(i);
@@ -76,6 +77,7 @@ export class BatchRunner {
       positionIds: positions,
       attentionMask: new BigInt64Array(length).fill(1n),
       past: this.emptyCache(1),
+      logitsToKeep: allPositions ? length : 1,
       loraSlots: loraSlot >= 0 ? [loraSlot] : undefined,
     });
     return { logits, cache: present };

@@ -108,6 +108,10 @@ export class BeamSearchGroup implements RequestGroup {
     this.stopTokenIds = new Set(params.stopTokenIds);
   }
 
+  get needsPromptLogits(): boolean {
+    return this.params.promptLogprobs !== undefined;
+  }
+
   get finished(): boolean {
     return this.done;
   }
@@ -121,7 +125,7 @@ export class BeamSearchGroup implements RequestGroup {
     // The prompt is the one beam the first step expands; its KV row is the prefill's row 0.
     const root = new Beam(this.promptTokenIds, [], [], this.params.logprobs !== undefined ? [] : null, 0, this.newSampler());
     root.cachedLength = length;
-    const forks = this.expand([{ row: root, batchIndex: 0, logits: promptLogits.subarray((length - 1) * vocabSize, length * vocabSize), consumed: 1 }], false);
+    const forks = this.expand([{ row: root, batchIndex: 0, logits: promptLogits.subarray(promptLogits.length - vocabSize), consumed: 1 }], false);
     return { rows: forks.map((fork) => fork.row), generated: 1 };
   }
 

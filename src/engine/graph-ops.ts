@@ -16,3 +16,35 @@ export function graphHasOp(graph: Uint8Array, opType: string): boolean {
   }
   return false;
 }
+
+/**
+ * The external data files a serialized graph refers to, in order of first use: each
+ * external initializer carries a StringStringEntryProto { key: "location", value: file }
+ * (field 1 "location" is the bytes 0x0a 0x08 "location", then field 2: 0x12, length,
+ * file name). Read from the bytes, so a page knows which files to fetch without listing
+ * a folder it cannot list.
+ */
+export function externalDataLocations(graph: Uint8Array): string[] {
+  const key = Uint8Array.of(0x0a, 0x08, ...new TextEncoder().encode('location'), 0x12);
+  const decoder = new TextDecoder();
+  const locations: string[] = [];
+  for (let at = graph.indexOf(0x0a); at >= 0 && at + key.length < graph.length; at = graph.indexOf(0x0a, at + 1)) {
+    let match = true;
+    for (let i = 1; i < key.length && match; i++) match = graph[at + i] === key[i];
+    if (!match) continue;
+    // The value's length, a varint.
+    let length = 0;
+    let shift = 0;
+    let cursor = at + key.length;
+    for (; cursor < graph.length; cursor++) {
+      length |= (graph[cursor] & 0x7f) << shift;
+      shift += 7;
+      if ((graph[cursor] & 0x80) === 0) break;
+    }
+    cursor += 1;
+    if (length <= 0 || length > 4096 || cursor + length > graph.length) continue;
+    const location = decoder.decode(graph.subarray(cursor, cursor + length));
+    if (!locations.includes(location)) locations.push(location);
+  }
+  return locations;
+}

@@ -157,7 +157,7 @@ export class LocalEngine implements Engine {
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
       loadMs: Date.now() - started,
-      notes: [...notes, ...(lora?.notes ?? [])],
+      notes,
       warnings: check.warnings,
     };
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, lora);
@@ -290,7 +290,7 @@ export class LocalEngine implements Engine {
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.loraSlot ?? -1);
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits, next.loraSlot ?? -1);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
         this.counters.generatedTokens += generated;

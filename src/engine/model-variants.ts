@@ -56,6 +56,11 @@ function variantsPresent(present: ReadonlySet<string>): Variant[] {
   return variants;
 }
 
+/** The conventional graph paths of a dtype in the onnx/ folder, preferred first (for sources that cannot list files). */
+export function onnxFolderCandidates(dtype: ModelDtype): string[] {
+  return BASE_NAMES.map((base) => `onnx/${base}${DTYPE_SUFFIX[dtype]}.onnx`);
+}
+
 function candidatePaths(dtype: ModelDtype): string[] {
   return FOLDERS.flatMap((folder) => BASE_NAMES.map((base) => `${folder}${base}${DTYPE_SUFFIX[dtype]}.onnx`));
 }

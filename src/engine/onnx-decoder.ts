@@ -18,6 +18,12 @@ export interface DecoderInput {
   attentionMask: BigInt64Array;
   past: KvCache;
   /**
+   * Logits wanted for the last this-many positions of each row (default: all `seqLen`).
+   * Only graphs with a num_logits_to_keep / logits_to_keep input compute fewer; the
+   * others return every position.
+   */
+  logitsToKeep?: number;
+  /**
    * Each row's LoRA slot (-1: the base model), when the decoder has a LoRA graph: the step
    * runs on it when any row has an adapter, on the plain graph otherwise.
    */
@@ -25,7 +31,7 @@ export interface DecoderInput {
 }
 
 export interface DecoderOutput {
-  /** [batch, seqLen, vocab], float32 whatever the graph outputs. */
+  /** [batch, seqLen (or logitsToKeep), vocab], float32 whatever the graph outputs. */
   logits: Float32Array;
   /** past + the new slots: [batch, heads, past.length + seqLen, headDim] per layer. */
   present: KvCache;
@@ -77,7 +83,12 @@ export class OnnxDecoder {
     options: InferenceSession.SessionOptions = {},
     graphLabel = 'The model graph',
   ): Promise<OnnxDecoder> {
-    const session = await ort.InferenceSession.create(model, options);
+    let session: InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(model, options);
+    } catch (error) {
+      throw new Error(`${graphLabel} cannot be served: onnxruntime cannot load it: ${explainLoadError((error as Error).message)}`);
+    }
     try {
       return new OnnxDecoder(ort, session, spec, readDecoderContract(session, spec, graphLabel));
     } catch (error) {
@@ -116,13 +127,15 @@ export class OnnxDecoder {
     };
     if (contract.positionIdsType !== null) feeds.position_ids = this.ids(contract.positionIdsType, input.positionIds, [batch, seqLen]);
     if (contract.useCacheBranch) feeds.use_cache_branch = past.length > 0 ? this.cacheBranch.on : this.cacheBranch.off;
-    // Every fed position's logits: the sampler reads the last one, prompt logprobs and
-    // speculative steps read them all; a decode step feeds one position per row anyway.
+    // A prefill without prompt logprobs needs the last position only (a long prompt's
+    // logits would otherwise be prompt length × vocabulary floats); speculative steps
+    // read every fed position; a decode step feeds one position per row anyway.
     if (contract.logitsToKeepInput !== null) {
+      const keep = Math.min(seqLen, input.logitsToKeep ?? seqLen);
       feeds[contract.logitsToKeepInput] =
         contract.logitsToKeepType === 'int64'
-          ? new ort.Tensor('int64', BigInt64Array.of(BigInt(seqLen)), [])
-          : new ort.Tensor('int32', Int32Array.of(seqLen), []);
+          ? new ort.Tensor('int64', BigInt64Array.of(BigInt(keep)), [])
+          : new ort.Tensor('int32', Int32Array.of(keep), []);
     }
     this.feedPast(feeds, past);
     let session = this.session;
@@ -205,4 +218,25 @@ export class OnnxDecoder {
     }
     return empty;
   }
+}
+
+/** TensorProto.DataType numbers onnxruntime's JS bindings name only by number. */
+const ONNX_TYPE_NAMES: Record<string, string> = {
+  '11': 'float64',
+  '14': 'complex64',
+  '15': 'complex128',
+  '16': 'bfloat16',
+  '17': 'float8e4m3fn',
+  '18': 'float8e4m3fnuz',
+  '19': 'float8e5m2',
+  '20': 'float8e5m2fnuz',
+};
+
+function explainLoadError(message: string): string {
+  const unsupported = /Unsupported data type: (\d+)/.exec(message);
+  if (unsupported) {
+    const name = ONNX_TYPE_NAMES[unsupported[1]] ?? `ONNX type ${unsupported[1]}`;
+    return `an input or output is ${name}, which onnxruntime's JavaScript API cannot exchange (the engine handles float32 and float16 KV and logits).`;
+  }
+  return message;
 }

@@ -3,7 +3,7 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { checkPromptTokenIds } from './errors.js';
 import type { ModelFiles } from './model-files.js';
-import { generationDefaultsFromConfig, modelSpecFromConfig } from './model-spec.js';
+import { generationDefaultsFromConfig, modelSpecFromFiles } from './model-spec.js';
 import { CompletionChunkReader, type CompletionChunk } from './remote-chunks.js';
 import { UpstreamError, upstreamErrorBody, upstreamFailure, upstreamStreamFailure } from './remote-errors.js';
 import { completionRequestBody, type TokenIdSource } from './remote-request.js';
@@ -85,8 +85,11 @@ export class RemoteEngine implements Engine {
 
   constructor(options: RemoteEngineOptions) {
     const { files, upstream } = options;
-    const spec = modelSpecFromConfig(files.config, files.generationConfig);
-    this.tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { eosTokenIds: spec.eosTokenIds });
+    const { spec } = modelSpecFromFiles(files);
+    // No EOS in the config files: the tokenizer's own, never an empty list.
+    this.tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, {
+      eosTokenIds: spec.eosTokenIds.length > 0 ? spec.eosTokenIds : undefined,
+    });
     this.info = { id: options.servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;

@@ -24,12 +24,15 @@ export interface RequestGroup extends RowGroup {
   readonly finished: boolean;
   /** Set when the client went away; the loop aborts the group before its next step. */
   abortRequested: boolean;
+  /** The request asked for prompt logprobs, so the prefill must return every position's logits. */
+  readonly needsPromptLogits: boolean;
   /** The LoRA adapter the request runs with (null or absent: the base model), and its slot once admitted. */
   adapter?: LoraAdapter | null;
   loraSlot?: number;
   /**
-   * Takes the prefill's logits ([promptLength, vocab], the group may overwrite them) and
-   * picks the first tokens. Returns the rows that go on; each continues the prompt's KV
+   * Takes the prefill's logits (the group may overwrite them) and picks the first tokens:
+   * [promptLength, vocab] when `needsPromptLogits`, else at least the last position's row,
+   * which is the array's last `vocab` values. Returns the rows that go on; each continues the prompt's KV
    * cache (row 0 of the prefill's cache).
    */
   start(promptLogits: Float32Array): { rows: BatchRow[]; generated: number };
@@ -130,6 +133,10 @@ export class SamplingGroup implements RequestGroup {
     );
   }
 
+  get needsPromptLogits(): boolean {
+    return this.params.promptLogprobs !== undefined;
+  }
+
   get finished(): boolean {
     return this.failed || this.unfinished === 0;
   }
@@ -140,7 +147,7 @@ export class SamplingGroup implements RequestGroup {
     if (this.params.promptLogprobs !== undefined) {
       this.promptLogprobs = promptLogprobs(promptLogits, this.promptTokenIds, vocabSize, this.params.promptLogprobs);
     }
-    const last = promptLogits.subarray((length - 1) * vocabSize, length * vocabSize);
+    const last = promptLogits.subarray(promptLogits.length - vocabSize);
     let generated = 0;
     for (const sequence of this.sequences) {
       if (this.finished) break;

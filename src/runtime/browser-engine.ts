@@ -7,10 +7,11 @@
 import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import { LocalEngine } from '../engine/local-engine.js';
-import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
+import type { ModelFiles } from '../engine/model-files.js';
+import type { OnnxFileSettings } from '../engine/model-variants.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import { createApp } from '../http/app.js';
-import { concatChunks } from '../media/body-reader.js';
+import { readModelSource, urlModelSource, type ModelSource } from './model-source.js';
 
 /** The execution providers the page offers. WASM is the default and the tested one. */
 export type BrowserBackend = 'wasm' | 'webgpu';
@@ -21,6 +22,8 @@ export interface BrowserAppOptions {
   backend?: BrowserBackend;
   /** URL of the model directory (Hugging Face ONNX layout), ending with a slash. */
   modelBaseUrl: string;
+  /** Another folder to read the model from (one the user picked in the page); wins over modelBaseUrl. */
+  modelSource?: ModelSource;
   /** Name the model is served under; the server's default is the model directory's name. */
   servedModelName: string;
   /** Server settings, as in config.json; the defaults match `npm start` without a config file. */
@@ -37,60 +40,15 @@ export interface BrowserApp {
   config: ServerConfig;
 }
 
-async function fetchOk(fetchFn: typeof fetch, url: string): Promise<Response> {
-  let response: Response;
-  try {
-    response = await fetchFn(url);
-  } catch (error) {
-    throw new Error(`Cannot download ${url}: ${(error as Error).message}`);
-  }
-  if (!response.ok) throw new Error(`Cannot download ${url}: HTTP ${response.status} ${response.statusText}`.trim());
-  return response;
-}
-
-/** Reads a body to the end, reporting each chunk's size as it arrives. */
-async function readBytes(response: Response, onChunk: (bytes: number) => void): Promise<Uint8Array> {
-  if (!response.body) return new Uint8Array(await response.arrayBuffer());
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    total += value.byteLength;
-    onChunk(value.byteLength);
-  }
-  return concatChunks(chunks, total);
-}
-
-/** Downloads a model directory's files over HTTP (the page's counterpart of runtime/model-dir.ts). */
+/**
+ * Downloads a model directory's files over HTTP (the page's counterpart of
+ * runtime/model-dir.ts): the graph variant the settings choose, and its external data.
+ */
 export async function fetchModelFiles(
   baseUrl: string,
-  options: { fetch?: typeof fetch; onProgress?: (loadedBytes: number) => void } = {},
+  options: OnnxFileSettings & { fetch?: typeof fetch; onProgress?: (loadedBytes: number) => void } = {},
 ): Promise<ModelFiles> {
-  const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
-  const base = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
-  let loaded = 0;
-  const progress = (bytes: number) => {
-    loaded += bytes;
-    options.onProgress?.(loaded);
-  };
-  const json = async (path: string) => (await (await fetchOk(fetchFn, base + path)).json()) as Record<string, unknown>;
-  const optionalJson = async (path: string) => {
-    const response = await fetchFn(base + path);
-    if (response.status === 404) return undefined;
-    if (!response.ok) throw new Error(`Cannot download ${base + path}: HTTP ${response.status}`);
-    return (await response.json()) as Record<string, unknown>;
-  };
-  const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
-    json(MODEL_FILE_PATHS.config),
-    optionalJson(MODEL_FILE_PATHS.generationConfig),
-    json(MODEL_FILE_PATHS.tokenizerJson),
-    json(MODEL_FILE_PATHS.tokenizerConfig),
-    fetchOk(fetchFn, base + MODEL_FILE_PATHS.onnx).then((response) => readBytes(response, progress)),
-  ]);
-  return { config, generationConfig, tokenizerJson, tokenizerConfig, onnx };
+  return readModelSource(urlModelSource(baseUrl, options.fetch), options);
 }
 
 function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOptions {
@@ -104,7 +62,11 @@ function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOption
  */
 export async function createBrowserApp(options: BrowserAppOptions): Promise<BrowserApp> {
   const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName });
-  const files = await fetchModelFiles(options.modelBaseUrl, { fetch: options.fetch, onProgress: options.onProgress });
+  const files = await readModelSource(options.modelSource ?? urlModelSource(options.modelBaseUrl, options.fetch), {
+    dtype: config.dtype,
+    modelFile: config.modelFile,
+    onProgress: options.onProgress,
+  });
   const engine = await LocalEngine.create({
     ort: options.ort,
     files,

@@ -49,6 +49,8 @@ const BUNDLE_ASSET = /^(chunks\/)?[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(js|js\.map|js\.
 /** The .wasm builds of onnxruntime-web the page's backends fetch. */
 const ORT_WASM = /^ort-wasm-simd-threaded(\.asyncify)?\.wasm$/;
 const MODEL_FILES = new Set<string>(Object.values(MODEL_FILE_PATHS));
+/** Graph variants and their external data (engine/model-variants.ts), which the in-page engine probes and fetches. */
+const MODEL_GRAPH_FILE = /^(onnx\/)?[A-Za-z0-9_-][A-Za-z0-9_.-]*\.(onnx|onnx_data(_\d+)?|onnx\.data(_\d+)?)$/;
 
 function contentType(path: string): string {
   const ext = path.slice(path.lastIndexOf('.') + 1).toLowerCase();
@@ -109,7 +111,7 @@ export function playgroundRoutes(options: PlaygroundStaticOptions = {}): Hono {
 
   routes.get('/playground/model/*', (c) => {
     const file = c.req.path.slice('/playground/model/'.length);
-    if (!MODEL_FILES.has(file)) return notFound(c.req.path);
+    if (!MODEL_FILES.has(file) && !MODEL_GRAPH_FILE.test(file)) return notFound(c.req.path);
     return fileResponse(join(modelDir, file), c.req.path);
   });
 

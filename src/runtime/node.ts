@@ -8,8 +8,9 @@ import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { resolveServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
-import type { Engine } from '../engine/types.js';
 import type { LocalEngine } from '../engine/local-engine.js';
+import { formatLoadReport } from '../engine/load-report.js';
+import type { Engine } from '../engine/types.js';
 import { createApp } from '../http/app.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
@@ -133,6 +134,10 @@ async function main(): Promise<void> {
   } catch (error) {
     throw new StartupError((error as Error).message);
   }
+  // The model was run once already (the batching self-test is its warm-up pass).
+  const report = formatLoadReport(engine.loadReport);
+  for (const line of report.info) console.log(line);
+  for (const line of report.warnings) console.warn(`Warning: ${line}`);
 
   // Before listening, so the first structured-output request does not pay for it. Plain
   // generation does not need XGrammar: a failure here only leaves guided requests to retry it.

@@ -16,9 +16,9 @@ import { embeddedEngine, MODEL_DIR } from '../helpers/model.js';
 /** Serves the model directory under http://model.test/ and records what was asked. */
 function modelFetch(missing: string[] = []) {
   const requested: string[] = [];
-  const stub = (async (input: RequestInfo | URL) => {
+  const stub = (async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = new URL(String(input));
-    requested.push(url.pathname);
+    requested.push(init?.method === 'HEAD' ? `HEAD ${url.pathname}` : url.pathname);
     const path = url.pathname.replace(/^\/stories\//, '');
     if (missing.includes(path)) return new Response('nope', { status: 404, statusText: 'Not Found' });
     try {
@@ -35,9 +35,11 @@ describe('fetchModelFiles', () => {
     const { stub, requested } = modelFetch();
     let progress = 0;
     const files = await fetchModelFiles('http://model.test/stories', { fetch: stub, onProgress: (bytes) => (progress = bytes) });
-    expect(requested.sort()).toEqual(
-      ['config.json', 'generation_config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json'].map((p) => `/stories/${p}`),
-    );
+    // HEAD: the graph variant is probed first (a URL cannot be listed); fp32 is there, so nothing else is asked.
+    expect(requested.sort()).toEqual([
+      'HEAD /stories/onnx/model.onnx',
+      ...['config.json', 'generation_config.json', 'onnx/model.onnx', 'tokenizer.json', 'tokenizer_config.json'].map((p) => `/stories/${p}`),
+    ].sort());
     expect(Buffer.from(files.onnx).equals(await readFile(join(MODEL_DIR, 'onnx', 'model.onnx')))).toBe(true);
     expect(progress).toBe(files.onnx.byteLength);
     expect(files.config).toEqual(JSON.parse(await readFile(join(MODEL_DIR, 'config.json'), 'utf8')));

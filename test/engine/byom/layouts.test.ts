@@ -11,6 +11,8 @@ import { emptyKvCache } from '../../../src/engine/kv-cache.js';
 import { OnnxDecoder } from '../../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
 import type { DecoderLayoutOptions } from '../../../scripts/convert/graph-variants.js';
+import { GraphBuilder } from '../../../scripts/convert/graph-builder.js';
+import { encodeOnnxModel, OnnxDataType } from '../../../scripts/convert/onnx-writer.js';
 import { Llama2cReference } from '../../convert/llama2c-reference.js';
 import { collectGeneration } from '../../helpers/model.js';
 import { createNodeEngine } from '../../../src/runtime/node-engine.js';
@@ -164,6 +166,39 @@ describe('graphs the engine cannot serve, or batch', () => {
     );
   });
 
+  it('refuses a KV cache of an element type the engine does not feed', async () => {
+    const dir = await writeFixtureFolder({ layout: { kvType: 'bfloat16' } });
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
+      "onnx/model.onnx cannot be served: onnxruntime cannot load it: an input or output is bfloat16, which onnxruntime's JavaScript API cannot exchange (the engine handles float32 and float16 KV and logits).",
+    );
+  });
+
+  it('refuses a graph with fewer layers than config.json declares', async () => {
+    const dir = await writeFixtureFolder({ config: { num_hidden_layers: 3 } });
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
+      'onnx/model.onnx cannot be served: it has no "past_key_values.2.key" input, but config.json declares 3 layers.',
+    );
+  });
+
+  it('refuses a graph whose head size disagrees with config.json', async () => {
+    const dir = await writeFixtureFolder({ config: { head_dim: 16 } });
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(
+      'onnx/model.onnx cannot be served: its KV cache has head size 8, but config.json gives 16 (head_dim, or hidden_size / num_attention_heads).',
+    );
+  });
+
+  it('refuses a graph exported without past_key_values', async () => {
+    const g = new GraphBuilder('no_cache');
+    const ids = g.input('input_ids', OnnxDataType.INT64, ['batch_size', 'sequence_length']);
+    g.input('attention_mask', OnnxDataType.INT64, ['batch_size', 'sequence_length']);
+    g.node('Cast', [ids], { scope: '/x', attributes: { to: OnnxDataType.FLOAT }, outputs: ['logits'] });
+    g.output('logits', OnnxDataType.FLOAT, ['batch_size', 'sequence_length']);
+    const bytes = encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'test', producerVersion: '0', graph: g.build() });
+    await expect(OnnxDecoder.create(ort, bytes, specOf(), {}, 'onnx/model.onnx')).rejects.toThrow(
+      'onnx/model.onnx cannot be served: it has no "past_key_values.0.key" input, so it is not a decoder exported with past_key_values (inputs: input_ids, attention_mask).',
+    );
+  });
+
   it('serves dynamic int8 graphs batched, warning that batching changes their output slightly', async () => {
     const dir = await writeFixtureFolder({ files: ['onnx/model_int8.onnx'], layout: { dynamicInt8: true } });
     const engine = await createNodeEngine({ modelDir: dir });
@@ -207,3 +242,51 @@ describe('graphs the engine cannot serve, or batch', () => {
   });
 });
 
+
+describe('num_logits_to_keep', () => {
+  it('gives the same prompt logprobs and output as a graph without it, asking for every position only then', async () => {
+    const plainDir = await writeFixtureFolder();
+    const keepDir = await writeFixtureFolder({ layout: { logitsToKeep: 'num_logits_to_keep' } });
+    const plain = await createNodeEngine({ modelDir: plainDir });
+    const keep = await createNodeEngine({ modelDir: keepDir });
+    try {
+      const params = { temperature: 0, maxTokens: 4, ignoreEos: true, promptLogprobs: 2 };
+      const a = await collectGeneration(plain, PROMPTS[0], params);
+      const b = await collectGeneration(keep, PROMPTS[0], params);
+      expect(b.tokenIds).toEqual(a.tokenIds);
+      const logprobs = (out: typeof a) => out.deltas[0].promptLogprobs!;
+      expect(logprobs(b)).toHaveLength(PROMPTS[0].length);
+      logprobs(b).forEach((position, i) => {
+        if (position === null) return expect(logprobs(a)[i]).toBeNull();
+        expect(position.logprob).toBeCloseTo(logprobs(a)[i]!.logprob, 4);
+      });
+      const withoutLogprobs = await collectGeneration(keep, PROMPTS[0], { temperature: 0, maxTokens: 4, ignoreEos: true });
+      expect(withoutLogprobs.tokenIds).toEqual(a.tokenIds);
+    } finally {
+      await plain.dispose();
+      await keep.dispose();
+    }
+  });
+});
+
+it('a graph with num_logits_to_keep returns only the rows asked for', async () => {
+  const spec = specOf();
+  const decoder = await OnnxDecoder.create(ort, encodeFixtureGraph(buildFixtureGraph('fused', { logitsToKeep: 'num_logits_to_keep' })), spec);
+  try {
+    const prompt = PROMPTS[0];
+    const out = await decoder.run({
+      batch: 1,
+      seqLen: prompt.length,
+      inputIds: BigInt64Array.from(prompt, BigInt),
+      positionIds: BigInt64Array.from(prompt, (_, i) => BigInt(i)),
+      attentionMask: new BigInt64Array(prompt.length).fill(1n),
+      past: emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim),
+      logitsToKeep: 1,
+    });
+    expect(out.logits).toHaveLength(spec.vocabSize);
+    const expected = Llama2cReference.prefill(fixtureCheckpoint(), prompt).at(-1)!;
+    expect(maxAbsDiff(out.logits, expected)).toBeLessThan(1e-4);
+  } finally {
+    await decoder.dispose();
+  }
+});

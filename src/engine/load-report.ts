@@ -1,0 +1,24 @@
+/** The startup report's lines: what was loaded, how it is fed and batched, how long it took. */
+import type { ModelLoadReport } from './local-engine.js';
+
+function formatBytes(bytes: number): string {
+  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
+  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+export function formatLoadReport(report: ModelLoadReport): { info: string[]; warnings: string[] } {
+  const batching =
+    report.batching.kind === 'batched'
+      ? `across requests, ${report.batching.padding === 'end' ? 'left' : 'right'}-padded rows (self-test passed)`
+      : `one request per step (${report.batching.reason})`;
+  const info = [
+    `Model file: ${report.file ?? '(in memory)'}, ${formatBytes(report.bytes)}, dtype ${report.dtype ?? 'unknown (named by modelFile)'}`,
+    `Model: ${report.numLayers} layers, ${report.numKeyValueHeads} key/value heads of ${report.headDim}, context ${report.contextLength} tokens`,
+    `Model inputs: ${report.inputNames.filter((name) => !name.startsWith('past_key_values.')).join(', ')}, past_key_values.0..${report.numLayers - 1} (${report.contract})`,
+    `Batching: ${batching}`,
+    ...report.notes,
+    `Model loaded and warmed up in ${report.loadMs} ms`,
+  ];
+  return { info, warnings: report.warnings };
+}
