@@ -7,6 +7,8 @@
 import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import { LocalEngine } from '../engine/local-engine.js';
+import { fetchAdapterReader } from '../adapters/fetch-reader.js';
+import { loraOptionsOf } from './lora-options.js';
 import type { ModelFiles } from '../engine/model-files.js';
 import type { OnnxFileSettings } from '../engine/model-variants.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
@@ -73,6 +75,8 @@ export async function createBrowserApp(options: BrowserAppOptions): Promise<Brow
     servedModelName: config.servedModelName,
     sessionOptions: sessionOptions(options.backend ?? 'wasm'),
     limits: schedulerLimitsOf(config),
+    // Adapter paths are URLs, relative to the model's (e.g. "story=../adapters/story/").
+    lora: loraOptionsOf(config, fetchAdapterReader(options.fetch ?? globalThis.fetch.bind(globalThis), options.modelBaseUrl)),
   });
   return { app: createApp({ engine, config }), engine, config };
 }

@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { LoraOptions } from '../engine/engine-lora.js';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, type AdapterFiles } from '../adapters/peft-adapter.js';
-import { loraEnabled, type ServerConfig } from '../config/server-config.js';
+import type { ServerConfig } from '../config/server-config.js';
+import { loraOptionsOf } from './lora-options.js';
 
 export async function readAdapterDir(path: string): Promise<AdapterFiles> {
   const dir = resolve(path);
@@ -31,14 +32,7 @@ export async function readAdapterDir(path: string): Promise<AdapterFiles> {
   return { config, weights: new Uint8Array(weights.buffer, weights.byteOffset, weights.byteLength) };
 }
 
-/** The engine's LoRA options from the server configuration, or undefined when adapters are off. */
+/** The engine's LoRA options from the server configuration, adapters read from disk; undefined when adapters are off. */
 export function nodeLoraOptions(config: ServerConfig): LoraOptions | undefined {
-  if (!loraEnabled(config)) return undefined;
-  return {
-    maxLoras: config.maxLoras,
-    maxLoraRank: config.maxLoraRank,
-    modules: config.loraModules,
-    reader: readAdapterDir,
-    runtimeUpdates: config.allowRuntimeLoraUpdating,
-  };
+  return loraOptionsOf(config, readAdapterDir);
 }
