@@ -37,6 +37,10 @@ describe('server configuration', () => {
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
       crossRequestBatching: true,
+      loraModules: [],
+      maxLoras: 4,
+      maxLoraRank: 16,
+      allowRuntimeLoraUpdating: false,
     });
   });
 
