@@ -105,6 +105,10 @@ async function main(): Promise<void> {
   } catch (error) {
     throw new StartupError(`Invalid media configuration: ${oneLine((error as Error).message)}`);
   }
+  // Each engine process has its own adapters: a load request would reach only one of them.
+  if (config.dataParallelSize > 1 && config.allowRuntimeLoraUpdating) {
+    throw new StartupError('allowRuntimeLoraUpdating cannot be combined with dataParallelSize > 1: a load or unload would reach only one engine process. Load adapters at startup with loraModules instead.');
+  }
   if (config.dataParallelSize > 1 && !isEngineWorker()) {
     console.log(`Data parallel: starting ${config.dataParallelSize} engine processes on one port`);
     startEngineProcesses(config.dataParallelSize);
