@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { emptyKvCache, repackKvCache, type KvCache } from '../../src/engine/kv-cache.js';
+import { emptyKvCache, markRealSlots, repackKvCache, type KvCache } from '../../src/engine/kv-cache.js';
 import { modelSpecFromConfig } from '../../src/engine/model-spec.js';
 import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
@@ -71,6 +71,31 @@ describe('repackKvCache', () => {
     const packed = repackKvCache([{ cache: withTensors, row: 0, realLength: 3 }], 4, withTensors);
     expect(packed.tensors).toBeUndefined();
     expect(at(packed, 1, 0, 1, 3, 2, 'v')).toBe(at(a, 1, 0, 1, 2, 2, 'v'));
+  });
+
+  it('left-aligns rows padded at the start (real slots first), keeping float16 bit patterns', () => {
+    const a = tracedCache(2, 5);
+    // Right padding: row 0 of `a` has 3 real slots, its first ones.
+    const packed = repackKvCache([{ cache: a, row: 0, realLength: 3 }, { cache: a, row: 1, realLength: 4 }], 4, a, 'start');
+    for (let slot = 0; slot < 3; slot++) expect(at(packed, 1, 0, 1, slot, 2, 'k')).toBe(at(a, 1, 0, 1, slot, 2, 'k'));
+    expect(at(packed, 1, 0, 1, 3, 2, 'k')).toBe(0);
+    for (let slot = 0; slot < 4; slot++) expect(at(packed, 0, 1, 0, slot, 1, 'v')).toBe(at(a, 0, 1, 0, slot, 1, 'v'));
+
+    const half: KvCache = { ...a, keys: a.keys.map((k) => Uint16Array.from(k, (v) => v % 65536)), values: a.values.map((v) => Uint16Array.from(v, (x) => x % 65536)) };
+    const packedHalf = repackKvCache([{ cache: half, row: 1, realLength: 2 }], 3, half);
+    expect(packedHalf.keys[0]).toBeInstanceOf(Uint16Array);
+    expect(at(packedHalf, 0, 0, 1, 0, 2, 'k')).toBe(0);
+    for (let slot = 1; slot < 3; slot++) {
+      expect(at(packedHalf, 0, 0, 1, slot, 2, 'k')).toBe(at(half, 0, 1, 1, slot + 2, 2, 'k'));
+      expect(at(packedHalf, 1, 0, 0, slot, 0, 'v')).toBe(at(half, 1, 1, 0, slot + 2, 0, 'v'));
+    }
+  });
+
+  it('marks each row\'s real slots on its padding side', () => {
+    const mask = new BigInt64Array(2 * 5);
+    markRealSlots(mask, 0, 5, 3, 'end');
+    markRealSlots(mask, 1, 5, 2, 'start');
+    expect([...mask].map(Number)).toEqual([0, 0, 1, 1, 1, 1, 1, 0, 0, 0]);
   });
 
   it('refuses a row longer than the target', () => {
