@@ -3,7 +3,7 @@
  * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
  * machines are noisy, so the load average is printed with them.
  *
- * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http to run one part.
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora to run one part.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -12,6 +12,7 @@ import { benchEngine, runOnce, warmUp, type EngineBenchResult } from './engine.j
 import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { concurrent, nonStreaming, startServer, streaming, type ConcurrencyResult } from './http.js';
 import { formatTable, median } from './stats.js';
+import { benchLora, loraTable, type LoraBenchResult } from './lora.js';
 
 const modelDir = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -146,8 +147,8 @@ async function httpSection(): Promise<HttpResults> {
 async function main() {
   const loadBefore = loadavg()[0];
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadBefore.toFixed(2)} before the run`);
-  const engine = only === 'http' ? [] : await engineSection();
-  const http = only === 'engine' ? null : await httpSection();
+  const engine = only === 'http' || only === 'lora' ? [] : await engineSection();
+  const http = only === 'engine' || only === 'lora' ? null : await httpSection();
   if (http) http.dataParallel2 = await dataParallelSection();
   const engineAt = (backend: string, batch: number) => engine.find((r) => r.backend === backend && r.batch === batch)?.tokensPerSecond;
   console.log('\n## Ratios\n');
@@ -167,11 +168,17 @@ async function main() {
     const parallel64 = http.dataParallel2.find((c) => c.concurrency === 64)?.aggregateTokensPerSecond;
     if (at64 && parallel64) console.log(`aggregate at 64 streams, two engine processes / one: ${(parallel64 / at64).toFixed(2)}`);
   }
+  let lora: LoraBenchResult[] | null = null;
+  if (only === undefined || only === 'lora') {
+    console.log(`\n## LoRA: engine alone, 8 concurrent greedy streams, ${maxTokens} tokens each, median of ${runs} runs (alternated)\n`);
+    lora = await benchLora({ modelDir, runs, maxTokens });
+    console.log(loraTable(lora));
+  }
   const loadAfter = loadavg()[0];
   console.log(`\nload average after the run: ${loadAfter.toFixed(2)}`);
   const outDir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(`${outDir}/latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: { before: loadBefore, after: loadAfter }, maxTokens, runs, engine, http }, null, 2));
+  writeFileSync(`${outDir}/latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: { before: loadBefore, after: loadAfter }, maxTokens, runs, engine, http, lora }, null, 2));
   console.log('written: bench/results/latest.json');
 }
 

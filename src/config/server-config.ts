@@ -3,7 +3,8 @@
  *
  * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
  * (HOST, PORT, MODEL_DIR, MODEL_DTYPE, MODEL_FILE, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE,
- * ALLOWED_HOSTS, LOG_REQUESTS, API_KEY or VLLM_API_KEY, ...). `resolveServerConfig` applies it; this
+ * ALLOWED_HOSTS, LOG_REQUESTS, API_KEY or VLLM_API_KEY, LORA_MODULES, MAX_LORAS, MAX_LORA_RANK,
+ * VLLM_ALLOW_RUNTIME_LORA_UPDATING, ...). `resolveServerConfig` applies it; this
  * module is pure (no fs, no process.env), so the Node entry reads the file and passes
  * its parsed JSON and `process.env` in.
  */
@@ -25,6 +26,35 @@ const nameList = (what: string) =>
     (value) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter((item) => item !== '') : value),
     z.array(nonEmpty, { error: `must be a list of ${what} (or one comma-separated string)` }),
   );
+
+const LORA_NAME = /^[^\s=,]+$/;
+/** One "name=path" entry of loraModules. */
+function loraModuleEntry(entry: string, ctx: z.RefinementCtx): { name: string; path: string } {
+  const at = entry.indexOf('=');
+  const name = at < 0 ? '' : entry.slice(0, at).trim();
+  const path = at < 0 ? '' : entry.slice(at + 1).trim();
+  if (!LORA_NAME.test(name) || path === '') ctx.addIssue({ code: 'custom', message: `entry "${entry}" must be name=path` });
+  return { name, path };
+}
+const loraModuleObject = z.strictObject(
+  { name: z.string().regex(LORA_NAME, { error: 'must be a name without spaces, "=" or ","' }), path: nonEmpty },
+  { error: 'must be "name=path" or {"name", "path"}' },
+);
+const loraModulesSetting = z
+  .union(
+    [
+      z.string().transform((text, ctx) =>
+        text
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== '')
+          .map((entry) => loraModuleEntry(entry, ctx)),
+      ),
+      z.array(z.union([z.string().transform((entry, ctx) => loraModuleEntry(entry.trim(), ctx)), loraModuleObject])),
+    ],
+    { error: 'must be "name=path,..." or a list of "name=path" / {"name", "path"}' },
+  )
+  .refine((modules) => new Set(modules.map((m) => m.name)).size === modules.length, { error: 'names a LoRA adapter twice' });
 
 export const ServerConfigSchema = z.strictObject(
   {
@@ -117,6 +147,17 @@ export const ServerConfigSchema = z.strictObject(
     corsAllowCredentials: z.boolean({ error: 'must be true or false' }).default(false),
     /** What one request may make the server do (request-bounds.ts). */
     ...REQUEST_BOUNDS_SHAPE,
+    /**
+     * LoRA adapters served by name (vLLM's --lora-modules): "name=path,..." (LORA_MODULES), or
+     * a list of "name=path" strings or {"name", "path"} objects. Each is a PEFT folder.
+     */
+    loraModules: loraModulesSetting.default([]),
+    /** Adapters one model call can mix (vLLM's max_loras); more wait for a free slot. */
+    maxLoras: int(1, 64).default(4),
+    /** Largest adapter rank accepted (vLLM's max_lora_rank). */
+    maxLoraRank: int(1, 1024).default(16),
+    /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
+    allowRuntimeLoraUpdating: z.boolean({ error: 'must be true or false' }).default(false),
   },
   { error: 'must be a JSON object' },
 );
@@ -181,9 +222,13 @@ const ENV_VARIABLES = {
   TOOL_CALL_PARSER: 'toolCallParser',
   CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
   ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
+  LORA_MODULES: 'loraModules',
+  MAX_LORAS: 'maxLoras',
+  MAX_LORA_RANK: 'maxLoraRank',
+  VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
 } as Record<string, string>;
 
-const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', ...REQUEST_BOUND_KEYS]);
+const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'maxLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
 const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);
@@ -223,6 +268,7 @@ export function configFromEnv(env: Record<string, string | undefined>): Partial<
     const numeric = NUMERIC_ENV_SETTINGS.has(key);
     if (LIST_SETTINGS.has(key)) out[key] = listFromEnv(value);
     else if (BOOLEAN_SETTINGS.has(key)) out[key] = value.trim() === 'true' ? true : value.trim() === 'false' ? false : value;
+    else if (key === 'allowRuntimeLoraUpdating') out[key] = /^\s*(1|true)\s*$/i.test(value) ? true : /^\s*(0|false)\s*$/i.test(value) ? false : value;
     else out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
   }
   const apiKey = apiKeyFromEnv(env);
@@ -237,4 +283,9 @@ export function resolveServerConfig(sources: { file?: unknown; env?: Record<stri
     throw new Error('Invalid server configuration:\n  - the configuration file must contain a JSON object');
   }
   return parseServerConfig({ ...file, ...configFromEnv(sources.env ?? {}) });
+}
+
+/** Adapters are on when some are configured or may be loaded at run time (vLLM's --enable-lora). */
+export function loraEnabled(config: ServerConfig): boolean {
+  return config.loraModules.length > 0 || config.allowRuntimeLoraUpdating;
 }

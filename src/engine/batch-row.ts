@@ -61,6 +61,8 @@ export interface StepResult {
 }
 
 export interface RowGroup {
+  /** The LoRA slot its rows run with (lora-slots.ts); absent or -1: the base model. */
+  readonly loraSlot?: number;
   /** The group can take speculative steps (StepRow.draft); others always get plain ones. */
   readonly acceptsDrafts?: boolean;
   /** Consumes one step's logits for the group's unfinished rows, in batch order. */

@@ -73,6 +73,7 @@ export class BatchRunner {
     promptTokenIds: readonly number[],
     allPositions = true,
     placeholders?: readonly PlaceholderEmbeds[],
+    loraSlot = -1,
   ): Promise<{ logits: Float32Array; cache: KvCache }> {
     const length = promptTokenIds.length;
     const positions = new BigInt64Array(length);
@@ -86,6 +87,7 @@ export class BatchRunner {
       past: this.emptyCache(1),
       placeholders,
       logitsToKeep: allPositions ? length : 1,
+      loraSlots: loraSlot >= 0 ? [loraSlot] : undefined,
     });
     this.prefilled.push(present);
     return { logits, cache: present };
@@ -160,7 +162,8 @@ export class BatchRunner {
       // The real slots: the row's cached ones and the new one.
       markRealSlots(attentionMask, index, total, row.cachedLength + 1, this.padding);
     }
-    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past });
+    const loraSlots = this.rowLoraSlots();
+    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots });
     this.cache = present;
     releaseKvCache(past);
     const vocab = this.decoder.spec.vocabSize;
@@ -248,7 +251,8 @@ export class BatchRunner {
       }
       markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
     }
-    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past });
+    const loraSlots = this.rowLoraSlots();
+    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past, loraSlots });
     const vocab = this.decoder.spec.vocabSize;
     // Every row, finished ones included: each needs its cache row trimmed below.
     const stepRows: StepRow[] = rows.map((row, index) => {
@@ -271,6 +275,12 @@ export class BatchRunner {
     releaseKvCache(past);
     if (trimmed) releaseKvCache(present);
     return generated;
+  }
+
+  /** Each row's LoRA slot, or undefined when the decoder has no LoRA graph (nothing to pick). */
+  private rowLoraSlots(): number[] | undefined {
+    if (!this.decoder.hasLora) return undefined;
+    return this.groups.map((group) => group.loraSlot ?? -1);
   }
 
   /** Fails every group in the batch (the model threw) and empties it. */

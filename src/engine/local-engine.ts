@@ -17,8 +17,10 @@ import { VisionLanguageModel } from '../multimodal/model.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
+import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo, PlaceholderEmbeds } from './types.js';
 import { yieldToEventLoop } from './yield.js';
+import { EngineLora, type LoraOptions } from './engine-lora.js';
 
 /** What the engine loaded, for the startup report. */
 export interface ModelLoadReport {
@@ -59,6 +61,8 @@ export interface LocalEngineOptions {
    * external data files are found beside the graph.
    */
   loadFromPath?: boolean;
+  /** LoRA adapters (engine-lora.ts); absent: the plain graph only, `model` names the base model alone. */
+  lora?: LoraOptions;
 }
 
 /**
@@ -76,6 +80,7 @@ export class LocalEngine implements Engine {
   readonly tokenizerConfig: Record<string, unknown>;
 
   readonly limits: SchedulerLimits;
+  readonly adapters: EngineLora | undefined;
   private readonly waiting: RequestGroup[] = [];
   /** Requests prefilled and not finished yet. */
   private readonly running = new Set<RequestGroup>();
@@ -97,7 +102,9 @@ export class LocalEngine implements Engine {
     readonly loadReport: ModelLoadReport,
     readonly multimodal: VisionLanguageModel | null,
     readonly embeddingSize: number | null,
+    lora: EngineLora | null,
   ) {
+    this.adapters = lora ?? undefined;
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
@@ -171,6 +178,18 @@ export class LocalEngine implements Engine {
       await multimodal?.dispose();
       throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
     }
+    let lora: EngineLora | null = null;
+    if (options.lora) {
+      try {
+        lora = await EngineLora.create(decoder, files, spec, options.servedModelName, options.lora, sessionOptions, {
+          nativeExternalData: Boolean(options.loadFromPath) && (files.weightBytes ?? files.onnx.byteLength) > files.onnx.byteLength,
+          label: graphLabel,
+        });
+      } catch (error) {
+        await decoder.dispose();
+        throw error;
+      }
+    }
     const loadReport: ModelLoadReport = {
       file: files.onnxFile ?? null,
       bytes: files.weightBytes ?? files.onnx.byteLength,
@@ -188,7 +207,7 @@ export class LocalEngine implements Engine {
       multimodal: multimodal?.describe() ?? null,
     };
     const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? embedder?.size ?? null) : null;
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize);
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora);
   }
 
   /**
@@ -204,6 +223,11 @@ export class LocalEngine implements Engine {
     }
     const group = this.createGroup(request);
     if (request.placeholders !== undefined && request.placeholders.length > 0) this.placeholders.set(group, request.placeholders);
+    if (request.adapter !== undefined) {
+      const adapter = this.adapters?.registry.get(request.adapter);
+      if (adapter === undefined) throw new EngineRequestError(`The model \`${request.adapter}\` does not exist.`);
+      group.adapter = adapter;
+    }
     const { signal } = request;
     const onAbort = () => this.abort(group);
     if (signal?.aborted) onAbort();
@@ -330,10 +354,17 @@ export class LocalEngine implements Engine {
       // request with more sequences than the batch holds, still runs.
       if (!idle && this.runner.size + joining.length + next.width > this.limits.maxRunningSequences) break;
       if (!idle && next.promptTokenIds.length > budget) break;
+      // Its adapter needs a slot; with every slot held by running requests' adapters it
+      // waits (in order: the requests behind it wait too).
+      if (next.adapter) {
+        const slot = this.adapters!.slots.acquire(next.adapter, this.adaptersInUse(joining));
+        if (slot === null) break;
+        next.loraSlot = slot;
+      }
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next));
+        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
         this.placeholders.delete(next);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
@@ -345,6 +376,17 @@ export class LocalEngine implements Engine {
       }
     }
     return joining;
+  }
+
+  /** Adapters of the requests in the batch or joining it: their slots must not be rewritten. */
+  private adaptersInUse(joining: readonly JoiningRow[]): Set<LoraAdapter> {
+    const inUse = new Set<LoraAdapter>();
+    for (const group of this.running) if (group.adapter && !group.finished) inUse.add(group.adapter);
+    for (const { group } of joining) {
+      const adapter = (group as RequestGroup).adapter;
+      if (adapter) inUse.add(adapter);
+    }
+    return inUse;
   }
 
   /** Refuses requests that waited for admission past the deadline, so their clients hear back. */

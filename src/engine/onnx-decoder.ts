@@ -7,6 +7,8 @@ import type { KvArray, KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
 import type { PlaceholderEmbeds } from './types.js';
+import { LORA_INPUTS } from '../adapters/lora-graph.js';
+import type { LoraSlots } from '../adapters/lora-slots.js';
 
 /** One forward pass over a batch: `seqLen` new tokens per row after the cached ones. */
 export interface DecoderInput {
@@ -27,6 +29,11 @@ export interface DecoderInput {
   logitsToKeep?: number;
   /** Only for a batch of one ("embeds" graphs): features spliced in at placeholder tokens. */
   placeholders?: readonly PlaceholderEmbeds[];
+  /**
+   * Each row's LoRA slot (-1: the base model), when the decoder has a LoRA graph: the step
+   * runs on it when any row has an adapter, on the plain graph otherwise.
+   */
+  loraSlots?: ArrayLike<number>;
 }
 
 export interface DecoderOutput {
@@ -55,6 +62,8 @@ export class OnnxDecoder {
   private readonly presentValueNames: string[];
   private readonly cacheBranch: { on: Tensor; off: Tensor };
   private readonly emptyPastByBatch = new Map<number, Tensor>();
+  /** The same decoder with multi-LoRA inputs (adapters/lora-graph.ts), when adapters are on. */
+  private lora: { session: InferenceSession; slots: LoraSlots; a: Tensor; b: Tensor } | null = null;
 
   private constructor(
     private readonly ort: OrtRuntime,
@@ -109,6 +118,26 @@ export class OnnxDecoder {
     }
   }
 
+  /**
+   * Adds the LoRA graph: a second session on the same weights plus the adapter inputs.
+   * Both sessions take and give the same KV cache, so steps may alternate between them.
+   */
+  async attachLora(model: Uint8Array, slots: LoraSlots, options: InferenceSession.SessionOptions = {}): Promise<void> {
+    const session = await this.ort.InferenceSession.create(model, options);
+    const columns = slots.tableColumns;
+    this.lora = {
+      session,
+      slots,
+      // The tensors wrap the tables, so rewriting a slot needs no new tensor.
+      a: new this.ort.Tensor('float32', slots.a, [slots.layout.aRows, columns]),
+      b: new this.ort.Tensor('float32', slots.b, [columns, slots.layout.bCols]),
+    };
+  }
+
+  get hasLora(): boolean {
+    return this.lora !== null;
+  }
+
   async run(input: DecoderInput): Promise<DecoderOutput> {
     const { ort, spec, contract } = this;
     const { batch, seqLen, past } = input;
@@ -137,7 +166,15 @@ export class OnnxDecoder {
           : new ort.Tensor('int32', Int32Array.of(keep), []);
     }
     this.feedPast(feeds, past);
-    const outputs = await this.session.run(feeds);
+    let session = this.session;
+    const { lora } = this;
+    if (lora !== null && input.loraSlots !== undefined && Array.prototype.some.call(input.loraSlots, (slot: number) => slot >= 0)) {
+      session = lora.session;
+      feeds[LORA_INPUTS.a] = lora.a;
+      feeds[LORA_INPUTS.b] = lora.b;
+      feeds[LORA_INPUTS.mask] = new ort.Tensor('float32', lora.slots.mask(input.loraSlots), [batch, 1, lora.slots.laneColumns]);
+    }
+    const outputs = await session.run(feeds);
     if (this.gpuKv) {
       const shape = { batch, length: total, heads: past.heads, headDim: past.headDim };
       const present = this.gpuKv.fromPresent(this.presentKeyNames.map((name) => outputs[name]), this.presentValueNames.map((name) => outputs[name]), shape);
@@ -173,6 +210,7 @@ export class OnnxDecoder {
   }
 
   async dispose(): Promise<void> {
+    await this.lora?.session.release();
     await this.session.release();
     await this.embedder?.dispose();
   }

@@ -2,6 +2,7 @@ import type { SamplingParams } from '../sampling/params.js';
 import { promptLogprobs } from '../sampling/logprobs.js';
 import { createRng, SplitMix64 } from '../sampling/rng.js';
 import type { Tokenizer } from '../tokenizer/types.js';
+import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import type { BatchRow, RowGroup, StepResult, StepRow } from './batch-row.js';
 import { DeltaQueue } from './delta-queue.js';
 import { Sequence, type SequenceLimits } from './sequence.js';
@@ -25,6 +26,9 @@ export interface RequestGroup extends RowGroup {
   abortRequested: boolean;
   /** The request asked for prompt logprobs, so the prefill must return every position's logits. */
   readonly needsPromptLogits: boolean;
+  /** The LoRA adapter the request runs with (null or absent: the base model), and its slot once admitted. */
+  adapter?: LoraAdapter | null;
+  loraSlot?: number;
   /**
    * Takes the prefill's logits (the group may overwrite them) and picks the first tokens:
    * [promptLength, vocab] when `needsPromptLogits`, else at least the last position's row,

@@ -24,6 +24,8 @@ export interface GenerateRequest {
   signal?: AbortSignal;
   /** A multimodal prompt's media features, spliced in at their placeholder tokens in prefill. */
   placeholders?: readonly PlaceholderEmbeds[];
+  /** A loaded LoRA adapter's name (EngineAdapters); absent: the base model. */
+  adapter?: string;
 }
 
 /**
@@ -108,6 +110,25 @@ export interface EngineFeatures {
   logprobs: boolean;
 }
 
+/** A LoRA adapter the engine serves, for /v1/models. */
+export interface AdapterInfo {
+  name: string;
+  /** Where it was loaded from. */
+  path: string;
+}
+
+/** The LoRA adapters an engine serves by name (absent on engines without adapters). */
+export interface EngineAdapters {
+  list(): AdapterInfo[];
+  has(name: string): boolean;
+  /** Loads a PEFT adapter folder; rejects with the reason (already loaded, does not fit the base, ...). */
+  load(name: string, path: string): Promise<void>;
+  /** False when no adapter has that name. */
+  unload(name: string): boolean;
+  /** Whether /v1/load_lora_adapter and /v1/unload_lora_adapter may change the set. */
+  readonly runtimeUpdates: boolean;
+}
+
 /** What the HTTP layer talks to. Implementations: the local onnxruntime engine, a remote delegate. */
 export interface Engine {
   readonly info: ModelInfo;
@@ -120,6 +141,8 @@ export interface Engine {
   readonly multimodal?: VisionLanguageModel | null;
   /** Size of the decoder's input embeddings (what media features must match); null for id-fed decoders. */
   readonly embeddingSize?: number | null;
+  /** LoRA adapters selectable by `model`; absent: the base model only. */
+  readonly adapters?: EngineAdapters;
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta>;
   stats(): EngineStats;
   dispose(): Promise<void>;

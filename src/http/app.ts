@@ -16,6 +16,7 @@ import { chatRoutes } from './routes/chat.js';
 import { completionsRoutes } from './routes/completions.js';
 import { generateRoutes } from './routes/generate.js';
 import { healthRoutes } from './routes/health.js';
+import { loraRoutes } from './routes/lora.js';
 import { modelsRoutes } from './routes/models.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
 import { apiKeyAuth, hostCheck, jsonContentTypeRequired } from './security/middleware.js';
@@ -120,6 +121,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', completionsRoutes(ctx));
   app.route('/', chatRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
+  app.route('/', loraRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));
   app.route('/', healthRoutes(ctx));
   app.route('/', observabilityRoutes(activity));

@@ -1,4 +1,4 @@
-import type { Engine, FinishReason, GenerationDelta, PlaceholderEmbeds, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+import type { Engine, FinishReason, GenerateRequest, GenerationDelta, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
 import type { SamplingParams } from '../sampling/params.js';
 import type { GenerationObserver } from './observability/activity.js';
 
@@ -33,7 +33,8 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     params: SamplingParams,
     clientSignal?: AbortSignal,
     observer?: GenerationObserver,
-    placeholders?: readonly PlaceholderEmbeds[],
+    /** What else the engine takes for this request: media features, a LoRA adapter's name. */
+    extras: Pick<GenerateRequest, 'placeholders' | 'adapter'> = {},
   ): Promise<GenerationRun> {
     const controller = new AbortController();
     const onClientGone = () => controller.abort();
@@ -46,7 +47,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
       controller.abort();
     });
     try {
-      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal, placeholders })[Symbol.asyncIterator]();
+      const iterator = engine.generate({ promptTokenIds, params, signal: controller.signal, ...extras })[Symbol.asyncIterator]();
       const first = await iterator.next();
       if (cutState.error !== null) throw cutState.error;
       if (!first.done) observer?.delta(first.value);
@@ -155,10 +156,11 @@ export class MergedRuns implements AsyncIterable<GenerationDelta> {
     stride: number,
     clientSignal?: AbortSignal,
     observer?: GenerationObserver,
+    extras: Pick<GenerateRequest, 'adapter'> = {},
   ): Promise<MergedRuns> {
     const observers = observer === undefined ? undefined : fanInObservers(observer, inputs.length, stride);
     const started = await Promise.allSettled(
-      inputs.map((input, run) => GenerationRun.start(engine, input.promptTokenIds, input.params, clientSignal, observers?.[run])),
+      inputs.map((input, run) => GenerationRun.start(engine, input.promptTokenIds, input.params, clientSignal, observers?.[run], extras)),
     );
     const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     const runs = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));

@@ -1,4 +1,4 @@
-import type { ModelInfo } from '../engine/types.js';
+import type { AdapterInfo, EngineAdapters, ModelInfo } from '../engine/types.js';
 import { modelNotFound } from './errors.js';
 import { randomId, unixSeconds } from './ids.js';
 
@@ -29,26 +29,35 @@ interface ModelPermission {
   is_blocking: boolean;
 }
 
-/** `maxModelLen`: the context length served, which the server config may set below the model's. */
-export function listModels(info: ModelInfo, maxModelLen: number): { object: 'list'; data: ModelCard[] } {
-  return { object: 'list', data: [modelCard(info, maxModelLen)] };
-}
-
-/** GET /v1/models/{id}: the card of the served model; any other id is vLLM's 404. */
-export function retrieveModel(id: string, info: ModelInfo, maxModelLen: number): ModelCard {
-  if (id !== info.id) throw modelNotFound(id);
-  return modelCard(info, maxModelLen);
-}
-
-function modelCard(info: ModelInfo, maxModelLen: number): ModelCard {
+/**
+ * `maxModelLen`: the context length served, which the server config may set below the
+ * model's. LoRA adapters follow the base model, as vLLM lists them: `root` is where the
+ * adapter was loaded from, `parent` the base model's id.
+ */
+export function listModels(info: ModelInfo, maxModelLen: number, adapters: readonly AdapterInfo[] = []): { object: 'list'; data: ModelCard[] } {
   const created = unixSeconds();
-  const card: ModelCard = {
-    id: info.id,
+  const cards = [
+    modelCard(info.id, info.id, null, maxModelLen, created),
+    ...adapters.map((adapter) => modelCard(adapter.name, adapter.path, info.id, maxModelLen, created)),
+  ];
+  return { object: 'list', data: cards };
+}
+
+/** GET /v1/models/{id}: the card of the served model or one of its adapters; any other id is vLLM's 404. */
+export function retrieveModel(id: string, info: ModelInfo, maxModelLen: number, adapters: readonly AdapterInfo[] = []): ModelCard {
+  const found = listModels(info, maxModelLen, adapters).data.find((card) => card.id === id);
+  if (found === undefined) throw modelNotFound(id);
+  return found;
+}
+
+function modelCard(id: string, root: string, parent: string | null, maxModelLen: number, created: number): ModelCard {
+  return {
+    id,
     object: 'model',
     created,
     owned_by: 'vllm',
-    root: info.id,
-    parent: null,
+    root,
+    parent,
     max_model_len: maxModelLen,
     permission: [
       {
@@ -67,14 +76,15 @@ function modelCard(info: ModelInfo, maxModelLen: number): ModelCard {
       },
     ],
   };
-  return card;
 }
 
 /**
  * Refuses a request that names a model this server does not serve (vLLM's
- * _check_model). An absent name means the served one.
+ * _check_model). An absent name means the served one. Returns the LoRA adapter the
+ * name selects, if it names one.
  */
-export function checkModel(requested: string | null | undefined, info: ModelInfo): void {
-  if (requested === undefined || requested === null) return;
-  if (requested !== info.id) throw modelNotFound(requested);
+export function checkModel(requested: string | null | undefined, info: ModelInfo, adapters?: EngineAdapters): string | undefined {
+  if (requested === undefined || requested === null || requested === info.id) return undefined;
+  if (adapters?.has(requested)) return requested;
+  throw modelNotFound(requested);
 }

@@ -8,6 +8,8 @@ import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import { GpuKvStore, type GpuDeviceLike } from '../engine/gpu-kv-cache.js';
 import { LocalEngine } from '../engine/local-engine.js';
+import { fetchAdapterReader } from '../adapters/fetch-reader.js';
+import { loraOptionsOf } from './lora-options.js';
 import type { ModelFiles } from '../engine/model-files.js';
 import type { OnnxFileSettings } from '../engine/model-variants.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
@@ -94,6 +96,8 @@ export async function createBrowserApp(options: BrowserAppOptions): Promise<Brow
     sessionOptions: sessionOptions(backend),
     limits: schedulerLimitsOf(config),
     gpuKv,
+    // Adapter paths are URLs, relative to the model's (e.g. "story=../adapters/story/").
+    lora: loraOptionsOf(config, fetchAdapterReader(options.fetch ?? globalThis.fetch.bind(globalThis), options.modelBaseUrl)),
   });
   if (gpuKv) {
     // The device onnxruntime-web's WebGPU backend made when the session was created.

@@ -4,6 +4,7 @@ import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
+import type { LoraOptions } from '../engine/engine-lora.js';
 
 export interface NodeEngineOptions {
   modelDir: string;
@@ -20,6 +21,8 @@ export interface NodeEngineOptions {
   /** Which variant of the model folder to load (see engine/model-variants.ts). */
   dtype?: ModelDtype;
   modelFile?: string;
+  /** LoRA adapters (see runtime/node-adapters.ts nodeLoraOptions). */
+  lora?: LoraOptions;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -50,5 +53,6 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
         ? { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }
         : { graphOptimizationLevel: 'all' },
     limits: options.limits,
+    lora: options.lora,
   });
 }

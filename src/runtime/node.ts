@@ -26,6 +26,7 @@ import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
 import { createNodeEngine } from './node-engine.js';
+import { nodeLoraOptions } from './node-adapters.js';
 import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
 
@@ -139,6 +140,10 @@ async function main(): Promise<void> {
   } catch (error) {
     throw new StartupError(`Invalid media configuration: ${oneLine((error as Error).message)}`);
   }
+  // Each engine process has its own adapters: a load request would reach only one of them.
+  if (config.dataParallelSize > 1 && config.allowRuntimeLoraUpdating) {
+    throw new StartupError('allowRuntimeLoraUpdating cannot be combined with dataParallelSize > 1: a load or unload would reach only one engine process. Load adapters at startup with loraModules instead.');
+  }
   if (config.dataParallelSize > 1 && !isEngineWorker()) {
     console.log(`Data parallel: starting ${config.dataParallelSize} engine processes on one port`);
     startEngineProcesses(config.dataParallelSize, config.shutdownGraceMs + CUT_FLUSH_MS + 4000);
@@ -163,6 +168,7 @@ async function main(): Promise<void> {
       limits: schedulerLimitsOf(config),
       dtype: config.dtype,
       modelFile: config.modelFile,
+      lora: nodeLoraOptions(config),
     });
   } catch (error) {
     throw new StartupError((error as Error).message);
@@ -205,6 +211,7 @@ async function main(): Promise<void> {
   const { server, url } = await listen(app, config);
   installShutdown(server, engine, activity, config.shutdownGraceMs);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
+  for (const line of engine.adapters?.startupLines() ?? []) console.log(line);
   console.log(`Listening on ${url}`);
 }
 

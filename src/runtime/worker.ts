@@ -7,6 +7,8 @@
  * Configuration comes from the Worker's vars and secrets (see worker-env.ts).
  */
 import { schedulerLimitsOf } from '../config/server-config.js';
+import { fetchAdapterReader } from '../adapters/fetch-reader.js';
+import { loraOptionsOf } from './lora-options.js';
 import { LocalEngine } from '../engine/local-engine.js';
 import { forwardingGuideCompiler } from '../engine/remote-guides.js';
 import { upstreamFromEnv } from './worker-env.js';
@@ -26,6 +28,8 @@ export default createWorkerHandler(async (env, config) => {
     servedModelName: config.servedModelName,
     sessionOptions: { graphOptimizationLevel: 'all' },
     limits: schedulerLimitsOf(config),
+    // LORA_MODULES paths are URLs here (a Worker has no disk), fetched once per isolate.
+    lora: loraOptionsOf(config, fetchAdapterReader()),
   });
   return { engine, sharedStepLoop: true, guideCompiler: workerGuideCompiler(engine) };
 }, EMBEDDED_MODEL_DIR);

@@ -64,6 +64,10 @@ describe('server configuration', () => {
       maxGuidedRepetition: 1000,
       maxGrammarChars: 49152,
       maxGrammarWork: 25165824,
+      loraModules: [],
+      maxLoras: 4,
+      maxLoraRank: 16,
+      allowRuntimeLoraUpdating: false,
     });
   });
 

@@ -29,7 +29,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const body = await readJsonBody(c.req.raw);
     const request = parseRequest(ChatCompletionRequestSchema, body);
     warnIgnoredFields(ChatCompletionRequestSchema, body);
-    checkModel(request.model, engine.info);
+    const adapter = checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, body);
     refuseUnsupported(unsupportedChatFeatures(request));
     const tools = requestToolCalling(request, ctx.config.toolCallParser);
@@ -82,13 +82,13 @@ export function chatRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const placeholders = await encodePromptImages(engine, images);
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), placeholders);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
     // vLLM: the generated message continues the final one unless a new assistant turn was opened.
     const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
     const last = request.messages.at(-1)!;
     const job = {
       id: responseId('chatcmpl', c.req.raw, request.request_id, c.get('requestRecord')?.id),
-      model: engine.info.id,
+      model: adapter ?? engine.info.id,
       promptTokenCount: promptTokenIds.length,
       role,
       // vLLM echoes the final message only when the reply continues it (same role).

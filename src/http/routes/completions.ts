@@ -25,7 +25,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const body = await readJsonBody(c.req.raw);
     const request = parseRequest(CompletionRequestSchema, body);
     warnIgnoredFields(CompletionRequestSchema, body);
-    checkModel(request.model, engine.info);
+    const adapter = checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, body);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
@@ -66,7 +66,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
 
     const job: CompletionJob = {
       id: responseId('cmpl', c.req.raw, undefined, c.get('requestRecord')?.id),
-      model: engine.info.id,
+      model: adapter ?? engine.info.id,
       promptTokenCount: inputs.reduce((sum, input) => sum + input.promptTokenIds.length, 0),
       usage: streamUsageOptions(request.stream_options),
       tokens: first.tokens,
@@ -75,11 +75,11 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     };
     let run: GenerationRun | MergedRuns;
     if (inputs.length === 1) {
-      run = await GenerationRun.start(engine, first.promptTokenIds, first.params, c.req.raw.signal, c.get('requestRecord'));
+      run = await GenerationRun.start(engine, first.promptTokenIds, first.params, c.req.raw.signal, c.get('requestRecord'), { adapter });
     } else {
       job.prompts = inputs;
       job.choicesPerPrompt = request.n;
-      run = await MergedRuns.start(engine, inputs, request.n, c.req.raw.signal, c.get('requestRecord'));
+      run = await MergedRuns.start(engine, inputs, request.n, c.req.raw.signal, c.get('requestRecord'), { adapter });
     }
     if (request.stream) return sseResponse(completionStream(run, job), () => run.abort());
     return c.json(await completeNonStreaming(run, job));

@@ -23,8 +23,8 @@ export function generateRoutes(ctx: ServingContext): Hono {
   routes.post('/generate', async (c) => {
     const body = await readJsonBody(c.req.raw);
     const request = parseRequest(MindieGenerateRequestSchema, body);
-    // `model` names a LoRA adapter; the only weights served are the base model's.
-    checkModel(request.model, engine.info);
+    // `model` is the LoRA id: an adapter's name, or none ("None", null, absent) for the base model.
+    const adapter = checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, body);
     refuseUnsupported(unsupportedMindieFeatures(request));
     // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
@@ -50,7 +50,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
     const placeholders = await encodePromptImages(engine, expanded?.images ?? []);
-    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), placeholders);
+    const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }

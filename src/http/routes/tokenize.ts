@@ -20,19 +20,19 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
     // vLLM accepts either form; a "messages" field means the chat form.
     if (body !== null && typeof body === 'object' && 'messages' in body) {
       const request = parseRequest(TokenizeChatRequestSchema, body);
-      checkModel(request.model, engine.info);
+      checkModel(request.model, engine.info, engine.adapters);
       checkBounds(ctx, body);
       return c.json(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), templateBudget(ctx)));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
-    checkModel(request.model, engine.info);
+    checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, body);
     return c.json(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
   });
 
   routes.post('/detokenize', async (c) => {
     const request = parseRequest(DetokenizeRequestSchema, await readJsonBody(c.req.raw));
-    checkModel(request.model, engine.info);
+    checkModel(request.model, engine.info, engine.adapters);
     return c.json(detokenize(request, engine.tokenizer));
   });
 
