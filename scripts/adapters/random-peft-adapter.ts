@@ -9,6 +9,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Llama2cCheckpoint } from '../convert/llama2c-checkpoint.js';
 import { writeSafetensors } from '../../src/adapters/safetensors.js';
+import { seededRandom } from '../seeded-random.js';
 
 export const ALL_MODULES = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
 export type LoraModuleName = (typeof ALL_MODULES)[number];
@@ -33,17 +34,6 @@ export interface RandomAdapter {
   /** The values as stored (after rounding to the dtype), nn.Linear layout: A [r, in], B [out, r]. */
   modules: Array<{ layer: number; module: string; a: Float32Array; b: Float32Array; inDim: number; outDim: number }>;
   scale: number;
-}
-
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function float32ToFloat16Bits(value: number): number {

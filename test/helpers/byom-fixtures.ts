@@ -15,18 +15,7 @@ import { buildGenaiGqaLlamaGraph } from '../../scripts/convert/llama-graph-gqa.j
 import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../scripts/convert/graph-variants.js';
 import { encodeOnnxModel, type OnnxGraph } from '../../scripts/convert/onnx-writer.js';
 import { Llama2cReference } from '../convert/llama2c-reference.js';
-
-/** A deterministic PRNG (mulberry32), so every run builds the same weights. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../scripts/seeded-random.js';
 
 export const FIXTURE_DIMS = { dim: 32, hiddenDim: 64, nLayers: 2, nHeads: 4, nKvHeads: 2, seqLen: 96 } as const;
 

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, loadEngine, postJson, testApp } from './helpers.js';
+import { seededRandom } from '../../scripts/seeded-random.js';
 
 const SEED = 13;
 const BODIES = Number(process.env.FUZZ_BODIES ?? 3000);
@@ -24,18 +25,7 @@ beforeAll(async () => {
 });
 afterAll(() => engine.dispose());
 
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const random = mulberry32(SEED);
+const random = seededRandom(SEED);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
 
 function deep(depth: number, wrap: (inner: unknown) => unknown, leaf: unknown): unknown {

@@ -1,16 +1,8 @@
 /** Seeded random strings that stress the tokenizer: merges, whitespace, byte fallback. */
 
-export function seededRandom(seed: number): () => number {
-  // mulberry32: tiny, deterministic, good enough to pick characters.
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../../scripts/seeded-random.js';
+
+export { seededRandom };
 
 const ASCII_PRINTABLE = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i));
 const WHITESPACE = [' ', ' ', '  ', '\n', '\t', '\r\n', '\u00a0', '\u200a', '\u3000'];
