@@ -9,7 +9,7 @@
  * a shorter row wrong logits, so the test compares numbers rather than reading the graph.
  * It also serves as the warm-up pass before the server listens.
  */
-import { emptyKvCache, markRealSlots, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
+import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
 
 export type BatchingMode =
@@ -92,8 +92,10 @@ export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheck
         past,
       });
       logits.push(out.logits);
+      if (past !== prefill.present) releaseKvCache(past);
       past = out.present;
     }
+    if (past !== prefill.present) releaseKvCache(past);
     solo.push({ prefill: prefill.present, logits });
   }
 
@@ -105,6 +107,8 @@ export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheck
       differences[padding] = Infinity;
     }
   }
+  // A GPU-resident cache holds GPU buffers until released (a no-op for JavaScript arrays).
+  for (const { prefill } of solo) releaseKvCache(prefill);
 
   const warnings: string[] = [];
   const exact = EXACT_TOLERANCE[contract.kvType];
@@ -176,7 +180,9 @@ async function batchedDifference(
       const rowLogits = out.logits.subarray(row * vocab, (row + 1) * vocab);
       worst = Math.max(worst, relativeDifference(rowLogits, solo[row].logits[step]));
     });
+    releaseKvCache(past);
     past = out.present;
   }
+  releaseKvCache(past);
   return worst;
 }
