@@ -29,8 +29,19 @@ function fromCache(cached: Response): Response {
 export function cachingFetch(cacheName = PLAYGROUND_CACHE, fetchFn: typeof fetch = globalThis.fetch.bind(globalThis)): typeof fetch {
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
     const storage = cacheStorage();
-    if (!storage || (init?.method ?? 'GET') !== 'GET') return fetchFn(input, init);
+    const method = init?.method ?? 'GET';
+    if (!storage || (method !== 'GET' && method !== 'HEAD')) return fetchFn(input, init);
     const url = String(input instanceof Request ? input.url : input);
+    // HEAD (the model's variant probe) goes to the network; offline, a cached GET answers it.
+    if (method === 'HEAD') {
+      try {
+        return await fetchFn(input, init);
+      } catch (error) {
+        const cached = await storage.open(cacheName).then((cache) => cache.match(url)).catch(() => undefined);
+        if (!cached) throw error;
+        return new Response(null, { status: cached.status, headers: cached.headers });
+      }
+    }
     let cache: Cache;
     try {
       cache = await storage.open(cacheName);
