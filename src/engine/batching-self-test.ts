@@ -9,7 +9,7 @@
  * a shorter row wrong logits, so the test compares numbers rather than reading the graph.
  * It also serves as the warm-up pass before the server listens.
  */
-import { emptyKvCache, markRealSlots, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
+import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
 import type { OnnxDecoder } from './onnx-decoder.js';
 
 export type BatchingMode =
@@ -62,6 +62,16 @@ function relativeDifference(a: Float32Array, b: Float32Array): number {
 }
 
 export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheckOptions): Promise<BatchingCheck> {
+  // Every cache the test makes, released at its end: on WebGPU each holds GPU buffers (gpu-kv-cache.ts).
+  const made = new Set<KvCache>();
+  try {
+    return await runBatchingCheck(decoder, options, made);
+  } finally {
+    for (const cache of made) releaseKvCache(cache);
+  }
+}
+
+async function runBatchingCheck(decoder: OnnxDecoder, options: BatchingCheckOptions, made: Set<KvCache>): Promise<BatchingCheck> {
   const { spec, contract } = decoder;
   const empty = (batch: number) =>
     emptyKvCache(spec.numLayers, batch, spec.numKeyValueHeads, spec.headDim, contract.kvType);
@@ -79,6 +89,7 @@ export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheck
       attentionMask: new BigInt64Array(prompt.length).fill(1n),
       past: empty(1),
     });
+    made.add(prefill.present);
     let past = prefill.present;
     const logits: Float32Array[] = [];
     for (let step = 0; step < next.length; step++) {
@@ -92,6 +103,7 @@ export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheck
         past,
       });
       logits.push(out.logits);
+      made.add(out.present);
       past = out.present;
     }
     solo.push({ prefill: prefill.present, logits });
@@ -100,7 +112,7 @@ export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheck
   const differences: Partial<Record<KvPadding, number>> = {};
   for (const padding of ['end', 'start'] as const) {
     try {
-      differences[padding] = await batchedDifference(decoder, runs, solo, padding);
+      differences[padding] = await batchedDifference(decoder, runs, solo, padding, made);
     } catch {
       differences[padding] = Infinity;
     }
@@ -148,6 +160,7 @@ async function batchedDifference(
   runs: readonly Probe[],
   solo: ReadonlyArray<{ prefill: KvCache; logits: Float32Array[] }>,
   padding: KvPadding,
+  made: Set<KvCache>,
 ): Promise<number> {
   const vocab = decoder.spec.vocabSize;
   const lengths = runs.map((run) => run.prompt.length);
@@ -157,6 +170,7 @@ async function batchedDifference(
     solo[0].prefill,
     padding,
   );
+  made.add(past);
   let worst = 0;
   const steps = runs[0].next.length;
   for (let step = 0; step < steps; step++) {
@@ -176,6 +190,7 @@ async function batchedDifference(
       const rowLogits = out.logits.subarray(row * vocab, (row + 1) * vocab);
       worst = Math.max(worst, relativeDifference(rowLogits, solo[row].logits[step]));
     });
+    made.add(out.present);
     past = out.present;
   }
   return worst;
