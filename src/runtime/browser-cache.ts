@@ -29,7 +29,9 @@ function fromCache(cached: Response): Response {
 export function cachingFetch(cacheName = PLAYGROUND_CACHE, fetchFn: typeof fetch = globalThis.fetch.bind(globalThis)): typeof fetch {
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
     const storage = cacheStorage();
-    if (!storage || (init?.method ?? 'GET') !== 'GET') return fetchFn(input, init);
+    const method = init?.method ?? 'GET';
+    if (storage && method === 'HEAD') return headWithCache(storage, cacheName, input, init, fetchFn);
+    if (!storage || method !== 'GET') return fetchFn(input, init);
     const url = String(input instanceof Request ? input.url : input);
     let cache: Cache;
     try {
@@ -57,6 +59,22 @@ export function cachingFetch(cacheName = PLAYGROUND_CACHE, fetchFn: typeof fetch
     const response = await fetchFn(url, init);
     return response.ok ? store(cache, url, response) : response;
   }) as typeof fetch;
+}
+
+/**
+ * HEAD (the model folder's variant probes): the network's answer, or offline the cached
+ * GET's status and headers, so a cached model still starts without a network.
+ */
+async function headWithCache(storage: CacheStorage, cacheName: string, input: RequestInfo | URL, init: RequestInit | undefined, fetchFn: typeof fetch): Promise<Response> {
+  try {
+    return await fetchFn(input, init);
+  } catch (error) {
+    const url = String(input instanceof Request ? input.url : input);
+    const cached = await storage.open(cacheName).then((cache) => cache.match(url)).catch(() => undefined);
+    if (!cached) throw error;
+    await cached.body?.cancel();
+    return fromCache(new Response(null, { status: cached.status, statusText: cached.statusText, headers: cached.headers }));
+  }
 }
 
 /** Stores still being written, so the cache's size is read after them. */
