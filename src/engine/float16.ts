@@ -1,7 +1,9 @@
 /**
  * float16 → float32, for the logits of fp16 / q4f16 exports: onnxruntime's JS packages
- * hand float16 tensors over as Uint16Array bit patterns (Node 20 has no Float16Array), and
- * the sampler works in float32. Converted once per step through a 65536-entry table.
+ * hand float16 tensors over as Uint16Array bit patterns where the JavaScript engine has no
+ * Float16Array (Node 20), and as a Float16Array where it has one (Chromium since 135); the
+ * engine keeps float16 data as bit patterns either way, and the sampler works in float32.
+ * Converted once per step through a 65536-entry table.
  */
 let table: Float32Array | undefined;
 
@@ -65,4 +67,17 @@ export function float32ToFloat16(values: Float32Array): Uint16Array {
     out[i] = sign | result;
   }
   return out;
+}
+
+/**
+ * A float16 tensor's data as Uint16Array bit patterns, without copying: a Float16Array (what
+ * onnxruntime-web returns in browsers that have it) is viewed as its bits.
+ */
+export function float16Bits(data: ArrayBufferView & { length: number }): Uint16Array {
+  return data instanceof Uint16Array ? data : new Uint16Array(data.buffer, data.byteOffset, data.length);
+}
+
+/** A float32 or float16 tensor's data as float32 (float16 given as bits or as a Float16Array). */
+export function float32Of(data: ArrayBufferView & { length: number }): Float32Array {
+  return data instanceof Float32Array ? data : float16ToFloat32(float16Bits(data));
 }

@@ -78,6 +78,8 @@ export class GpuKvStore {
     const type = this.elementType(sources);
     const elementBytes = BYTES_PER_ELEMENT[type];
     if (elementBytes === undefined) throw new Error(`KV cache of type ${type} cannot be kept on the GPU`);
+    // WebGPU copies and writes move whole 4-byte words: a float16 row of odd head size could not be copied alone.
+    if ((headDim * elementBytes) % 4 !== 0) throw new Error(`a ${type} KV cache with head size ${headDim} cannot be repacked on the GPU (rows are not 4-byte aligned)`);
     const dims = [batch, heads, length, headDim];
     const encoder = device.createCommandEncoder();
     const keys: Tensor[] = [];
@@ -138,9 +140,12 @@ export class GpuKvStore {
     return gpu ? gpu.keys.length : template.keys.length;
   }
 
+  /** float32, or float16 (fp16 / q4f16 exports: 2-byte elements), from a GPU source or else a JavaScript one. */
   private elementType(sources: readonly KvRowSource[]): Tensor.Type {
     const gpu = sources.find((source) => source.cache.gpu && source.cache.length > 0)?.cache.gpu;
-    return gpu?.keys[0]?.type ?? 'float32';
+    if (gpu?.keys[0]) return gpu.keys[0].type;
+    const cpu = sources.find((source) => !source.cache.gpu && source.cache.keys.length > 0)?.cache.keys[0];
+    return cpu instanceof Uint16Array ? 'float16' : 'float32';
   }
 }
 

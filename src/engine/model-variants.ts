@@ -21,6 +21,12 @@ const DTYPE_SUFFIX: Record<ModelDtype, string> = {
   bnb4: '_bnb4',
 };
 
+/**
+ * Variants whose arithmetic is float16 (weights and activations): on WebGPU they need the
+ * adapter's `shader-f16` feature. q4 / int8 / ... keep float32 activations.
+ */
+export const FLOAT16_DTYPES: readonly ModelDtype[] = ['fp16', 'q4f16'];
+
 /** Graph base names, preferred first: the current layout, then Optimum's merged decoder. */
 const BASE_NAMES = ['model', 'decoder_model_merged'] as const;
 /** Folders a graph may sit in, preferred first (Optimum's CLI writes to the folder itself). */

@@ -2,7 +2,7 @@ import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
 import { readDecoderContract, type DecoderContract } from './decoder-contract.js';
 import { EngineRequestError } from './errors.js';
-import { float16ToFloat32, float32ToFloat16 } from './float16.js';
+import { float16Bits, float32Of, float32ToFloat16 } from './float16.js';
 import type { KvArray, KvCache } from './kv-cache.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
@@ -178,7 +178,7 @@ export class OnnxDecoder {
     if (this.gpuKv) {
       const shape = { batch, length: total, heads: past.heads, headDim: past.headDim };
       const present = this.gpuKv.fromPresent(this.presentKeyNames.map((name) => outputs[name]), this.presentValueNames.map((name) => outputs[name]), shape);
-      return { logits: outputs.logits.data as Float32Array, present };
+      return { logits: float32Of(outputs.logits.data as Float32Array | Uint16Array), present };
     }
     const keyTensors: Tensor[] = [];
     const valueTensors: Tensor[] = [];
@@ -189,13 +189,12 @@ export class OnnxDecoder {
       const value = outputs[this.presentValueNames[layer]];
       keyTensors.push(key);
       valueTensors.push(value);
-      keys.push(key.data as KvArray);
-      values.push(value.data as KvArray);
+      keys.push(kvArrayOf(key.data as KvArray));
+      values.push(kvArrayOf(value.data as KvArray));
     }
     const presentLength = outputs[this.presentKeyNames[0]].dims[2];
-    const logits = outputs.logits.data as Float32Array | Uint16Array;
     return {
-      logits: logits instanceof Float32Array ? logits : float16ToFloat32(logits),
+      logits: float32Of(outputs.logits.data as Float32Array | Uint16Array),
       present: {
         batch,
         // GroupQueryAttention sizes present by total_sequence_length, which equals this.
@@ -270,7 +269,8 @@ export class OnnxDecoder {
     const wrap = (tensor: Tensor | undefined, data: KvArray) =>
       // Reused only while it still wraps this very array: a cache rebuilt from the arrays
       // (a repack, or one copied with its old tensors) is wrapped afresh.
-      tensor !== undefined && tensor.data === data ? tensor : new this.ort.Tensor(type, data, dims);
+      // (A float16 cache holds a bit view of the tensor's Float16Array where the browser has one: same memory.)
+      tensor !== undefined && sameMemory(tensor.data as KvArray, data) ? tensor : new this.ort.Tensor(type, data, dims);
     for (let layer = 0; layer < numLayers; layer++) {
       feeds[this.pastKeyNames[layer]] = wrap(past.tensors?.keys[layer], past.keys[layer]);
       feeds[this.pastValueNames[layer]] = wrap(past.tensors?.values[layer], past.values[layer]);
@@ -289,6 +289,15 @@ export class OnnxDecoder {
 }
 
 /** Session option: every present.* output written to a GPU buffer; logits still come to the CPU. */
+/** float32 stays; float16 as bit patterns (kv-cache.ts), also when onnxruntime gives a Float16Array. */
+function kvArrayOf(data: KvArray): KvArray {
+  return data instanceof Float32Array ? data : float16Bits(data);
+}
+
+function sameMemory(a: KvArray, b: KvArray): boolean {
+  return a === b || (a.buffer === b.buffer && a.byteOffset === b.byteOffset && a.length === b.length);
+}
+
 function presentOnGpu(numLayers: number): Record<string, 'gpu-buffer'> {
   const locations: Record<string, 'gpu-buffer'> = {};
   for (let layer = 0; layer < numLayers; layer++) {

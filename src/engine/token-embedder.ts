@@ -1,5 +1,5 @@
 import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
-import { float16ToFloat32 } from './float16.js';
+import { float32Of } from './float16.js';
 
 /**
  * The embed_tokens graph of a vision-language export (onnx/embed_tokens.onnx: input_ids →
@@ -55,8 +55,7 @@ export class TokenEmbedder {
     const outputs = await this.session.run({ [this.inputName]: tensor });
     const result = outputs[this.outputName];
     this.size ??= result.dims.at(-1) as number;
-    const data = result.data as Float32Array | Uint16Array;
-    return data instanceof Float32Array ? data : float16ToFloat32(data);
+    return float32Of(result.data as Float32Array | Uint16Array);
   }
 
   async dispose(): Promise<void> {

@@ -5,7 +5,7 @@
  * LLaVA exports take pixel_values [images, 3, H, W]. Any other required input is refused
  * at startup by name.
  */
-import { float16ToFloat32, float32ToFloat16 } from '../engine/float16.js';
+import { float32Of, float32ToFloat16 } from '../engine/float16.js';
 import type { InferenceSession, OrtRuntime, Tensor } from '../engine/ort-runtime.js';
 import type { ProcessedImage } from './types.js';
 
@@ -70,8 +70,7 @@ export class VisionEncoder {
           : new this.ort.Tensor('int64', new BigInt64Array(count).fill(1n), [...lead, height, width]);
     }
     const outputs = await this.session.run(feeds);
-    const data = outputs[this.outputName].data as Float32Array | Uint16Array;
-    const features = data instanceof Float32Array ? data : float16ToFloat32(data);
+    const features = float32Of(outputs[this.outputName].data as Float32Array | Uint16Array);
     if (features.length !== image.imageTokens * hidden) {
       throw new Error(
         `the vision encoder gave ${features.length / hidden} feature vectors of size ${hidden} for an image the processor expanded to ${image.imageTokens} image tokens`,

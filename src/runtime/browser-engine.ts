@@ -11,11 +11,12 @@ import { LocalEngine } from '../engine/local-engine.js';
 import { fetchAdapterReader } from '../adapters/fetch-reader.js';
 import { loraOptionsOf } from './lora-options.js';
 import type { ModelFiles } from '../engine/model-files.js';
-import type { OnnxFileSettings } from '../engine/model-variants.js';
+import type { OnnxFileChoice, OnnxFileSettings } from '../engine/model-variants.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import { createApp } from '../http/app.js';
 import type { ProgressListener } from './browser-downloads.js';
-import { readModelSource, urlModelSource, type ModelSource } from './model-source.js';
+import { chooseSourceGraph, readModelSource, urlModelSource, type ModelSource } from './model-source.js';
+import { refuseVariantTheAdapterCannotRun, webGpuAdapterFeatures } from './browser-gpu.js';
 
 /** The execution providers the page offers. WASM is the default and the tested one. */
 export type BrowserBackend = 'wasm' | 'webgpu';
@@ -43,6 +44,12 @@ export interface BrowserAppOptions {
    * to JavaScript and back every step, as the WASM backend does: for comparing the two.
    */
   gpuKvCache?: boolean;
+  /**
+   * WebGPU: the adapter's features, which decide whether an fp16 / q4f16 variant can run
+   * (browser-gpu.ts); defaults to the page's default adapter's. Checked before the model is
+   * downloaded; not used when `files` are given.
+   */
+  adapterFeatures?: ReadonlySet<string> | null;
 }
 
 export interface BrowserApp {
@@ -61,9 +68,20 @@ export interface BrowserApp {
  */
 export async function fetchModelFiles(
   baseUrl: string,
-  options: OnnxFileSettings & { fetch?: typeof fetch; onProgress?: ProgressListener } = {},
+  options: OnnxFileSettings & { fetch?: typeof fetch; onProgress?: ProgressListener; choice?: OnnxFileChoice } = {},
 ): Promise<ModelFiles> {
   return readModelSource(urlModelSource(baseUrl, options.fetch), options);
+}
+
+/** Reads the model from its source; on WebGPU a variant the adapter cannot run is refused first. */
+async function readModelFor(backend: BrowserBackend, options: BrowserAppOptions, settings: OnnxFileSettings): Promise<ModelFiles> {
+  const source = options.modelSource ?? urlModelSource(options.modelBaseUrl!, options.fetch);
+  const choice = await chooseSourceGraph(source, settings);
+  if (backend === 'webgpu') {
+    const features = options.adapterFeatures === undefined ? await webGpuAdapterFeatures() : options.adapterFeatures;
+    if (features) await refuseVariantTheAdapterCannotRun(choice, features, source);
+  }
+  return readModelSource(source, { ...settings, choice, onProgress: options.onProgress });
 }
 
 function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOptions {
@@ -80,14 +98,8 @@ export async function createBrowserApp(options: BrowserAppOptions): Promise<Brow
   if (!options.files && !options.modelSource && options.modelBaseUrl === undefined) {
     throw new Error('createBrowserApp needs the model: modelBaseUrl, modelSource or files');
   }
-  const files =
-    options.files ??
-    (await readModelSource(options.modelSource ?? urlModelSource(options.modelBaseUrl!, options.fetch), {
-      dtype: config.dtype,
-      modelFile: config.modelFile,
-      onProgress: options.onProgress,
-    }));
   const backend = options.backend ?? 'wasm';
+  const files = options.files ?? (await readModelFor(backend, options, { dtype: config.dtype, modelFile: config.modelFile }));
   const gpuKv = backend === 'webgpu' && options.gpuKvCache !== false ? new GpuKvStore(options.ort) : undefined;
   const engine = await LocalEngine.create({
     ort: options.ort,

@@ -64,6 +64,8 @@ function rawMessage(error: unknown): string {
  */
 export function explainEngineError(error: unknown, backend: BrowserBackend): string {
   const raw = rawMessage(error);
+  // Already written for people (browser-gpu.ts): an fp16 model on an adapter without shader-f16.
+  if (error instanceof Error && error.name === 'AdapterCannotRunVariantError') return raw;
   for (const { test, explain } of EXPLANATIONS) {
     const match = test.exec(raw);
     if (!match) continue;

@@ -32,11 +32,14 @@ const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
 
 async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
-  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }] = await Promise.all([
-    import('./browser-engine.js'),
-    import('./browser-ort.js'),
-    import('./browser-errors.js'),
-  ]);
+  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }, gpu, { chooseSourceGraph, urlModelSource }] =
+    await Promise.all([
+      import('./browser-engine.js'),
+      import('./browser-ort.js'),
+      import('./browser-errors.js'),
+      import('./browser-gpu.js'),
+      import('./model-source.js'),
+    ]);
   const model = inPageModel(servedModelName);
   const downloads = new DownloadList();
   const fetchFile = cachingFetch();
@@ -45,11 +48,20 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     onStatus(`downloading ${downloads.summary()}`);
   };
   try {
+    // WebGPU: an fp16 / q4f16 variant on an adapter without shader-f16 is refused before
+    // anything large (the graph, onnxruntime's .wasm) is downloaded.
+    let choice: Awaited<ReturnType<typeof chooseSourceGraph>> | undefined;
+    if (backend === 'webgpu') {
+      const source = urlModelSource(model.baseUrl, fetchFile);
+      const [features, chosen] = await Promise.all([gpu.webGpuAdapterFeatures(), chooseSourceGraph(source, model.settings)]);
+      if (features) await gpu.refuseVariantTheAdapterCannotRun(chosen, features, source);
+      choice = chosen;
+    }
     // onnxruntime and the model download side by side; the thread count depends on the
     // model's size and must be set before the session is created.
     const [{ ort, setThreads }, files] = await Promise.all([
       loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress }),
-      fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings }),
+      fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }),
     ]);
     const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
     setThreads(threads);

@@ -9,7 +9,7 @@
 import { externalDataLocations } from '../engine/graph-ops.js';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
 import { fileName, readWithProgress, type ProgressListener } from './browser-downloads.js';
-import { chooseOnnxFile, MODEL_DTYPES, onnxFolderCandidates, type OnnxFileSettings } from '../engine/model-variants.js';
+import { chooseOnnxFile, MODEL_DTYPES, onnxFolderCandidates, type ModelDtype, type OnnxFileChoice, type OnnxFileSettings } from '../engine/model-variants.js';
 
 export interface ModelSource {
   /** For messages: the folder's URL or name. */
@@ -106,10 +106,35 @@ async function externalDataOf(source: ModelSource, file: string, graph: Uint8Arr
   return data;
 }
 
+/**
+ * The graph the settings choose from a source, found without downloading any of it (a
+ * listing, or HEAD probes): so a caller can refuse a variant before its bytes are fetched.
+ */
+export async function chooseSourceGraph(source: ModelSource, settings: OnnxFileSettings = {}): Promise<OnnxFileChoice> {
+  const graphFiles = source.list?.() ?? (await probeGraphFiles(source, settings));
+  return chooseOnnxFile(graphFiles, settings, source.label);
+}
+
+/** Which of these dtypes' variants the source has (preferred file names only; HEAD probes over HTTP). */
+export async function variantsInSource(source: ModelSource, dtypes: readonly ModelDtype[]): Promise<Array<{ dtype: ModelDtype; file: string }>> {
+  const listed = source.list ? new Set(source.list()) : undefined;
+  const found = await Promise.all(
+    dtypes.map(async (dtype) => {
+      for (const file of onnxFolderCandidates(dtype)) if (listed ? listed.has(file) : await source.exists(file)) return { dtype, file };
+      return null;
+    }),
+  );
+  return found.filter((variant): variant is { dtype: ModelDtype; file: string } => variant !== null);
+}
+
 /** Reads a model folder from a source: config and tokenizer files, the chosen graph and its external data. */
 export async function readModelSource(
   source: ModelSource,
-  options: OnnxFileSettings & { onProgress?: ProgressListener } = {},
+  options: OnnxFileSettings & {
+    onProgress?: ProgressListener;
+    /** The graph already chosen (chooseSourceGraph), so the folder is not probed twice. */
+    choice?: OnnxFileChoice;
+  } = {},
 ): Promise<ModelFiles> {
   const { onProgress } = options;
   const json = async (path: string, required: boolean) => {
@@ -120,9 +145,7 @@ export async function readModelSource(
     }
     return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
   };
-  const listed = source.list?.();
-  const graphFiles = listed ?? (await probeGraphFiles(source, options));
-  const choice = chooseOnnxFile(graphFiles, options, source.label);
+  const choice = options.choice ?? (await chooseSourceGraph(source, options));
   const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
     json(MODEL_FILE_PATHS.config, true),
     json(MODEL_FILE_PATHS.generationConfig, false),

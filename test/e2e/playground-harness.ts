@@ -45,11 +45,16 @@ export interface PlaygroundServer {
  * The app as `npm start` serves it, with the playground mounted, on a free port. Each test
  * file builds the page's script into its own folder, so files can run in parallel.
  */
-export async function startPlaygroundServer(name: string): Promise<PlaygroundServer> {
+export async function startPlaygroundServer(
+  name: string,
+  /** Registers more routes (e.g. another model folder) before the playground's own. */
+  extraRoutes?: (app: ReturnType<typeof createApp>) => void,
+): Promise<PlaygroundServer> {
   if (CHROMIUM_MISSING) throw new Error(CHROMIUM_MISSING);
   const bundleDir = `${OUTPUT_DIR}/bundles/${name}`;
   const [, engine] = await Promise.all([buildPlayground({ outDir: bundleDir }), createNodeEngine({ modelDir: MODEL_DIR })]);
   const app = createApp({ engine, config: DEFAULT_SERVER_CONFIG });
+  extraRoutes?.(app);
   app.route('/', playgroundRoutes({ modelDir: MODEL_DIR, bundleDir }));
   await mkdir(OUTPUT_DIR, { recursive: true });
   let server: ServerType | undefined;

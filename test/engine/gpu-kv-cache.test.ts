@@ -62,11 +62,15 @@ const fakeOrt = {
   },
 } as unknown as OrtRuntime;
 
-/** A JavaScript cache whose every element encodes (kind, layer, row, head, slot, dim). */
-function tracedCache(batch: number, length: number, heads = 2, headDim = 4, layers = 2): KvCache {
+/**
+ * A JavaScript cache whose every element encodes (kind, layer, row, head, slot, dim); float16
+ * caches (fp16 / q4f16 exports) hold the codes as 2-byte bit patterns, as onnxruntime hands them over.
+ */
+function tracedCache(batch: number, length: number, heads = 2, headDim = 4, layers = 2, type: 'float32' | 'float16' = 'float32'): KvCache {
   const make = (layer: number, kind: number) => {
-    const data = new Float32Array(batch * heads * length * headDim);
-    for (let i = 0; i < data.length; i++) data[i] = kind * 1e6 + layer * 1e5 + i + 1;
+    const size = batch * heads * length * headDim;
+    const data = type === 'float16' ? new Uint16Array(size) : new Float32Array(size);
+    for (let i = 0; i < data.length; i++) data[i] = type === 'float16' ? kind * 20_000 + layer * 5_000 + i + 1 : kind * 1e6 + layer * 1e5 + i + 1;
     return data;
   };
   return { batch, length, heads, headDim, keys: Array.from({ length: layers }, (_, l) => make(l, 1)), values: Array.from({ length: layers }, (_, l) => make(l, 2)) };
@@ -77,7 +81,7 @@ function onGpu(store: GpuKvStore, cache: KvCache): KvCache {
   const tensor = (data: KvArray) => {
     const buffer = new MemoryBuffer(data.byteLength);
     buffer.bytes.set(new Uint8Array(data.buffer));
-    return fakeOrt.Tensor.fromGpuBuffer(buffer as never, { dataType: 'float32', dims: [cache.batch, cache.heads, cache.length, cache.headDim], dispose: () => buffer.destroy() });
+    return fakeOrt.Tensor.fromGpuBuffer(buffer as never, { dataType: data instanceof Uint16Array ? 'float16' : 'float32', dims: [cache.batch, cache.heads, cache.length, cache.headDim], dispose: () => buffer.destroy() });
   };
   return store.fromPresent(cache.keys.map(tensor), cache.values.map(tensor), cache);
 }
@@ -114,6 +118,33 @@ describe('GpuKvStore', () => {
     const mixed = repackKvCache([{ cache: gpuRunning, row: 1, realLength: 6 }, { cache: prompt, row: 0, realLength: 4 }], 6, gpuRunning);
     const mixedExpected = repackKvCache([{ cache: running, row: 1, realLength: 6 }, { cache: prompt, row: 0, realLength: 4 }], 6, running);
     expect(gpuFloats(mixed.gpu!.values[1])).toEqual(mixedExpected.values[1]);
+  });
+
+  it('repacks float16 caches (2-byte elements) on the GPU as the JavaScript repack does', () => {
+    const store = new GpuKvStore(fakeOrt);
+    store.attach(memoryDevice().device);
+    const running = tracedCache(3, 6, 2, 4, 2, 'float16');
+    const prompt = tracedCache(1, 4, 2, 4, 2, 'float16');
+    const sources = (a: KvCache, b: KvCache): KvRowSource[] => [
+      { cache: a, row: 2, realLength: 5 },
+      { cache: a, row: 0, realLength: 3, end: 4 },
+      { cache: b, row: 0, realLength: 4 },
+    ];
+    const expected = repackKvCache(sources(running, prompt), 5, running);
+    expect(expected.keys[0]).toBeInstanceOf(Uint16Array);
+    const packed = repackKvCache(sources(onGpu(store, running), onGpu(store, prompt)), 5, onGpu(store, running));
+    const halves = (tensor: Tensor) => new Uint16Array((tensor.gpuBuffer as unknown as MemoryBuffer).bytes.buffer.slice(0));
+    for (let layer = 0; layer < 2; layer++) {
+      expect(packed.gpu!.keys[layer].type).toBe('float16');
+      expect(halves(packed.gpu!.keys[layer])).toEqual(expected.keys[layer]);
+      expect(halves(packed.gpu!.values[layer])).toEqual(expected.values[layer]);
+    }
+    // JavaScript float16 sources alone are uploaded as float16, not read as float32.
+    const uploaded = repackKvCache([{ cache: prompt, row: 0, realLength: 4 }], 4, prompt);
+    expect(uploaded.gpu).toBeUndefined(); // no GPU cache involved: the JavaScript repack
+    const toGpu = store.repack([{ cache: prompt, row: 0, realLength: 4 }], 4, prompt);
+    expect(toGpu.gpu!.keys[0].type).toBe('float16');
+    expect(halves(toGpu.gpu!.keys[1])).toEqual(prompt.keys[1]);
   });
 
   it('counts live caches and frees each one’s buffers once', () => {

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
 import { createBrowserApp, fetchModelFiles } from '../../src/runtime/browser-engine.js';
 import { pickedFolderSource } from '../../src/runtime/model-source.js';
+import { shaderF16Refusal } from '../../src/runtime/browser-gpu.js';
 import { removeFixtureFolders, writeFixtureFolder } from '../helpers/byom-fixtures.js';
 
 ortWeb.env.wasm.numThreads = 1;
@@ -69,6 +70,28 @@ describe('the in-page engine on a brought model', () => {
     } finally {
       await engine.dispose();
     }
+  });
+
+  it('on WebGPU refuses an fp16 / q4f16 variant without shader-f16 before downloading it, naming the float32 variants', async () => {
+    const dir = await writeFixtureFolder({ files: ['onnx/model_q4f16.onnx', 'onnx/model_q4.onnx'], layout: { kvType: 'float16', logitsType: 'float16' } });
+    const { stub, requested } = folderFetch(dir);
+    const start = (adapterFeatures: ReadonlySet<string>) =>
+      createBrowserApp({ ort: ortWeb as unknown as OrtRuntime, backend: 'webgpu', modelBaseUrl: 'http://model.test/m/', servedModelName: 'mine', fetch: stub, config: { dtype: 'q4f16' }, adapterFeatures });
+    await expect(start(new Set(['timestamp-query']))).rejects.toThrow(
+      'This GPU adapter lacks the WebGPU feature "shader-f16", which the q4f16 model onnx/model_q4f16.onnx needs (it computes in float16). ' +
+        'Use a float32 variant of this folder: dtype=q4 (onnx/model_q4.onnx), or pick “In-page · WASM”',
+    );
+    // Only probes: no file of the model was downloaded.
+    expect(requested.filter((request) => !request.startsWith('HEAD '))).toEqual([]);
+  });
+
+  it('says which variants need shader-f16: fp16 and q4f16 only, and none on an adapter that has it', () => {
+    const choice = (dtype: 'fp32' | 'fp16' | 'q4' | 'q4f16' | null) => ({ file: 'onnx/x.onnx', dtype, externalDataFiles: [] });
+    const without = new Set<string>();
+    expect(shaderF16Refusal(choice('fp16'), without, [])).toContain('The folder has no float32 variant: use one that has onnx/model.onnx with dtype=fp32');
+    expect(shaderF16Refusal(choice('q4f16'), without, [{ dtype: 'fp32', file: 'onnx/model.onnx' }])).toContain('dtype=fp32 (onnx/model.onnx)');
+    for (const dtype of ['fp32', 'q4', null] as const) expect(shaderF16Refusal(choice(dtype), without, [])).toBeNull();
+    expect(shaderF16Refusal(choice('fp16'), new Set(['shader-f16']), [])).toBeNull();
   });
 
   it('gives a picked folder the same answer as the URL, with the dtype setting choosing the variant', async () => {
