@@ -1,6 +1,6 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
-import type { OnnxDecoder } from './onnx-decoder.js';
+import { promptInput, type OnnxDecoder } from './onnx-decoder.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -75,18 +75,10 @@ export class BatchRunner {
     placeholders?: readonly PlaceholderEmbeds[],
     loraSlot = -1,
   ): Promise<{ logits: Float32Array; cache: KvCache }> {
-    const length = promptTokenIds.length;
-    const positions = new BigInt64Array(length);
-    for (let i = 0; i < length; i++) positions[i] = BigInt(i);
     const { logits, present } = await this.decoder.run({
-      batch: 1,
-      seqLen: length,
-      inputIds: BigInt64Array.from(promptTokenIds, (id) => BigInt(id)),
-      positionIds: positions,
-      attentionMask: new BigInt64Array(length).fill(1n),
-      past: this.emptyCache(1),
+      ...promptInput(promptTokenIds, this.emptyCache(1)),
       placeholders,
-      logitsToKeep: allPositions ? length : 1,
+      logitsToKeep: allPositions ? promptTokenIds.length : 1,
       loraSlots: loraSlot >= 0 ? [loraSlot] : undefined,
     });
     this.prefilled.push(present);

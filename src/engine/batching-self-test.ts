@@ -10,7 +10,7 @@
  * It also serves as the warm-up pass before the server listens.
  */
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
-import type { OnnxDecoder } from './onnx-decoder.js';
+import { promptInput, type OnnxDecoder } from './onnx-decoder.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }
@@ -71,14 +71,7 @@ export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheck
   // Alone: prefill, then one token per step; the logits of every decode step.
   const solo: Array<{ prefill: KvCache; logits: Float32Array[] }> = [];
   for (const { prompt, next } of runs) {
-    const prefill = await decoder.run({
-      batch: 1,
-      seqLen: prompt.length,
-      inputIds: BigInt64Array.from(prompt, BigInt),
-      positionIds: BigInt64Array.from(prompt, (_, i) => BigInt(i)),
-      attentionMask: new BigInt64Array(prompt.length).fill(1n),
-      past: empty(1),
-    });
+    const prefill = await decoder.run(promptInput(prompt, empty(1)));
     let past = prefill.present;
     const logits: Float32Array[] = [];
     for (let step = 0; step < next.length; step++) {

@@ -36,6 +36,19 @@ export interface DecoderInput {
   loraSlots?: ArrayLike<number>;
 }
 
+/** One prompt fed from scratch (row 0 of a batch of one): every position attended, numbered from 0. */
+export function promptInput(promptTokenIds: readonly number[], past: KvCache): DecoderInput {
+  const length = promptTokenIds.length;
+  return {
+    batch: 1,
+    seqLen: length,
+    inputIds: BigInt64Array.from(promptTokenIds, (id) => BigInt(id)),
+    positionIds: BigInt64Array.from({ length }, (_, i) => BigInt(i)),
+    attentionMask: new BigInt64Array(length).fill(1n),
+    past,
+  };
+}
+
 export interface DecoderOutput {
   /** [batch, seqLen (or logitsToKeep), vocab], float32 whatever the graph outputs. */
   logits: Float32Array;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import * as ortNode from 'onnxruntime-node';
 import type { ModelSpec } from '../../../src/engine/model-spec.js';
 import { emptyKvCache } from '../../../src/engine/kv-cache.js';
-import { OnnxDecoder } from '../../../src/engine/onnx-decoder.js';
+import { OnnxDecoder, promptInput } from '../../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
 import type { DecoderLayoutOptions } from '../../../scripts/convert/graph-variants.js';
 import { GraphBuilder } from '../../../scripts/convert/graph-builder.js';
@@ -88,12 +88,7 @@ describe.each(LAYOUTS)('layout: $name', ({ graph, layout, batching, contract }) 
     try {
       const prompt = PROMPTS[0];
       const out = await decoder.run({
-        batch: 1,
-        seqLen: prompt.length,
-        inputIds: BigInt64Array.from(prompt, BigInt),
-        positionIds: BigInt64Array.from(prompt, (_, i) => BigInt(i)),
-        attentionMask: new BigInt64Array(prompt.length).fill(1n),
-        past: emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim, decoder.contract.kvType),
+        ...promptInput(prompt, emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim, decoder.contract.kvType)),
       });
       const expected = Llama2cReference.prefill(fixtureCheckpoint(), prompt);
       expect(out.logits).toBeInstanceOf(Float32Array);
@@ -275,12 +270,7 @@ it('a graph with num_logits_to_keep returns only the rows asked for', async () =
   try {
     const prompt = PROMPTS[0];
     const out = await decoder.run({
-      batch: 1,
-      seqLen: prompt.length,
-      inputIds: BigInt64Array.from(prompt, BigInt),
-      positionIds: BigInt64Array.from(prompt, (_, i) => BigInt(i)),
-      attentionMask: new BigInt64Array(prompt.length).fill(1n),
-      past: emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim),
+      ...promptInput(prompt, emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim)),
       logitsToKeep: 1,
     });
     expect(out.logits).toHaveLength(spec.vocabSize);
