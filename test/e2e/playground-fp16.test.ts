@@ -4,15 +4,13 @@
  * adapter's lack and what to use instead; in-page WASM runs the same fp16 graph (float16 KV
  * cache and logits) and gives the reference greedy tokens, as the Node engine does.
  */
-import { readFile } from 'node:fs/promises';
-import { join, normalize } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../helpers/byom-fixtures.js';
 import { collectGeneration } from '../helpers/model.js';
-import { BROWSER_TEST_TIMEOUT, closeContexts, launchChromium, openPlayground, pickEngine, startPlaygroundServer, WAIT, type PlaygroundServer } from './playground-harness.js';
+import { BROWSER_TEST_TIMEOUT, closeContexts, launchChromium, openPlayground, pickEngine, serveFolder, startPlaygroundServer, WAIT, type PlaygroundServer } from './playground-harness.js';
 
 const PROMPT = [72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100];
 const STEPS = 10;
@@ -26,18 +24,7 @@ describe('playground with an fp16 model', { timeout: BROWSER_TEST_TIMEOUT }, () 
   beforeAll(async () => {
     // Only an fp16 variant, computing with a float16 KV cache and float16 logits as fp16 exports do.
     folder = await writeFixtureFolder({ files: ['onnx/model_fp16.onnx'], layout: { kvType: 'float16', logitsType: 'float16' } });
-    server = await startPlaygroundServer('fp16', (app) => {
-      app.on(['GET', 'HEAD'], '/models/fp16/*', async (c) => {
-        const path = normalize(c.req.path.slice('/models/fp16/'.length));
-        if (path.startsWith('..')) return c.notFound();
-        try {
-          const bytes = await readFile(join(folder, path));
-          return new Response(c.req.method === 'HEAD' ? null : new Uint8Array(bytes), { headers: { 'content-type': 'application/octet-stream' } });
-        } catch {
-          return c.notFound();
-        }
-      });
-    });
+    server = await startPlaygroundServer('fp16', (app) => serveFolder(app, '/models/fp16/', folder));
     [browser, nodeEngine] = await Promise.all([launchChromium(), createNodeEngine({ modelDir: folder })]);
   });
   afterAll(async () => {

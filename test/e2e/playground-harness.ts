@@ -4,8 +4,9 @@
  * helpers that act on the page as a person would.
  */
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { join, normalize } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { expect } from 'vitest';
@@ -77,6 +78,20 @@ export async function startPlaygroundServer(
       return closed;
     },
   };
+}
+
+/** Serves `folder` under `prefix` (GET and HEAD), as a static host serves a model folder. */
+export function serveFolder(app: ReturnType<typeof createApp>, prefix: string, folder: string): void {
+  app.on(['GET', 'HEAD'], `${prefix}*`, async (c) => {
+    const path = normalize(c.req.path.slice(prefix.length));
+    if (path.startsWith('..')) return c.notFound();
+    try {
+      const bytes = await readFile(join(folder, path));
+      return new Response(c.req.method === 'HEAD' ? null : new Uint8Array(bytes), { headers: { 'content-type': 'application/octet-stream' } });
+    } catch {
+      return c.notFound();
+    }
+  });
 }
 
 export function launchChromium(): Promise<Browser> {
