@@ -51,7 +51,6 @@ interface Gateway {
   apiKeys: ApiKeyChecker | null;
   pool: UpstreamPool;
   limits: EdgeLimits;
-  edgeModel: EdgeModel;
   app: { fetch(request: Request): Response | Promise<Response> };
   healthCheckMs: number;
   lastProbe: number;
@@ -115,7 +114,6 @@ function build(env: WorkerEnv): Gateway {
     apiKeys: apiKey === undefined ? null : apiKeyChecker(typeof apiKey === 'string' ? [apiKey] : apiKey),
     pool,
     limits: edgeLimitsFromEnv(env),
-    edgeModel,
     app,
     healthCheckMs: seconds(env.HEALTH_CHECK_SECONDS, DEFAULT_HEALTH_CHECK_SECONDS) * 1000,
     lastProbe: Date.now(),
@@ -143,10 +141,6 @@ function fleetRoutes(pool: UpstreamPool, edgeModel: EdgeModel): Hono {
     routes.post(path, async (c) => forwardOpenAI(openAIRoute, await readJsonBody(c.req.raw), pool, edgeModel, c.req.raw.signal));
   }
   return routes;
-}
-
-function route(gateway: Gateway, request: Request): Response | Promise<Response> {
-  return gateway.app.fetch(request);
 }
 
 export function createGatewayHandler() {
@@ -189,18 +183,18 @@ export function createGatewayHandler() {
         gateway.lastProbe = Date.now();
         ctx?.waitUntil(gateway.pool.probe());
       }
-      if (request.method !== 'POST') return route(gateway, request);
+      if (request.method !== 'POST') return gateway.app.fetch(request);
       const { rate, concurrency, concurrencyRetryAfterSeconds } = gateway.limits;
       const key = rate !== null || concurrency !== null ? await limitKey(request) : '';
       if (rate !== null) {
         const decision = await rate.limit(key);
         if (!decision.allowed) return tooMany('Rate limit exceeded for this API key. Retry later.', decision.retryAfterSeconds);
       }
-      if (concurrency === null) return route(gateway, request);
+      if (concurrency === null) return gateway.app.fetch(request);
       const release = await concurrency.acquire(key, ctx ? (p) => ctx.waitUntil(p) : undefined);
       if (release === null) return tooMany('Too many concurrent requests for this API key. Retry when one has finished.', concurrencyRetryAfterSeconds);
       try {
-        return releasingAtEnd(await route(gateway, request), release);
+        return releasingAtEnd(await gateway.app.fetch(request), release);
       } catch (error) {
         release();
         throw error;
