@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { GenerationDelta } from '../../src/engine/types.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { collectGeneration, embeddedEngine, golden } from '../helpers/model.js';
+import { collectGeneration, collectJoiningMidway, embeddedEngine, golden } from '../helpers/model.js';
 
 const collect = collectGeneration;
 
@@ -44,12 +44,7 @@ describe('local engine behaviour', () => {
     for (const prompt of prompts) solo.push(await collect(engine, prompt, { temperature: 0, maxTokens: 40, ignoreEos: true }));
     const stepsBefore = engine.stats().steps;
     // Staggered arrivals: later requests join a batch that is already decoding.
-    const together = await Promise.all(
-      prompts.map(async (prompt, i) => {
-        await new Promise((resolve) => setTimeout(resolve, i * 3));
-        return collect(engine, prompt, { temperature: 0, maxTokens: 40, ignoreEos: true });
-      }),
-    );
+    const together = await collectJoiningMidway(engine, prompts, { temperature: 0, maxTokens: 40, ignoreEos: true });
     const steps = engine.stats().steps - stepsBefore;
     together.forEach((out, i) => expect(out.tokenIds).toEqual(solo[i].tokenIds));
     // Batched: far fewer model calls than 3 × 40 sequential steps.

@@ -31,15 +31,9 @@ export function embeddedEngine(backend: 'native' | 'wasm' = 'native'): Promise<L
   return engine;
 }
 
-/** Runs one request to the end: every delta, and the tokens, text and finish of sequence 0. */
-export async function collectGeneration(
-  engine: Engine,
-  promptTokenIds: number[],
-  params: Partial<SamplingParams>,
-  signal?: AbortSignal,
-) {
-  const deltas: GenerationDelta[] = [];
-  for await (const delta of engine.generate({ promptTokenIds, params: defaultSamplingParams(params), signal })) deltas.push(delta);
+type Collected = ReturnType<typeof summarize>;
+
+function summarize(deltas: GenerationDelta[]) {
   const last = deltas.at(-1);
   return {
     deltas,
@@ -48,4 +42,50 @@ export async function collectGeneration(
     finishReason: last?.finishReason,
     stopReason: last?.stopReason,
   };
+}
+
+/** Runs one request to the end: every delta, and the tokens, text and finish of sequence 0. */
+export async function collectGeneration(
+  engine: Engine,
+  promptTokenIds: number[],
+  params: Partial<SamplingParams>,
+  signal?: AbortSignal,
+): Promise<Collected> {
+  const deltas: GenerationDelta[] = [];
+  for await (const delta of engine.generate({ promptTokenIds, params: defaultSamplingParams(params), signal })) deltas.push(delta);
+  return summarize(deltas);
+}
+
+/**
+ * Runs one request per prompt, each submitted once the one before it has streamed its first
+ * token, so every later request joins a batch that is already decoding. Arrival is tied to
+ * the engine's progress rather than to a timer: on a fast machine a timer-staggered request
+ * can arrive after the one before it has finished, and nothing overlaps.
+ */
+export async function collectJoiningMidway(
+  engine: Engine,
+  prompts: number[][],
+  params: Partial<SamplingParams>,
+): Promise<Collected[]> {
+  const runs: Array<Promise<Collected>> = [];
+  const start = (index: number): void => {
+    if (index >= prompts.length) return;
+    runs[index] = (async () => {
+      const deltas: GenerationDelta[] = [];
+      try {
+        for await (const delta of engine.generate({ promptTokenIds: prompts[index], params: defaultSamplingParams(params) })) {
+          deltas.push(delta);
+          if (deltas.length === 1) start(index + 1);
+        }
+      } finally {
+        if (deltas.length === 0) start(index + 1);
+      }
+      return summarize(deltas);
+    })();
+  };
+  start(0);
+  const results: Collected[] = [];
+  // runs[i] exists once runs[i - 1] has streamed or ended, so each await finds it set.
+  for (let i = 0; i < prompts.length; i++) results.push(await runs[i]);
+  return results;
 }

@@ -14,7 +14,7 @@ import type { DecoderLayoutOptions } from '../../../scripts/convert/graph-varian
 import { GraphBuilder } from '../../../scripts/convert/graph-builder.js';
 import { encodeOnnxModel, OnnxDataType } from '../../../scripts/convert/onnx-writer.js';
 import { Llama2cReference } from '../../convert/llama2c-reference.js';
-import { collectGeneration } from '../../helpers/model.js';
+import { collectGeneration, collectJoiningMidway } from '../../helpers/model.js';
 import { createNodeEngine } from '../../../src/runtime/node-engine.js';
 import {
   buildFixtureGraph,
@@ -111,12 +111,7 @@ describe.each(LAYOUTS)('layout: $name', ({ graph, layout, batching, contract }) 
       for (const prompt of PROMPTS) solo.push((await collectGeneration(engine, prompt, greedy)).tokenIds);
       PROMPTS.forEach((prompt, i) => expect(solo[i]).toEqual(referenceGreedy(prompt, STEPS).tokenIds));
       const stepsBefore = engine.stats().steps;
-      const together = await Promise.all(
-        PROMPTS.map(async (prompt, i) => {
-          await new Promise((resolve) => setTimeout(resolve, i * 2));
-          return (await collectGeneration(engine, prompt, greedy)).tokenIds;
-        }),
-      );
+      const together = (await collectJoiningMidway(engine, PROMPTS, greedy)).map((out) => out.tokenIds);
       expect(together).toEqual(solo);
       const steps = engine.stats().steps - stepsBefore;
       // Batched: the three requests share steps; one request per step: 3 × (prefill + decode steps).
