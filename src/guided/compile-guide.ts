@@ -6,7 +6,8 @@ import type { GuideFactory } from './guide.js';
 import { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';
 import { requestGrammar } from './request-grammar.js';
 import { guidedParam, type GuidedDecodingRequest } from './request.js';
-import { tokenVocabulary } from './token-vocabulary.js';
+import { grammarVocabulary, type GrammarVocabulary } from './grammar-work.js';
+import { tokenVocabulary, type TokenVocabulary } from './token-vocabulary.js';
 import { Utf8MaskFilter } from './utf8-filter.js';
 import { BitmaskReader } from './xgrammar-bitmask.js';
 import { XGrammarGuide, type GuideContext, type MatcherHandle } from './xgrammar-guide.js';
@@ -53,9 +54,30 @@ function onTrap(trapped: TokenizerState, error: unknown): void {
 const grammarFinalizer =
   typeof FinalizationRegistry === 'undefined' ? null : new FinalizationRegistry<CompiledGrammar>((compiled) => compiled.dispose());
 
+interface Vocabularies {
+  tokens: TokenVocabulary;
+  /** What bounds a grammar's compile work on these tokens (maxGrammarWork). */
+  grammar: GrammarVocabulary;
+}
+
+/** Per tokenizer and vocabulary size: built once, kept across XGrammar replacements. */
+const vocabularies = new WeakMap<Tokenizer, Map<number, Vocabularies>>();
+
+function vocabulariesOf(tokenizer: Tokenizer, vocabSize: number): Vocabularies {
+  let bySize = vocabularies.get(tokenizer);
+  if (!bySize) vocabularies.set(tokenizer, (bySize = new Map()));
+  let found = bySize.get(vocabSize);
+  if (!found) {
+    const tokens = tokenVocabulary(tokenizer, vocabSize);
+    found = { tokens, grammar: grammarVocabulary(vocabSize, tokens.bytes) };
+    bySize.set(vocabSize, found);
+  }
+  return found;
+}
+
 async function createState(tokenizer: Tokenizer, vocabSize: number): Promise<TokenizerState> {
   const { api, memories } = await loadXGrammar();
-  const vocabulary = tokenVocabulary(tokenizer, vocabSize);
+  const vocabulary = vocabulariesOf(tokenizer, vocabSize).tokens;
   const info = await api.TokenizerInfo.createTokenizerInfo(
     [...vocabulary.encoded],
     vocabulary.type,
@@ -141,7 +163,7 @@ export async function compileGuide(
   const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   let grammar;
   try {
-    grammar = requestGrammar(request, options.limits ?? DEFAULT_GUIDED_LIMITS, vocabSize);
+    grammar = requestGrammar(request, options.limits ?? DEFAULT_GUIDED_LIMITS, vocabulariesOf(tokenizer, vocabSize).grammar);
   } catch (error) {
     if (error instanceof GuidedDecodingError) throw new ProtocolError('invalid_request', `Invalid ${param}: ${error.message}.`, param);
     throw error;

@@ -19,3 +19,10 @@ export function grammarTooLarge(chars: number, limit: number, setting = 'maxGram
     `it is too complex: its grammar has more than ${limit} characters, the limit (${setting}); use smaller repetition counts or fewer alternatives`,
   );
 }
+
+/** The refusal of a grammar whose estimated compile work is past maxGrammarWork. */
+export function grammarTooMuchWork(work: number, limit: number, vocabSize: number): GrammarTooComplexError {
+  return new GrammarTooComplexError(
+    `it is too complex for this model's ${vocabSize}-token vocabulary: compiling it would take about ${work} token visits, more than the limit of ${limit} (maxGrammarWork); use fewer or narrower character classes and smaller repetition counts (wide classes such as [\\s\\S] or \\w repeated many times cost the most)`,
+  );
+}

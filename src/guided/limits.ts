@@ -12,27 +12,16 @@ export interface GuidedLimits {
   maxGuidedProperties: number;
   /** Largest repetition count: {m,n}, minLength / maxLength, minItems / maxItems. */
   maxGuidedRepetition: number;
-  /**
-   * Characters of the grammar built (repetitions expanded). On the embedded model
-   * (512 tokens) XGrammar compiles ~48 K characters in ~0.2 s; its time grows with the
-   * vocabulary, so large-vocabulary models want this lower.
-   */
+  /** Characters of the grammar built (repetitions expanded): bounds its memory and build time. */
   maxGrammarChars: number;
   /**
-   * Grammar characters × vocabulary tokens: XGrammar's compile time grows with both
-   * (measured: a 38 K-character grammar compiles in ~0.2 s for 512 tokens and ~15 s for
-   * Llama 2's 32 000), so a model's grammars are held to maxGrammarWork / its vocabulary
-   * size characters as well. The default keeps a compile near 0.2–0.5 s on any vocabulary.
+   * XGrammar's estimated compile work, in token visits (src/guided/grammar-work.ts): its
+   * compile holds the thread, and its time is set by the vocabulary size times the
+   * grammar's character classes that accept many tokens' first bytes. The default keeps a
+   * compile under about a second here: a "person" schema passes on a 150 K-token
+   * vocabulary, `[\s\S]{200}` (3.7 s on Llama 2's 32 000 tokens) does not.
    */
   maxGrammarWork: number;
-}
-
-/** The grammar-size limit for a vocabulary: maxGrammarChars, lowered by maxGrammarWork for large ones. */
-export function grammarCharsFor(limits: GuidedLimits, vocabSize: number): { limit: number; setting: string } {
-  const byWork = Math.floor(limits.maxGrammarWork / Math.max(1, vocabSize));
-  return byWork < limits.maxGrammarChars
-    ? { limit: byWork, setting: `maxGrammarWork / the vocabulary's ${vocabSize} tokens` }
-    : { limit: limits.maxGrammarChars, setting: 'maxGrammarChars' };
 }
 
 export const DEFAULT_GUIDED_LIMITS: GuidedLimits = {
@@ -40,5 +29,5 @@ export const DEFAULT_GUIDED_LIMITS: GuidedLimits = {
   maxGuidedProperties: 1024,
   maxGuidedRepetition: 1000,
   maxGrammarChars: 48 * 1024,
-  maxGrammarWork: 48 * 1024 * 512,
+  maxGrammarWork: 2_000_000,
 };

@@ -1,8 +1,9 @@
 import { alt, EbnfGrammar, literal } from './ebnf.js';
-import { grammarTooLarge, GrammarTooComplexError, GuidedDecodingError } from './errors.js';
+import { grammarTooLarge, grammarTooMuchWork, GrammarTooComplexError, GuidedDecodingError } from './errors.js';
+import { estimateGrammarWork, uniformGrammarVocabulary, type GrammarVocabulary } from './grammar-work.js';
 import { jsonObjectRule } from './json-grammar.js';
 import { jsonSchemaToEbnf } from './json-schema-grammar.js';
-import { DEFAULT_GUIDED_LIMITS, grammarCharsFor, type GuidedLimits } from './limits.js';
+import { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';
 import { parseRegex } from './regex-parser.js';
 import { regexToEbnf } from './regex-grammar.js';
 import type { GuidedDecodingRequest } from './request.js';
@@ -66,27 +67,33 @@ function checkConstraintValue(value: unknown, limits: GuidedLimits, isSchema: bo
 }
 
 /** The grammar text, refused when XGrammar's compile of it would take too long. */
-function bounded(ebnf: string, limits: GuidedLimits, setting: string): string {
-  if (ebnf.length > limits.maxGrammarChars) throw grammarTooLarge(ebnf.length, limits.maxGrammarChars, setting);
+function bounded(ebnf: string, limits: GuidedLimits, vocabulary: GrammarVocabulary | null): string {
+  if (ebnf.length > limits.maxGrammarChars) throw grammarTooLarge(ebnf.length, limits.maxGrammarChars);
+  if (vocabulary) {
+    const work = estimateGrammarWork(ebnf, vocabulary);
+    if (work > limits.maxGrammarWork) throw grammarTooMuchWork(work, limits.maxGrammarWork, vocabulary.size);
+  }
   return ebnf;
 }
 
 /** The EBNF grammar of the outputs `request` allows; throws GuidedDecodingError if it cannot (or must not). */
 export function requestGrammar(
   request: GuidedDecodingRequest,
-  requestLimits: GuidedLimits = DEFAULT_GUIDED_LIMITS,
-  /** The vocabulary the grammar is compiled for: large ones lower the grammar size limit (maxGrammarWork). */
-  vocabSize = 0,
+  limits: GuidedLimits = DEFAULT_GUIDED_LIMITS,
+  /**
+   * The vocabulary the grammar is compiled for, whose size and first bytes set XGrammar's
+   * compile work (maxGrammarWork); a bare size assumes a typical spread; none skips the check.
+   */
+  vocabularyOrSize: GrammarVocabulary | number | null = null,
 ): RequestGrammar {
-  const grammarChars = grammarCharsFor(requestLimits, vocabSize);
-  const limits = { ...requestLimits, maxGrammarChars: grammarChars.limit };
-  const setting = grammarChars.setting;
+  const vocabulary = typeof vocabularyOrSize === 'number' ? uniformGrammarVocabulary(vocabularyOrSize) : vocabularyOrSize;
+  const setting = 'maxGrammarChars';
   const regexLimits = { maxRepetition: limits.maxGuidedRepetition, maxDepth: limits.maxGuidedNestingDepth };
   switch (request.kind) {
     case 'json': {
       const schema = schemaValue(request.schema);
       checkConstraintValue(schema, limits, true);
-      return { ebnf: bounded(jsonSchemaToEbnf(schema, limits, setting), limits, setting), key: `json:${JSON.stringify(schema)}` };
+      return { ebnf: bounded(jsonSchemaToEbnf(schema, limits, setting), limits, vocabulary), key: `json:${JSON.stringify(schema)}` };
     }
     case 'json_object': {
       const g = new EbnfGrammar();
@@ -97,7 +104,7 @@ export function requestGrammar(
       checkConstraintValue(request.pattern, limits, false);
       const g = new EbnfGrammar(limits.maxGrammarChars, setting);
       const expr = regexToEbnf(parseRegex(request.pattern, regexLimits), 'raw', g, '""');
-      return { ebnf: bounded(g.toString(expr), limits, setting), key: `regex:${request.pattern}` };
+      return { ebnf: bounded(g.toString(expr), limits, vocabulary), key: `regex:${request.pattern}` };
     }
     case 'choice': {
       const { choices } = request;
@@ -105,7 +112,7 @@ export function requestGrammar(
         throw new GuidedDecodingError('the choices must be a non-empty list of strings');
       }
       checkConstraintValue(choices, limits, false);
-      return { ebnf: bounded(new EbnfGrammar(limits.maxGrammarChars, setting).toString(alt(choices.map(literal))), limits, setting), key: `choice:${JSON.stringify(choices)}` };
+      return { ebnf: bounded(new EbnfGrammar(limits.maxGrammarChars, setting).toString(alt(choices.map(literal))), limits, vocabulary), key: `choice:${JSON.stringify(choices)}` };
     }
     default:
       throw new GuidedDecodingError(`unknown guided decoding kind ${JSON.stringify((request as { kind: unknown }).kind)}`);

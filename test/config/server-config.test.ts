@@ -63,7 +63,7 @@ describe('server configuration', () => {
       maxGuidedProperties: 1024,
       maxGuidedRepetition: 1000,
       maxGrammarChars: 49152,
-      maxGrammarWork: 25165824,
+      maxGrammarWork: 2000000,
       loraModules: [],
       maxLoras: 4,
       maxLoraRank: 16,

@@ -21,13 +21,20 @@ const person = {
 };
 
 describe('guided-decoding limits', () => {
-  it('hold a grammar to maxGrammarWork / the vocabulary size for large vocabularies', () => {
-    expect(requestGrammar({ kind: 'json', schema: person }, DEFAULT_GUIDED_LIMITS, 512).ebnf.length).toBeGreaterThan(1000);
-    const error = refusal({ kind: 'json', schema: person }, DEFAULT_GUIDED_LIMITS, 128_000);
+  it('hold a grammar to maxGrammarWork by its wide character classes times the vocabulary, not by its length', () => {
+    // A schema of ordinary size passes even on a 128 K-token vocabulary…
+    const plainPerson = { ...person, properties: { ...person.properties, name: { type: 'string' } } };
+    expect(requestGrammar({ kind: 'json', schema: plainPerson }, DEFAULT_GUIDED_LIMITS, 128_000).ebnf.length).toBeGreaterThan(500);
+    // …but each character of a bounded string is a wide class of its own: maxLength 20 costs 20 of them.
+    expect(refusal({ kind: 'json', schema: person }, DEFAULT_GUIDED_LIMITS, 128_000).message).toMatch(/maxGrammarWork/);
+    expect(() => requestGrammar({ kind: 'json', schema: person }, DEFAULT_GUIDED_LIMITS, 32_000)).not.toThrow();
+    const anything200 = { kind: 'regex', pattern: '[\\s\\S]{200}' } as const;
+    expect(() => requestGrammar(anything200, DEFAULT_GUIDED_LIMITS, 512)).not.toThrow();
+    const error = refusal(anything200, DEFAULT_GUIDED_LIMITS, 32_000);
     expect(error).toBeInstanceOf(GrammarTooComplexError);
-    expect(error.message).toMatch(/more than 196 characters, the limit \(maxGrammarWork \/ the vocabulary's 128000 tokens\)/);
-    // Raised for such a model, the same schema compiles.
-    expect(() => requestGrammar({ kind: 'json', schema: person }, { ...DEFAULT_GUIDED_LIMITS, maxGrammarWork: 1e12 }, 128_000)).not.toThrow();
+    expect(error.message).toMatch(/too complex for this model's 32000-token vocabulary: .* more than the limit of 2000000 \(maxGrammarWork\)/);
+    // Raised for such a model, the same pattern compiles.
+    expect(() => requestGrammar(anything200, { ...DEFAULT_GUIDED_LIMITS, maxGrammarWork: 1e12 }, 32_000)).not.toThrow();
   });
 
   it('refuse nesting, properties and repetitions past their bounds without recursing', () => {
