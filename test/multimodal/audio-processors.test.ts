@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeAudio } from '../../src/media/decode/audio.js';
-import { Fft } from '../../src/multimodal/audio/fft.js';
+import { Fft, RealFft } from '../../src/multimodal/audio/fft.js';
 import { slaneyMelFilters, WhisperFeatureExtractor, whisperFeatureSettings } from '../../src/multimodal/audio/whisper-features.js';
 import { qwen2AudioTokens, Qwen2AudioProcessor } from '../../src/multimodal/processors/qwen2-audio.js';
 import { ultravoxAudioTokens, UltravoxProcessor } from '../../src/multimodal/processors/ultravox.js';
@@ -60,6 +60,14 @@ describe('Whisper log-mel features', () => {
       }
       expect(outRe[k]).toBeCloseTo(sr, 9);
       expect(outIm[k]).toBeCloseTo(si, 9);
+    }
+    // The real-input transform (one 200-point FFT) gives the same bins 0..200.
+    const realRe = new Float64Array(n / 2 + 1);
+    const realIm = new Float64Array(n / 2 + 1);
+    new RealFft(n).transform(re, realRe, realIm);
+    for (let k = 0; k <= n / 2; k++) {
+      expect(realRe[k]).toBeCloseTo(outRe[k], 9);
+      expect(realIm[k]).toBeCloseTo(outIm[k], 9);
     }
   });
 

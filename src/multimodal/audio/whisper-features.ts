@@ -9,7 +9,7 @@
  * (x + 4) / 4. The audio must already be at sampling_rate.
  */
 import { configError, numberField, positiveIntField, type JsonObject } from '../config-fields.js';
-import { Fft } from './fft.js';
+import { RealFft } from './fft.js';
 
 export interface WhisperFeatureSettings {
   featureSize: number;
@@ -88,7 +88,7 @@ function reflect(index: number, length: number): number {
 export class WhisperFeatureExtractor {
   private readonly filters: Array<{ first: number; weights: Float64Array }>;
   private readonly window: Float64Array;
-  private readonly fft: Fft;
+  private readonly fft: RealFft;
 
   constructor(readonly settings: WhisperFeatureSettings) {
     const bins = settings.nFft / 2 + 1;
@@ -102,7 +102,7 @@ export class WhisperFeatureExtractor {
     });
     // Periodic Hann (torch.hann_window, transformers' window_function "hann").
     this.window = Float64Array.from({ length: settings.nFft }, (_, j) => 0.5 - 0.5 * Math.cos((2 * Math.PI * j) / settings.nFft));
-    this.fft = new Fft(settings.nFft);
+    this.fft = new RealFft(settings.nFft);
   }
 
   /**
@@ -120,10 +120,9 @@ export class WhisperFeatureExtractor {
       return i < kept ? samples[i] : 0;
     };
     const bins = nFft / 2 + 1;
-    const re = new Float64Array(nFft);
-    const im = new Float64Array(nFft);
-    const outRe = new Float64Array(nFft);
-    const outIm = new Float64Array(nFft);
+    const frame = new Float64Array(nFft);
+    const outRe = new Float64Array(bins);
+    const outIm = new Float64Array(bins);
     const power = new Float64Array(bins);
     const logMel = new Float64Array(featureSize * frames);
     let max = -Infinity;
@@ -133,10 +132,9 @@ export class WhisperFeatureExtractor {
       for (let j = 0; j < nFft; j++) {
         const index = start + j;
         const value = index >= 0 && index < kept ? samples[index] : at(index);
-        re[j] = value * this.window[j];
-        im[j] = 0;
+        frame[j] = value * this.window[j];
       }
-      this.fft.transform(re, im, outRe, outIm);
+      this.fft.transform(frame, outRe, outIm);
       for (let k = 0; k < bins; k++) power[k] = outRe[k] * outRe[k] + outIm[k] * outIm[k];
       for (let m = 0; m < featureSize; m++) {
         const { first, weights } = this.filters[m];
