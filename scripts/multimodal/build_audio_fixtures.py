@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """
-Builds the tiny audio-language fixture of test/fixtures/multimodal/qwen2-audio/ and its
-reference outputs. Run with Debian's /usr/bin/python3 (torch, torchaudio, onnx, numpy,
+Builds the tiny audio-language fixtures of test/fixtures/multimodal/qwen2-audio/ and
+test/fixtures/multimodal/ultravox/ and their reference outputs. Run with Debian's /usr/bin/python3 (torch, torchaudio, onnx, numpy,
 jinja2) with the mpg123 and lame command-line tools installed:
 
     apt-get install python3-torchaudio mpg123 lame
@@ -13,6 +13,10 @@ onnx/audio_encoder.onnx (input_features [b, mel, frames] and feature_attention_m
 onnx/decoder_model_merged.onnx taking inputs_embeds; Qwen2-Audio's special tokens, chat
 template and processor rule; a Whisper feature extractor in preprocessor_config.json
 (64 mel bins and a 4 s window instead of 128 and 30 s, to keep the files small).
+ultravox/ has the layout of onnx-community's Ultravox exports as transformers.js runs
+them: onnx/audio_encoder.onnx takes audio_values [b, mel, frames] of the audio as long
+as it is (no padding, no mask) and gives exactly the processor's token count; a Llama 3
+style template that prints content as text, audio as "<|audio|>".
 
 The reference is computed here, independently of the TypeScript code:
 - decoding: WAV by Python's wave module, MP3 by the mpg123 command-line tool;
@@ -338,7 +342,130 @@ def build_qwen2_audio(audio_names):
         json.dump(reference, f, indent=1)
 
 
+
+class UltravoxEncoder(torch.nn.Module):
+    """Whisper-style convs and layers over the unpadded frames, frames stacked by 8, a projector, and one learned
+    end row: 1 + ceil(ceil(frames / 2) / 8) rows, the count transformers.js's UltravoxProcessor expands to."""
+
+    def __init__(self, mel, dim, heads, layers, text_dim, stack):
+        super().__init__()
+        self.stack = stack
+        self.conv1 = torch.nn.Conv1d(mel, dim, 3, padding=1)
+        self.conv2 = torch.nn.Conv1d(dim, dim, 3, stride=2, padding=1)
+        self.positions = torch.nn.Parameter(torch.randn(MAX_FRAMES // 2, dim) * 0.5)
+        self.layers = torch.nn.ModuleList([VisionLayer(dim, heads) for _ in range(layers)])
+        self.proj = torch.nn.Linear(dim * stack, text_dim)
+        self.end = torch.nn.Parameter(torch.randn(1, 1, text_dim))
+        with torch.no_grad():
+            self.conv1.weight.mul_(2.0)
+            self.proj.weight.mul_(3.0)
+
+    def forward(self, audio_values):
+        x = torch.nn.functional.gelu(self.conv1(audio_values))
+        x = torch.nn.functional.gelu(self.conv2(x)).transpose(1, 2)
+        b, t, d = x.shape
+        x = x + self.positions[:t]
+        mask = torch.ones(b, t, dtype=torch.bool)
+        for layer in self.layers:
+            x = layer(x, mask)
+        rows = torch.div(t + self.stack - 1, self.stack, rounding_mode='floor')
+        x = torch.cat([x, torch.zeros(b, self.stack - 1, d)], 1)[:, :rows * self.stack]
+        x = self.proj(x.reshape(b, rows, d * self.stack))
+        return torch.cat([x, self.end.expand(b, 1, -1)], 1)
+
+
+ULTRAVOX_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
+    "{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+)
+
+
+def ultravox_tokens(samples, ds=320, stack=8):
+    return 1 + math.ceil(round(samples / ds + 1e-4) / stack)
+
+
+def build_ultravox(audio_names):
+    torch.manual_seed(20261203)
+    folder = os.path.join(ROOT, 'ultravox')
+    placeholder = '<|audio|>'
+    tok = Tokenizer(['<|begin_of_text|>', '<|eot_id|>', '<|start_header_id|>', '<|end_header_id|>', placeholder])
+    vocab = tok.size
+    dim, heads, kv_heads, layers, hidden = 32, 4, 2, 2, 64
+    stack = 8
+    decoder = Decoder(vocab, dim, heads, kv_heads, layers, hidden, ascii_bias(vocab)).eval()
+    encoder = UltravoxEncoder(MEL_BINS, 16, 2, 2, dim, stack).eval()
+    preprocessor = {
+        'chunk_length': CHUNK_SECONDS, 'feature_extractor_type': 'WhisperFeatureExtractor', 'feature_size': MEL_BINS,
+        'hop_length': HOP, 'n_fft': N_FFT, 'n_samples': N_SAMPLES, 'nb_max_frames': MAX_FRAMES, 'padding_side': 'right',
+        'padding_value': 0.0, 'processor_class': 'UltravoxProcessor', 'return_attention_mask': False, 'sampling_rate': SAMPLING_RATE,
+    }
+    processor = {'audio_placeholder': placeholder, 'encoder_ds_factor': 2 * HOP, 'stack_factor': stack, 'processor_class': 'UltravoxProcessor'}
+    config = {
+        'architectures': ['UltravoxModel'], 'model_type': 'ultravox', 'audio_token_index': tok.specials[placeholder],
+        'stack_factor': stack,
+        'audio_config': {'model_type': 'whisper', 'num_mel_bins': MEL_BINS, 'd_model': 16},
+        'text_config': {'model_type': 'llama', 'hidden_size': dim, 'intermediate_size': hidden,
+                        'num_hidden_layers': layers, 'num_attention_heads': heads, 'num_key_value_heads': kv_heads,
+                        'vocab_size': vocab, 'max_position_embeddings': 512, 'rms_norm_eps': 1e-5,
+                        'rope_theta': 10000.0, 'bos_token_id': tok.specials['<|begin_of_text|>'],
+                        'eos_token_id': tok.specials['<|eot_id|>']},
+    }
+    os.makedirs(folder, exist_ok=True)
+    tokenizer_json, tokenizer_config = tok.files('<|eot_id|>', {'chat_template': ULTRAVOX_TEMPLATE, 'bos_token': '<|begin_of_text|>',
+                                                               'tokenizer_class': 'PreTrainedTokenizerFast'})
+    for name, value in [('config.json', config), ('preprocessor_config.json', preprocessor), ('processor_config.json', processor),
+                        ('generation_config.json', {'eos_token_id': tok.specials['<|eot_id|>']}),
+                        ('tokenizer.json', tokenizer_json), ('tokenizer_config.json', tokenizer_config)]:
+        with open(os.path.join(folder, name), 'w') as f:
+            json.dump(value, f, indent=1)
+    export_text_parts(folder, decoder, tok.vocab)
+    export(encoder, (torch.randn(1, MEL_BINS, 190),), os.path.join(folder, 'onnx', 'audio_encoder.onnx'), ['audio_values'],
+           ['audio_features'], {'audio_values': {0: 'batch', 2: 'frames'}, 'audio_features': {0: 'batch', 1: 'rows'}})
+
+    features = {}
+    for name in audio_names:
+        samples, rate = decode(name)
+        resampled = to_model_rate(samples, rate)
+        mel, _ = log_mel(resampled, pad_to=None)
+        features[name] = (mel, len(resampled))
+    template = jinja2.Environment().from_string(ULTRAVOX_TEMPLATE)
+    reference = {'audio': {n: {'samples': features[n][1], 'frames': features[n][0].shape[1], 'audio_tokens': ultravox_tokens(features[n][1])}
+                           for n in audio_names}, 'generations': []}
+
+    def generate(text, names):
+        counts = [ultravox_tokens(features[n][1]) for n in names]
+        pieces = text.split(placeholder)
+        assert len(pieces) == len(names) + 1
+        expanded = pieces[0] + ''.join(placeholder * c + p for c, p in zip(counts, pieces[1:]))
+        ids = tok.encode(expanded)
+        with torch.no_grad():
+            embeds = decoder.embed(torch.tensor(ids))
+            if names:
+                rows = [encoder(torch.from_numpy(features[n][0])[None])[0] for n in names]
+                for r, c in zip(rows, counts):
+                    assert r.shape[0] == c, (r.shape, c)
+                positions = [i for i, t in enumerate(ids) if t == tok.specials[placeholder]]
+                embeds[positions] = torch.cat(rows)
+        tokens, _ = greedy(decoder, embeds, 8)
+        return {'audio': names, 'prompt_text': text, 'prompt_token_ids': ids, 'max_tokens': 8, 'token_ids': tokens, 'text': tok.decode(tokens)}
+
+    def chat(question, names):
+        # vLLM's "string" content format: a placeholder line per audio part, then the text.
+        content = '\n'.join([placeholder] * len(names) + [question])
+        text = template.render(messages=[{'role': 'user', 'content': content}], add_generation_prompt=True, bos_token='<|begin_of_text|>')
+        return {'kind': 'chat', 'question': question, **generate(text, names)}
+
+    reference['generations'].append(chat('What is this sound?', ['tone-22k.wav']))
+    reference['generations'].append(chat('What is this sound?', ['chirp-44k.mp3']))
+    reference['generations'].append(chat('Tell me a story.', []))
+    prompt = '<|start_header_id|>user<|end_header_id|>\n\n' + placeholder + 'Describe it.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n'
+    reference['generations'].append({'kind': 'generate', **generate(prompt, ['other-16k.wav'])})
+    with open(os.path.join(ROOT, 'ultravox-reference.json'), 'w') as f:
+        json.dump(reference, f, indent=1)
+
 if __name__ == '__main__':
     make_audio()
     build_qwen2_audio(['tone-22k.wav', 'chirp-44k.mp3', 'other-16k.wav'])
+    build_ultravox(['tone-22k.wav', 'chirp-44k.mp3', 'other-16k.wav'])
     print('audio fixtures written to', os.path.normpath(ROOT))
