@@ -17,6 +17,7 @@ import { createApp } from '../../src/http/app.js';
 import { resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeMediaFetcher } from '../../src/media/node.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { pcm16Wav } from '../media/helpers/fixtures.js';
 import { AUDIO_DIR, audioBytes, audioDataUrl, audioFormat, audioReference, QWEN2_AUDIO_DIR, type AudioReferenceGeneration } from './audio-fixtures.js';
@@ -31,6 +32,7 @@ function mediaApp(config: Parameters<typeof resolveMediaConfig>[0] = {}): Hono {
     engine,
     config: parseServerConfig({ modelDir: QWEN2_AUDIO_DIR, servedModelName: MODEL }),
     mediaFetcher: createNodeMediaFetcher(resolveMediaConfig({ mediaDir: AUDIO_DIR, ...config })),
+    guideCompiler: nodeGuideCompiler(engine),
   });
 }
 
@@ -135,6 +137,30 @@ describe('Qwen2-Audio folder', () => {
     );
     expect(together).toEqual(solo);
     expect(solo).toEqual(chats.map((generation) => generation.text));
+  });
+
+  it('n, beam search and structured output take an audio prompt like a text one', async () => {
+    const generation = chats[0];
+    const sampled = await chat(app, chatBody(generation, { n: 2, temperature: 1, seed: 7 }));
+    expect(sampled.choices).toHaveLength(2);
+    expect(sampled.usage.prompt_tokens).toBe(generation.prompt_token_ids.length);
+    const beams = await chat(app, chatBody(generation, { use_beam_search: true, n: 2, max_tokens: 4 }));
+    expect(beams.choices[0].message.content.length).toBeGreaterThan(0);
+    const guided = await chat(app, chatBody(generation, { guided_choice: ['glass', 'bell'], max_tokens: 8 }));
+    expect(['glass', 'bell']).toContain(guided.choices[0].message.content);
+  });
+
+  it('a client that disconnects mid-stream stops its generation', async () => {
+    const controller = new AbortController();
+    const res = await postJson(app, '/v1/chat/completions', chatBody(chats[0], { stream: true, max_tokens: 300, min_tokens: 300 }), {
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await reader.cancel().catch(() => undefined);
+    for (let i = 0; i < 100 && engine.stats().running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(engine.stats().running).toBe(0);
   });
 
   it('audio seconds per prompt are bounded by MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT: a 400 naming the part', async () => {
