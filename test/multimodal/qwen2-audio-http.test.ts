@@ -260,6 +260,14 @@ describe('audio-language folders the engine cannot serve are refused at startup'
     await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(/takes 64 mel bins, but preprocessor_config\.json's feature_size is 80/);
   });
 
+  it('an audio encoder beside a decoder that takes input_ids: features would have nowhere to go', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'alm-'));
+    dirs.push(dir);
+    await cp('models/stories260k', dir, { recursive: true });
+    await cp(join(QWEN2_AUDIO_DIR, 'onnx', 'audio_encoder.onnx'), join(dir, 'onnx', 'audio_encoder.onnx'));
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(/audio_encoder\.onnx is present, but .* takes input_ids, so audio features have nowhere to go/);
+  });
+
   it('a model_type without an audio processor here', async () => {
     const dir = await copy();
     const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
