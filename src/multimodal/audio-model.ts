@@ -118,7 +118,16 @@ export class AudioLanguageModel {
         param,
       );
     }
-    const processed = audio.map((part) => this.resampled(part)).map((part) => this.processor.process(part.audio, part.param));
+    const shortest = this.processor.extractor.settings.nFft / 2 + 1;
+    const processed = audio
+      .map((part) => this.resampled(part))
+      .map((part) => {
+        const result = part.audio.samples.length >= shortest ? this.processor.process(part.audio, part.param) : null;
+        if (result === null || result.audioTokens < 1) {
+          throw new MultimodalRequestError(`${part.param}: the audio is too short for this model (it gives no audio tokens).`, part.param);
+        }
+        return result;
+      });
     let expanded = '';
     let last = 0;
     found.forEach((at, index) => {

@@ -188,6 +188,20 @@ describe('Qwen2-Audio folder', () => {
     expect(message).toMatch(/lasts 5\.0 s; this model hears at most 4 s per audio part/);
   });
 
+  it('audio too short to give an audio token is a 400 naming the part', async () => {
+    const blip = pcm16Wav([new Int16Array(300).fill(500)], 16000);
+    const message = await expectError(
+      postJson(app, '/v1/chat/completions', {
+        model: MODEL,
+        messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: Buffer.from(blip).toString('base64'), format: 'wav' } }] }],
+      }),
+      400,
+      'BadRequestError',
+      'messages[0].content[0].input_audio.data',
+    );
+    expect(message).toMatch(/too short/);
+  });
+
   it('audio tokens count towards the context: audio that does not fit is a 400 before prefill', async () => {
     const parts = Array.from({ length: 12 }, () => audioPart('other-16k.wav'));
     const message = await expectError(
