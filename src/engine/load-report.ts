@@ -18,6 +18,7 @@ export function formatLoadReport(report: ModelLoadReport): { info: string[]; war
     `Model inputs: ${report.inputNames.filter((name) => !name.startsWith('past_key_values.')).join(', ')}, past_key_values.0..${report.numLayers - 1} (${report.contract})`,
     `Batching: ${batching}`,
     ...(report.multimodal !== null ? [`Multimodal: images through the ${report.multimodal}`] : []),
+    ...(report.audio ? [`Multimodal: audio through the ${report.audio}`] : []),
     ...report.notes,
     `Model loaded and warmed up in ${report.loadMs} ms`,
   ];

@@ -14,6 +14,7 @@ import type { GpuKvStore } from './gpu-kv-cache.js';
 import { OnnxDecoder } from './onnx-decoder.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
+import { AudioLanguageModel } from '../multimodal/audio-model.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
@@ -45,6 +46,8 @@ export interface ModelLoadReport {
   warnings: string[];
   /** A vision-language model's processor and encoder, for the startup report; null for text-only. */
   multimodal: string | null;
+  /** An audio-language model's processor and encoder, for the startup report. */
+  audio?: string | null;
 }
 
 export interface LocalEngineOptions {
@@ -103,10 +106,12 @@ export class LocalEngine implements Engine {
     readonly multimodal: VisionLanguageModel | null,
     readonly embeddingSize: number | null,
     lora: EngineLora | null,
+    readonly audio: AudioLanguageModel | null = null,
   ) {
     this.adapters = lora ?? undefined;
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
+    if (audio !== null) this.info.acceptedMedia = [...(this.info.acceptedMedia ?? []), 'audio'];
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder, {
@@ -167,6 +172,26 @@ export class LocalEngine implements Engine {
         throw error;
       }
     }
+    let audio: AudioLanguageModel | null = null;
+    const audioEncoder = files.companions?.audioEncoder;
+    if (audioEncoder !== undefined) {
+      try {
+        if (decoder.contract.input !== 'embeds') {
+          throw new Error(`${audioEncoder.file} is present, but ${graphLabel} takes input_ids, so audio features have nowhere to go.`);
+        }
+        audio = await AudioLanguageModel.load({
+          ort: options.ort,
+          files: { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig, audioEncoder },
+          tokenToId: (token) => tokenizer.tokenToId(token),
+          sessionOptions: options.sessionOptions,
+          loadFromPath: options.loadFromPath,
+        });
+      } catch (error) {
+        await decoder.dispose();
+        await multimodal?.dispose();
+        throw error;
+      }
+    }
     let check: Awaited<ReturnType<typeof checkBatching>>;
     try {
       check = await checkBatching(decoder, {
@@ -176,6 +201,7 @@ export class LocalEngine implements Engine {
     } catch (error) {
       await decoder.dispose();
       await multimodal?.dispose();
+      await audio?.dispose();
       throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
     }
     let lora: EngineLora | null = null;
@@ -205,9 +231,10 @@ export class LocalEngine implements Engine {
       notes,
       warnings: check.warnings,
       multimodal: multimodal?.describe() ?? null,
+      audio: audio?.describe() ?? null,
     };
     const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? embedder?.size ?? null) : null;
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora);
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora, audio);
   }
 
   /**
@@ -257,6 +284,7 @@ export class LocalEngine implements Engine {
     await this.loop;
     await this.decoder.dispose();
     await this.multimodal?.dispose();
+    await this.audio?.dispose();
   }
 
   private createGroup(request: GenerateRequest): RequestGroup {
@@ -288,6 +316,7 @@ export class LocalEngine implements Engine {
     }
     const tokenIds = new Set(placeholders.map((entry) => entry.tokenId));
     if (this.multimodal !== null) tokenIds.add(this.multimodal.imageTokenId);
+    if (this.audio !== null) tokenIds.add(this.audio.audioTokenId);
     for (const tokenId of tokenIds) {
       const count = promptTokenIds.reduce((sum, id) => sum + (id === tokenId ? 1 : 0), 0);
       const features = placeholders.filter((entry) => entry.tokenId === tokenId).reduce((sum, entry) => sum + entry.embeds.length, 0);
@@ -295,7 +324,7 @@ export class LocalEngine implements Engine {
       if (count !== given) {
         throw new EngineRequestError(
           `The prompt has ${count} "${this.tokenizer.idToToken(tokenId) ?? tokenId}" tokens but features for ${given}: ` +
-            'image tokens may only come from image parts.',
+            'image and audio tokens may only come from media parts.',
         );
       }
     }

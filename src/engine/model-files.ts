@@ -34,7 +34,8 @@ export interface ModelFiles {
   /**
    * The other graphs of a vision-language export, beside the decoder: embed_tokens (ids →
    * inputs_embeds, for a decoder that takes embeddings) and vision_encoder (pixel values →
-   * image features, projector included).
+   * image features, projector included); audio_encoder (log-mel features → audio
+   * features, projector included) for an audio-language export.
    */
   companions?: Partial<Record<CompanionGraphName, CompanionGraph>>;
   /** preprocessor_config.json: the image processor's settings. */
@@ -43,12 +44,13 @@ export interface ModelFiles {
   processorConfig?: Record<string, unknown>;
 }
 
-export type CompanionGraphName = 'embedTokens' | 'visionEncoder';
+export type CompanionGraphName = 'embedTokens' | 'visionEncoder' | 'audioEncoder';
 
 /** Base names of the companion graphs in onnx/, before the dtype suffix. */
 export const COMPANION_GRAPH_BASES: Readonly<Record<CompanionGraphName, string>> = {
   embedTokens: 'embed_tokens',
   visionEncoder: 'vision_encoder',
+  audioEncoder: 'audio_encoder',
 };
 
 export interface CompanionGraph {

@@ -2,6 +2,7 @@ import type { SamplingParams } from '../sampling/params.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { MediaKind } from '../media/types.js';
 import type { VisionLanguageModel } from '../multimodal/model.js';
+import type { AudioLanguageModel } from '../multimodal/audio-model.js';
 
 /**
  * Embeddings that replace the token embeddings at a placeholder's positions (a VLM's
@@ -139,6 +140,8 @@ export interface Engine {
   readonly generationDefaults: Partial<SamplingParams>;
   /** A vision-language model's processor and vision encoder; absent or null for text-only models. */
   readonly multimodal?: VisionLanguageModel | null;
+  /** An audio-language model's feature extractor and audio encoder; absent or null without audio. */
+  readonly audio?: AudioLanguageModel | null;
   /** Size of the decoder's input embeddings (what media features must match); null for id-fed decoders. */
   readonly embeddingSize?: number | null;
   /** LoRA adapters selectable by `model`; absent: the base model only. */

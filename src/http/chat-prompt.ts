@@ -23,7 +23,15 @@ export interface ChatPromptOptions {
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
    * image placeholders) before tokenizing.
    */
-  multimodal?: { expand(text: string): string };
+  multimodal?: {
+    expand(text: string): string;
+    /**
+     * For a template that prints content as text (Ultravox's): messages are flattened to
+     * strings, each media part of these kinds becoming its placeholder on a line before
+     * the text unless the text already carries it (vLLM's "string" content format).
+     */
+    stringContentPlaceholders?: Partial<Record<'audio', string>>;
+  };
 }
 
 export interface ChatPrompt {
@@ -36,7 +44,12 @@ export interface ChatPrompt {
  * have no place in a text-only template: /v1/chat/completions has already fetched and
  * refused them (serving-media.ts); /tokenize, which fetches nothing, is refused here.
  */
-export function toTemplateMessages(messages: readonly ChatMessage[], contentParts = false): ChatTemplateMessage[] {
+export function toTemplateMessages(
+  messages: readonly ChatMessage[],
+  contentParts = false,
+  stringContentPlaceholders?: Partial<Record<'audio', string>>,
+): ChatTemplateMessage[] {
+  if (stringContentPlaceholders !== undefined) return messages.map((message) => toStringMessage(message, stringContentPlaceholders));
   if (contentParts) return messages.map(toPartsMessage);
   return messages.map((message, i) => {
     if (Array.isArray(message.content)) {
@@ -51,6 +64,20 @@ export function toTemplateMessages(messages: readonly ChatMessage[], contentPart
     }
     return { ...message, content: messageText(message) };
   });
+}
+
+const AUDIO_PARTS = new Set(['input_audio', 'audio_url']);
+
+/** vLLM's "string" content format with media: the missing placeholders, one per line, then the text. */
+function toStringMessage(message: ChatMessage, placeholders: Partial<Record<'audio', string>>): ChatTemplateMessage {
+  const text = messageText(message);
+  const parts = Array.isArray(message.content) ? (message.content as Array<{ type: string }>) : [];
+  const placeholder = placeholders.audio;
+  if (placeholder === undefined) return { ...message, content: text };
+  const wanted = parts.filter((part) => AUDIO_PARTS.has(part.type)).length;
+  const present = text.split(placeholder).length - 1;
+  const missing = Math.max(0, wanted - present);
+  return { ...message, content: [...Array<string>(missing).fill(placeholder), text].join('\n') };
 }
 
 /**
@@ -74,7 +101,10 @@ function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
                   ? { type: 'image' }
                   : part.type === 'video_url'
                     ? { type: 'video' }
-                    : { type: part.type },
+                    : AUDIO_PARTS.has(part.type)
+                      ? // Qwen2-Audio's template tests for an "audio_url" (or "audio") key, as transformers' messages carry.
+                        { type: 'audio', audio_url: '' }
+                      : { type: part.type },
           );
   return { ...message, content: parts };
 }
@@ -106,7 +136,7 @@ export async function buildChatPrompt(
       'This model has no chat template (tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
     );
   }
-  const rendered = template.render(toTemplateMessages(messages, options.multimodal !== undefined), {
+  const rendered = template.render(toTemplateMessages(messages, options.multimodal !== undefined, options.multimodal?.stringContentPlaceholders), {
     addGenerationPrompt: options.addGenerationPrompt,
     continueFinalMessage: options.continueFinalMessage,
     kwargs: options.templateVariables,

@@ -7,7 +7,16 @@
 import type { Engine, PlaceholderEmbeds } from '../engine/types.js';
 import type { LoadedMedia } from '../media/index.js';
 import type { MindiePromptPart } from '../protocol/mindie.js';
-import { MultimodalRequestError, type MultimodalPrompt, type ProcessedImage, type PromptImage, type VisionLanguageModel } from '../multimodal/index.js';
+import {
+  MultimodalRequestError,
+  type AudioLanguageModel,
+  type AudioPrompt,
+  type MultimodalPrompt,
+  type ProcessedAudio,
+  type ProcessedImage,
+  type PromptImage,
+  type VisionLanguageModel,
+} from '../multimodal/index.js';
 import { badRequest } from './errors.js';
 import type { ServingContext } from './serving-context.js';
 
@@ -39,6 +48,37 @@ export function expandMultimodalPrompt(
   }
 }
 
+export function audioModel(engine: Engine): AudioLanguageModel | null {
+  return engine.audio ?? null;
+}
+
+/**
+ * Processes the loaded audio parts and expands `text`'s audio placeholders; 400 naming the
+ * part over a limit (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT, the model's window).
+ */
+export function expandAudioPrompt(ctx: ServingContext, model: AudioLanguageModel, text: string, media: readonly LoadedMedia[], param: string): AudioPrompt {
+  const audio = media.flatMap((entry) => (entry.decoded.kind === 'audio' ? [{ param: entry.param, audio: entry.decoded }] : []));
+  try {
+    return model.buildPrompt(text, audio, param, { maxAudioSecondsPerPrompt: ctx.mediaFetcher.config.maxAudioSecondsPerPrompt });
+  } catch (error) {
+    if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
+    throw error;
+  }
+}
+
+/** The features of the prompt's images and audio parts for the engine (undefined without either). */
+export async function encodePromptMedia(
+  engine: Engine,
+  images: readonly ProcessedImage[],
+  audio: readonly ProcessedAudio[],
+): Promise<PlaceholderEmbeds[] | undefined> {
+  const imageEmbeds = (await encodePromptImages(engine, images)) ?? [];
+  const model = audioModel(engine);
+  const size = engine.embeddingSize;
+  if (model === null || audio.length === 0 || size === undefined || size === null) return imageEmbeds.length > 0 ? imageEmbeds : undefined;
+  return [...imageEmbeds, ...(await model.encode(audio, size))];
+}
+
 /** The features of the prompt's images for the engine (undefined without images). */
 export async function encodePromptImages(engine: Engine, images: readonly ProcessedImage[]): Promise<PlaceholderEmbeds[] | undefined> {
   const model = multimodalModel(engine);
@@ -52,7 +92,12 @@ export async function encodePromptImages(engine: Engine, images: readonly Proces
  * A /generate prompt's text for a multimodal model: text parts joined with newlines as for
  * a text-only model, each image part standing where it is as the family's placeholder.
  */
-export function multimodalPromptText(prompt: readonly MindiePromptPart[], placeholder: string, videoPlaceholder?: string): string {
+export function multimodalPromptText(
+  prompt: readonly MindiePromptPart[],
+  placeholder: string,
+  videoPlaceholder?: string,
+  audioPlaceholder?: string,
+): string {
   let text = '';
   let previousText = false;
   for (const part of prompt) {
@@ -64,6 +109,9 @@ export function multimodalPromptText(prompt: readonly MindiePromptPart[], placeh
       previousText = false;
     } else if (part.type === 'video_url' && videoPlaceholder !== undefined) {
       text += videoPlaceholder;
+      previousText = false;
+    } else if (part.type === 'audio_url' && audioPlaceholder !== undefined) {
+      text += audioPlaceholder;
       previousText = false;
     }
   }

@@ -44,6 +44,8 @@ export interface MediaConfig {
   maxImagesPerPrompt: number;
   /** Frames one image may become: tiles plus the global image (MEDIA_MAX_IMAGE_TILES). */
   maxImageTiles: number;
+  /** Seconds of audio one prompt may carry, for an audio-language model (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT). */
+  maxAudioSecondsPerPrompt: number;
 }
 
 export const DEFAULT_MEDIA_DIR = '/data/multimodal_inputs/';
@@ -64,6 +66,7 @@ export const DEFAULT_MEDIA_CONFIG: MediaConfig = {
   videoFrames: 16,
   maxImagesPerPrompt: 8,
   maxImageTiles: 26,
+  maxAudioSecondsPerPrompt: 120,
 };
 
 export type MediaConfigInput = Partial<Omit<MediaConfig, 'maxBytes'>> & { maxBytes?: Partial<Record<MediaKind, number>> };
@@ -93,6 +96,7 @@ export function resolveMediaConfig(input: MediaConfigInput = {}): MediaConfig {
   positiveInt('videoFrames', config.videoFrames);
   positiveInt('maxImagesPerPrompt', config.maxImagesPerPrompt);
   positiveInt('maxImageTiles', config.maxImageTiles);
+  positiveInt('maxAudioSecondsPerPrompt', config.maxAudioSecondsPerPrompt);
   if (config.mediaDir.trim() === '') throw new Error('media config: mediaDir must not be empty');
   // Parse now so a bad entry stops the server at start-up, not the first request.
   createHostWhitelist(config.allowedDomains);
@@ -132,7 +136,7 @@ function privateAddressesVar(value: string | undefined): PrivateAddressExemption
  * MEDIA_MAX_IMAGE_MB / MEDIA_MAX_AUDIO_MB / MEDIA_MAX_VIDEO_MB (MiB),
  * MEDIA_CONNECT_TIMEOUT_MS, MEDIA_TIMEOUT_MS, MEDIA_MAX_REDIRECTS,
  * MEDIA_REFUSED_DOMAIN_SUFFIXES, MEDIA_MAX_PARTS, MEDIA_VIDEO_FRAMES, MEDIA_AUDIO_SAMPLE_RATE,
- * MEDIA_MAX_IMAGES_PER_PROMPT, MEDIA_MAX_IMAGE_TILES.
+ * MEDIA_MAX_IMAGES_PER_PROMPT, MEDIA_MAX_IMAGE_TILES, MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT.
  */
 export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): MediaConfig {
   return resolveMediaConfig({
@@ -158,6 +162,7 @@ export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): Media
     audioSampleRate: intVar(env, 'MEDIA_AUDIO_SAMPLE_RATE') ?? base.audioSampleRate,
     maxImagesPerPrompt: intVar(env, 'MEDIA_MAX_IMAGES_PER_PROMPT') ?? base.maxImagesPerPrompt,
     maxImageTiles: intVar(env, 'MEDIA_MAX_IMAGE_TILES') ?? base.maxImageTiles,
+    maxAudioSecondsPerPrompt: intVar(env, 'MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT') ?? base.maxAudioSecondsPerPrompt,
   });
 }
 

@@ -13,8 +13,8 @@ import { warnIgnoredFields } from '../ignored-fields.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { encodePromptImages, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
-import type { ProcessedImage } from '../../multimodal/index.js';
+import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
+import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
 import { checkBounds, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -44,6 +44,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
     const multimodal = multimodalModel(engine);
     let images: ProcessedImage[] = [];
+    const audio = audioModel(engine);
+    let heard: ProcessedAudio[] = [];
 
     // Templates see tools and documents as transformers passes them.
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
@@ -61,15 +63,28 @@ export function chatRoutes(ctx: ServingContext): Hono {
       stopAfter: ceiling,
       // A vision-language template sees content parts ({"type": "image"}) and writes a
       // placeholder per image, which expands to the image's tokens.
+      // An audio-language template sees {"type": "audio"} parts (or, for a template that
+      // prints content as text, the placeholder before the text) the same way.
       multimodal:
-        multimodal === null
+        multimodal === null && audio === null
           ? undefined
           : {
               expand: (text) => {
-                const expanded = expandMultimodalPrompt(ctx, multimodal, text, media, 'messages');
-                images = expanded.images;
-                return expanded.text;
+                let expanded = text;
+                if (multimodal !== null) {
+                  const prompt = expandMultimodalPrompt(ctx, multimodal, expanded, media, 'messages');
+                  images = prompt.images;
+                  expanded = prompt.text;
+                }
+                if (audio !== null) {
+                  const prompt = expandAudioPrompt(ctx, audio, expanded, media, 'messages');
+                  heard = prompt.audio;
+                  expanded = prompt.text;
+                }
+                return expanded;
               },
+              stringContentPlaceholders:
+                multimodal === null && audio?.processor.contentFormat === 'string' ? { audio: audio.processor.placeholder } : undefined,
             },
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
@@ -81,7 +96,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const placeholders = await encodePromptImages(engine, images);
+    const placeholders = await encodePromptMedia(engine, images, heard);
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
     // vLLM: the generated message continues the final one unless a new assistant turn was opened.
     const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;

@@ -11,7 +11,7 @@ import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
-import { encodePromptImages, expandMultimodalPrompt, multimodalModel, multimodalPromptText } from '../serving-multimodal.js';
+import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, multimodalPromptText } from '../serving-multimodal.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -36,20 +36,23 @@ export function generateRoutes(ctx: ServingContext): Hono {
 
     // A vision-language model reads image parts where they stand, as its placeholder,
     // expanded to the image's tokens before the context check.
+    // An audio-language model reads audio parts the same way, as its audio placeholder.
     const multimodal = multimodalModel(engine);
+    const audio = audioModel(engine);
     const promptText =
-      multimodal !== null && typeof request.prompt !== 'string'
-        ? multimodalPromptText(request.prompt, multimodal.processor.placeholder, multimodal.processor.videoPlaceholder)
+      (multimodal !== null || audio !== null) && typeof request.prompt !== 'string'
+        ? multimodalPromptText(request.prompt, multimodal?.processor.placeholder ?? '', multimodal?.processor.videoPlaceholder, audio?.processor.placeholder)
         : mindiePromptText(request.prompt);
     c.get('requestRecord')?.notePrompt(promptText);
     const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
+    const heard = audio !== null ? expandAudioPrompt(ctx, audio, expanded?.text ?? promptText, media, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
-    const promptTokenIds = await encodePrompt(engine.tokenizer, expanded?.text ?? promptText, { addSpecialTokens: true, stopAfter: ceiling });
+    const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, { addSpecialTokens: true, stopAfter: ceiling });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
 
-    const placeholders = await encodePromptImages(engine, expanded?.images ?? []);
+    const placeholders = await encodePromptMedia(engine, expanded?.images ?? [], heard?.audio ?? []);
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());

@@ -1,9 +1,12 @@
 /**
- * Band-limited resampling: a Hann-windowed sinc low-pass at the lower of the two Nyquist
- * frequencies (times `rolloff`), evaluated as a polyphase filter. The same scheme as
- * torchaudio's sinc_interp_hann (6 zero crossings, rolloff 0.99), so downsampling a
- * 44.1/48 kHz file to 16 kHz does not fold content above 8 kHz back into the band, as
- * linear interpolation would. Samples before the start and past the end count as zero.
+ * Band-limited resampling, exactly torchaudio.functional.resample's default rule
+ * (resampling_method "sinc_interp_hann", lowpass_filter_width 6, rolloff 0.99): a
+ * Hann-windowed sinc low-pass at the lower of the two Nyquist frequencies times the
+ * rolloff, the window spanning 6 zero crossings of the sinc each side, evaluated as a
+ * polyphase filter over the rates divided by their gcd; samples before the start and past
+ * the end count as zero; ceil(length × to / from) samples out. So downsampling a 44.1/48
+ * kHz file to 16 kHz does not fold content above 8 kHz back into the band, and the test
+ * references (torchaudio) compute the same samples.
  */
 
 const ZERO_CROSSINGS = 6;
@@ -30,9 +33,11 @@ export function resample(input: Float32Array, fromRate: number, toRate: number):
     const fraction = phase / up;
     for (let j = 0; j < taps; j++) {
       const distance = j - halfWidth - fraction;
+      // x: the distance in zero crossings of the sinc; the window ends at the 6th.
       const x = 2 * cutoff * distance;
+      if (Math.abs(x) >= ZERO_CROSSINGS) continue;
       const sinc = x === 0 ? 1 : Math.sin(Math.PI * x) / (Math.PI * x);
-      const window = Math.abs(distance) >= halfWidth ? 0 : 0.5 * (1 + Math.cos((Math.PI * distance) / halfWidth));
+      const window = 0.5 * (1 + Math.cos((Math.PI * x) / ZERO_CROSSINGS));
       kernels[phase * taps + j] = 2 * cutoff * sinc * window;
     }
   }

@@ -1,0 +1,173 @@
+/**
+ * An audio-language model's audio side: its family's processor (Whisper log-mel features
+ * and the prompt expansion) and its audio encoder, chosen from config.json's model_type.
+ * The engine owns the decoder and embed_tokens; this turns a prompt's audio parts into
+ * the text that stands for them and the features the engine splices in at their audio
+ * tokens.
+ */
+import type { PlaceholderEmbeds } from '../engine/types.js';
+import type { CompanionGraph } from '../engine/model-files.js';
+import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
+import { resample } from '../media/decode/resample.js';
+import type { DecodedAudio } from '../media/index.js';
+import { AudioEncoder } from './audio/audio-encoder.js';
+import { DEFAULT_AUDIO_LIMITS, type AudioLimits, type AudioProcessor, type ProcessedAudio } from './audio/types.js';
+import type { JsonObject } from './config-fields.js';
+import { Qwen2AudioProcessor } from './processors/qwen2-audio.js';
+import { UltravoxProcessor } from './processors/ultravox.js';
+import { MultimodalRequestError } from './types.js';
+
+export interface AudioLanguageFiles {
+  config: JsonObject;
+  preprocessorConfig?: JsonObject;
+  processorConfig?: JsonObject;
+  audioEncoder: CompanionGraph;
+}
+
+/** model_type → processor family. */
+const FAMILIES: Record<string, 'qwen2_audio' | 'ultravox'> = { qwen2_audio: 'qwen2_audio', ultravox: 'ultravox' };
+
+export interface PromptAudio {
+  param: string;
+  audio: DecodedAudio;
+}
+
+/** A prompt with its audio processed: the text with every placeholder expanded. */
+export interface AudioPrompt {
+  text: string;
+  audio: ProcessedAudio[];
+}
+
+export class AudioLanguageModel {
+  private constructor(
+    readonly processor: AudioProcessor,
+    private readonly encoder: AudioEncoder,
+    readonly encoderFile: string,
+  ) {}
+
+  static async load(options: {
+    ort: OrtRuntime;
+    files: AudioLanguageFiles;
+    tokenToId: (token: string) => number | undefined;
+    sessionOptions?: InferenceSession.SessionOptions;
+    loadFromPath?: boolean;
+  }): Promise<AudioLanguageModel> {
+    const { files } = options;
+    const modelType = String(files.config.model_type ?? '');
+    const family = FAMILIES[modelType];
+    if (family === undefined) {
+      throw new Error(
+        `${files.audioEncoder.file} is present, but config.json's model_type "${modelType}" has no audio processor here ` +
+          `(supported: ${Object.keys(FAMILIES).join(', ')}).`,
+      );
+    }
+    if (files.preprocessorConfig === undefined) throw new Error(`A ${modelType} model needs preprocessor_config.json (its feature extractor's settings).`);
+    const extractorType = files.preprocessorConfig.feature_extractor_type;
+    if (extractorType !== undefined && extractorType !== 'WhisperFeatureExtractor') {
+      throw new Error(`preprocessor_config.json: feature_extractor_type "${String(extractorType)}" is not supported (WhisperFeatureExtractor is).`);
+    }
+    const processorFiles = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig ?? {} };
+    const processor =
+      family === 'qwen2_audio' ? Qwen2AudioProcessor.create(processorFiles, options.tokenToId) : UltravoxProcessor.create(processorFiles, options.tokenToId);
+    const source = options.loadFromPath && files.audioEncoder.path !== undefined ? files.audioEncoder.path : files.audioEncoder.onnx;
+    const melBins = processor.extractor.settings.featureSize;
+    const encoder = await AudioEncoder.create(options.ort, source, options.sessionOptions ?? {}, files.audioEncoder.file, melBins);
+    return new AudioLanguageModel(processor, encoder, files.audioEncoder.file);
+  }
+
+  get audioTokenId(): number {
+    return this.processor.audioTokenId;
+  }
+
+  /** The rate the feature extractor wants its audio at. */
+  get samplingRate(): number {
+    return this.processor.extractor.settings.samplingRate;
+  }
+
+  /**
+   * Processes the audio parts and expands `text`, whose placeholders (one per part, in
+   * order) were written by the chat template or the prompt's parts. Throws
+   * MultimodalRequestError naming the part over a limit.
+   */
+  buildPrompt(text: string, audio: readonly PromptAudio[], param: string | null, limits: AudioLimits = DEFAULT_AUDIO_LIMITS): AudioPrompt {
+    const { placeholder, maxSeconds } = this.processor;
+    let total = 0;
+    for (const part of audio) {
+      const seconds = part.audio.samples.length / part.audio.sampleRate;
+      if (seconds > maxSeconds) {
+        throw new MultimodalRequestError(
+          `${part.param}: the audio lasts ${seconds.toFixed(1)} s; this model hears at most ${maxSeconds} s per audio part (chunk_length).`,
+          part.param,
+        );
+      }
+      total += seconds;
+      if (total > limits.maxAudioSecondsPerPrompt) {
+        throw new MultimodalRequestError(
+          `${part.param}: the prompt's audio lasts ${total.toFixed(1)} s up to this part, more than the ${limits.maxAudioSecondsPerPrompt} s ` +
+            'a prompt may carry (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT).',
+          part.param,
+        );
+      }
+    }
+    const found: number[] = [];
+    for (let at = text.indexOf(placeholder); at >= 0; at = text.indexOf(placeholder, at + placeholder.length)) found.push(at);
+    if (found.length !== audio.length) {
+      throw new MultimodalRequestError(
+        `The prompt has ${found.length} "${placeholder}" placeholders for ${audio.length} audio parts: ` +
+          'each audio part stands for one, and the text may not contain the placeholder itself.',
+        param,
+      );
+    }
+    const shortest = this.processor.extractor.settings.nFft / 2 + 1;
+    const processed = audio
+      .map((part) => this.resampled(part))
+      .map((part) => {
+        const result = part.audio.samples.length >= shortest ? this.processor.process(part.audio, part.param) : null;
+        if (result === null || result.audioTokens < 1) {
+          throw new MultimodalRequestError(`${part.param}: the audio is too short for this model (it gives no audio tokens).`, part.param);
+        }
+        return result;
+      });
+    let expanded = '';
+    let last = 0;
+    found.forEach((at, index) => {
+      const end = at + placeholder.length;
+      expanded += text.slice(last, at) + this.processor.expansion(processed[index], text.slice(0, at), text.slice(end));
+      last = end;
+    });
+    expanded += text.slice(last);
+    return { text: expanded, audio: processed };
+  }
+
+  /** Runs the audio encoder over every part: the features for the prompt's audio tokens, in order. */
+  async encode(audio: readonly ProcessedAudio[], hidden: number): Promise<PlaceholderEmbeds[]> {
+    if (audio.length === 0) return [];
+    const parts: Float32Array[] = [];
+    for (const part of audio) parts.push(await this.encoder.encode(part, hidden));
+    const embeds = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
+    let offset = 0;
+    for (const part of parts) {
+      embeds.set(part, offset);
+      offset += part.length;
+    }
+    return [{ tokenId: this.processor.audioTokenId, embeds }];
+  }
+
+  describe(): string {
+    return `${this.processor.family} audio processor (Whisper log-mel), ${this.encoderFile}`;
+  }
+
+  async dispose(): Promise<void> {
+    await this.encoder.dispose();
+  }
+
+  /**
+   * The media pipeline decodes audio at MEDIA_AUDIO_SAMPLE_RATE (16 kHz, what Whisper-style
+   * encoders take); a model that wants another rate gets a second resampling.
+   */
+  private resampled(part: PromptAudio): PromptAudio {
+    const rate = this.samplingRate;
+    if (part.audio.sampleRate === rate) return part;
+    return { param: part.param, audio: { ...part.audio, sampleRate: rate, samples: resample(part.audio.samples, part.audio.sampleRate, rate) } };
+  }
+}
