@@ -67,15 +67,13 @@ describe('wrangler dev with the embedded model', () => {
     expect(models.data.map((m) => [m.id, m.max_model_len])).toEqual([['stories260k', 512]]);
   });
 
-  it('streams the golden text token by token: the first event leaves long before the last', async () => {
+  it('streams the golden text token by token: events arrive spread over the generation, not together at its end', async () => {
     await (await generate({ max_tokens: 5 })).text(); // engine loaded
     const start = performance.now();
     const { text, arrivals } = await timedStream(await generate({ max_tokens: golden.completion_ids.length, stream: true }), start);
     expect(text).toBe(golden.completion_text);
-    const first = arrivals[0];
-    const last = arrivals.at(-1)!;
-    // A buffered response delivers every event at once, at the end.
-    expect(first).toBeLessThan(last / 3);
+    // A buffered response delivers every event at once, at the end: in one or two
+    // milliseconds. (No ratio to the time to first event: under load that swings widely.)
     expect(new Set(arrivals.map((t) => Math.round(t))).size).toBeGreaterThan(10);
   });
 
