@@ -26,7 +26,7 @@ export interface PlaygroundOptions {
   /** Measures a started in-page engine (the "Benchmark" button). */
   benchmark?: InPageBenchmark;
   /** The in-page engine's cached files (Cache Storage), for the footer's size and Clear button. */
-  cache?: { size(): Promise<{ files: number; bytes: number }>; clear(): Promise<void> };
+  cache?: { size(): Promise<{ files: number; bytes: number; page?: boolean }>; clear(): Promise<void> };
   storage?: Storage;
 }
 

@@ -16,6 +16,7 @@ import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
+import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
 import { probeWebGpu } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
@@ -29,6 +30,8 @@ export interface InPageApp extends BrowserApp {
 }
 
 const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
+/** The service worker's registration, started with the first in-page engine (browser-offline.ts). */
+let pageOffline: Promise<void> | undefined;
 
 async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
@@ -79,6 +82,10 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       backend === 'webgpu'
         ? `WebGPU · KV cache ${app.kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`
         : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
+    // Now a reload without the server makes sense: keep the page itself too.
+    pageOffline ??= keepPageOffline().then((error) => {
+      if (error) console.warn('The page will need its server to reload:', error.message);
+    });
     return { ...app, backend, threads, runsOn };
   } catch (error) {
     throw new Error(explainEngineError(error, backend), { cause: error });
@@ -153,7 +160,18 @@ const edgeLlm: EdgeLlmConsole = {
 startPlayground({
   loadInPage,
   benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
-  cache: { size: () => cachedBytes(), clear: () => clearCache() },
+  cache: {
+    async size() {
+      await pageOffline;
+      const [engineFiles, page] = await Promise.all([cachedBytes(), pageKeptOffline()]);
+      return { ...engineFiles, page };
+    },
+    async clear() {
+      await pageOffline;
+      pageOffline = undefined;
+      await Promise.all([clearCache(), forgetOfflinePage()]);
+    },
+  },
   webGpuAvailable: probeWebGpu(),
   storage: (() => {
     try {
