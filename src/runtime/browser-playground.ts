@@ -17,6 +17,7 @@ import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
+import { WEBGPU_NOT_SERVED_META } from './playground-files.js';
 import { probeWebGpu } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
@@ -132,6 +133,16 @@ function inPageModel(servedModelName: string): { baseUrl: string; name: string; 
   return { baseUrl, name, settings };
 }
 
+/**
+ * Whether the WebGPU engine can run from this page: a home may not serve its build (the
+ * Worker's static assets cap files at 25 MiB; the page's HTML then says so in a meta tag).
+ */
+async function webGpuHere(): Promise<true | string> {
+  const notServed = document.querySelector<HTMLMetaElement>(`meta[name="${WEBGPU_NOT_SERVED_META}"]`)?.content;
+  if (notServed) return notServed;
+  return (await probeWebGpu()) ? true : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
+}
+
 const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
   const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
   return { fetch: (request) => app.fetch(request), details: runsOn };
@@ -172,7 +183,7 @@ startPlayground({
       await Promise.all([clearCache(), forgetOfflinePage()]);
     },
   },
-  webGpuAvailable: probeWebGpu(),
+  webGpuAvailable: webGpuHere(),
   storage: (() => {
     try {
       return window.localStorage;

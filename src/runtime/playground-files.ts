@@ -30,3 +30,9 @@ export const ENGINE_PATHS = ['playground/ort/', 'playground/model/'];
 
 /** Sent with the service worker's script: relative to it, so the page's folder (wherever the page is mounted). */
 export const SERVICE_WORKER_SCOPE_HEADER: Readonly<Record<string, string>> = { 'service-worker-allowed': '../' };
+
+/**
+ * A page whose home does not serve onnxruntime's WebGPU build carries
+ * `<meta name="edge-llm-webgpu-not-served" content="why">`; the page then offers WASM only, saying why.
+ */
+export const WEBGPU_NOT_SERVED_META = 'edge-llm-webgpu-not-served';
