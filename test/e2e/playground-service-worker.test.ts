@@ -4,6 +4,7 @@
  * in-page engine gives the server's seeded text, and API calls fail instead of being
  * answered from a cache. "Clear cached files" removes the worker and its caches.
  */
+import { readFile } from 'node:fs/promises';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -19,15 +20,22 @@ import {
   WAIT,
   type PlaygroundServer,
   BROWSER_TEST_TIMEOUT,
+  OUTPUT_DIR,
 } from './playground-harness.js';
 
 let browser: Browser;
 const servers: PlaygroundServer[] = [];
 
-async function serve(): Promise<PlaygroundServer> {
-  const server = await startPlaygroundServer('service-worker');
+async function serve(extraRoutes?: Parameters<typeof startPlaygroundServer>[1]): Promise<PlaygroundServer> {
+  const server = await startPlaygroundServer('service-worker', extraRoutes);
   servers.push(server);
   return server;
+}
+
+const SHELL_PREFIX = 'edge-llm-playground-shell-';
+
+function shellCaches(page: Page): Promise<string[]> {
+  return page.evaluate(async (prefix) => (await caches.keys()).filter((name) => name.startsWith(prefix)), SHELL_PREFIX);
 }
 
 async function seededCompletion(page: Page): Promise<void> {
@@ -135,6 +143,35 @@ describe('playground offline: the page under its service worker', { timeout: BRO
 
     await server.close();
     await expect(page.reload()).rejects.toThrow(/ERR_CONNECTION_REFUSED/);
+    expect(errors).toEqual([]);
+  });
+
+  it('a rebuilt page gets a cache of its own and the previous build’s is deleted', async () => {
+    // The same build under another version, as a rebuilt page would be (its script's bytes change).
+    let rebuilt = false;
+    const server = await serve((app) =>
+      app.get('/playground/service-worker.js', async (c, next) => {
+        if (!rebuilt) return next();
+        const script = await readFile(`${OUTPUT_DIR}/bundles/service-worker/service-worker.js`, 'utf8');
+        const version = /version:"([0-9a-f]+)"/.exec(script)![1]!;
+        const headers = { 'content-type': 'text/javascript; charset=utf-8', 'service-worker-allowed': '../', 'cache-control': 'no-cache' };
+        return new Response(script.replace(`version:"${version}"`, 'version:"rebuilt"'), { headers });
+      }),
+    );
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    await pickEngine(page, 'In-page · WASM');
+    await expect.poll(() => page.locator('#cache-status').textContent(), WAIT).toMatch(PAGE_KEPT);
+    const [first] = await shellCaches(page);
+    expect(first).toMatch(/^edge-llm-playground-shell-[0-9a-f]{16}$/);
+
+    rebuilt = true;
+    await page.reload(); // the browser checks the worker's script on navigation
+    await expect.poll(() => shellCaches(page), WAIT).toEqual([`${SHELL_PREFIX}rebuilt`]);
+    // The engine's files are not the worker's: still cached once, not copied.
+    expect(await page.evaluate(async () => (await caches.keys()).filter((name) => !name.startsWith('edge-llm-playground-shell-')))).toEqual(['edge-llm-playground-v1']);
+    await server.close();
+    await page.reload();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('running in this page');
     expect(errors).toEqual([]);
   });
 });
