@@ -17,8 +17,8 @@ import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
-import { WEBGPU_NOT_SERVED_META } from './playground-files.js';
-import { probeWebGpu } from './browser-ort.js';
+import { WEBGPU_BUILD_META } from './playground-files.js';
+import { hasJspi, probeWebGpu, type WebGpuBuild } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
 
@@ -64,7 +64,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     // onnxruntime and the model download side by side; the thread count depends on the
     // model's size and must be set before the session is created.
     const [{ ort, setThreads }, files] = await Promise.all([
-      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, webGpuBuild: webGpuBuildHere() }),
       fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }),
     ]);
     const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
@@ -133,13 +133,19 @@ function inPageModel(servedModelName: string): { baseUrl: string; name: string; 
   return { baseUrl, name, settings };
 }
 
-/**
- * Whether the WebGPU engine can run from this page: a home may not serve its build (the
- * Worker's static assets cap files at 25 MiB; the page's HTML then says so in a meta tag).
- */
+/** The WebGPU build this page's home serves (its HTML says when it is not the default). */
+function webGpuBuildHere(): WebGpuBuild {
+  return document.querySelector<HTMLMetaElement>(`meta[name="${WEBGPU_BUILD_META}"]`)?.content === 'jspi' ? 'jspi' : 'asyncify';
+}
+
+/** Whether the WebGPU engine can run from this page, or why not. */
 async function webGpuHere(): Promise<true | string> {
-  const notServed = document.querySelector<HTMLMetaElement>(`meta[name="${WEBGPU_NOT_SERVED_META}"]`)?.content;
-  if (notServed) return notServed;
+  if (webGpuBuildHere() === 'jspi' && !hasJspi()) {
+    return (
+      'This host serves onnxruntime’s smaller WebGPU build (a Cloudflare Worker’s files are capped at 25 MiB; the usual build is 26.8 MB), ' +
+      'which needs WebAssembly JavaScript Promise Integration: Chromium 137 or later. Use In-page · WASM here, or the page from `npm start`.'
+    );
+  }
   return (await probeWebGpu()) ? true : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
 }
 

@@ -32,7 +32,8 @@ export const ENGINE_PATHS = ['playground/ort/', 'playground/model/'];
 export const SERVICE_WORKER_SCOPE_HEADER: Readonly<Record<string, string>> = { 'service-worker-allowed': '../' };
 
 /**
- * A page whose home does not serve onnxruntime's WebGPU build carries
- * `<meta name="edge-llm-webgpu-not-served" content="why">`; the page then offers WASM only, saying why.
+ * Which build of onnxruntime's WebGPU backend the page's home serves: absent means
+ * `asyncify` (`npm start`); the Worker's page says `<meta name="edge-llm-webgpu-build" content="jspi">`
+ * (browser-ort.ts: the smaller build, which needs JavaScript Promise Integration).
  */
-export const WEBGPU_NOT_SERVED_META = 'edge-llm-webgpu-not-served';
+export const WEBGPU_BUILD_META = 'edge-llm-webgpu-build';

@@ -2,8 +2,9 @@
  * The playground on the Worker home, as `npm run dev` serves it: wrangler's [build] writes
  * dist/worker-assets/ and workerd serves it as static assets before the Worker. The page
  * and every file it loads carry COOP/COEP, so in Chromium the page is cross-origin
- * isolated and in-page WASM runs on several threads; the WebGPU build is not served (over
- * the 25 MiB asset limit) and the page says so; once loaded, it reloads without the Worker.
+ * isolated and in-page WASM runs on several threads. WebGPU runs on onnxruntime's `jspi`
+ * build (its usual one is over the 25 MiB asset limit); a browser without JavaScript Promise
+ * Integration is told why it gets no WebGPU engine. Once loaded, the page reloads without the Worker.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +62,7 @@ describe('the playground on the Worker home (wrangler dev)', { timeout: BROWSER_
     const html = await page.text();
     const referenced = [...html.matchAll(/(?:href|src)="(playground\/[^"]+)"/g)].map((match) => match[1]!);
     expect(referenced).toEqual(expect.arrayContaining(['playground/playground.css', 'playground/playground.js', 'playground/icon.svg']));
-    const engineFiles = ['playground/ort/ort-wasm-simd-threaded.wasm', 'playground/model/config.json', 'playground/model/tokenizer.json', 'playground/model/onnx/model.onnx'];
+    const engineFiles = ['playground/ort/ort-wasm-simd-threaded.wasm', 'playground/ort/ort-wasm-simd-threaded.jspi.wasm', 'playground/model/config.json', 'playground/model/tokenizer.json', 'playground/model/onnx/model.onnx'];
     for (const path of [...new Set(referenced), ...engineFiles, 'playground/service-worker.js']) {
       const response = await fetch(new URL(path, baseUrl));
       expectIsolated(response, path);
@@ -71,23 +72,31 @@ describe('the playground on the Worker home (wrangler dev)', { timeout: BROWSER_
     expect((await fetch(new URL('playground/ort/ort-wasm-simd-threaded.wasm', baseUrl))).headers.get('content-type')).toBe('application/wasm');
     // The service worker may control the page one folder up.
     expect((await fetch(new URL('playground/service-worker.js', baseUrl))).headers.get('service-worker-allowed')).toBe('../');
-    // The WebGPU build is not there, and the page carries the reason.
+    // The usual WebGPU build is not there; the page is told which one is.
     expect((await fetch(new URL('playground/ort/ort-wasm-simd-threaded.asyncify.wasm', baseUrl))).status).toBe(404);
-    expect(html).toMatch(/<meta name="edge-llm-webgpu-not-served" content="[^"]*25 MiB[^"]*">/);
+    expect(html).toContain('<meta name="edge-llm-webgpu-build" content="jspi">');
     // The API is still the Worker's, not an asset.
     const models = await fetch(new URL('v1/models', baseUrl));
     expect(models.status).toBe(200);
     expect(((await models.json()) as { data: { id: string }[] }).data[0]!.id).toBe('stories260k');
   });
 
-  it('runs in-page WASM on two threads in the isolated page, with the Worker’s seeded text, and reloads without the Worker', async () => {
+  it('tells a browser without JavaScript Promise Integration why it gets no WebGPU engine here', async () => {
+    const { page, errors } = await openPlayground(browser, baseUrl, undefined, () => {
+      // As Firefox and Safari are today: WebGPU, but no WebAssembly.Suspending.
+      delete (WebAssembly as { Suspending?: unknown }).Suspending;
+    });
+    const webGpu = page.locator('#target-webgpu');
+    await expect.poll(() => webGpu.evaluate((radio) => radio.parentElement!.title), WAIT).toContain('JavaScript Promise Integration');
+    expect(await webGpu.evaluate((radio) => radio.parentElement!.title)).toContain('25 MiB');
+    expect(await webGpu.isDisabled()).toBe(true);
+    await closeContexts();
+    expect(errors).toEqual([]);
+  });
+
+  it('runs in-page WebGPU (jspi build) and WASM on two threads in the isolated page, with the Worker’s seeded text, and reloads without the Worker', async () => {
     const { page, errors } = await openPlayground(browser, `${baseUrl}?threads=2`);
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
-    // No WebGPU engine here, and the control says why.
-    const webGpu = page.locator('#target-webgpu');
-    await expect.poll(() => webGpu.evaluate((radio) => radio.parentElement!.title), WAIT).toContain('25 MiB');
-    expect(await webGpu.isDisabled()).toBe(true);
-
     await page.getByRole('tab', { name: 'Completions' }).click();
     await page.getByLabel('Prompt', { exact: true }).fill('Once upon a time, there was a little');
     await setParam(page, 'max_tokens', '32');
@@ -98,6 +107,15 @@ describe('the playground on the Worker home (wrangler dev)', { timeout: BROWSER_
     const fromWorker = await fetch(new URL('v1/completions', baseUrl), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(plain) });
     expect(fromWorker.status).toBe(200);
     const workerText = ((await fromWorker.json()) as { choices: { text: string }[] }).choices[0]!.text;
+
+    const requests: string[] = [];
+    page.on('request', (request) => requests.push(new URL(request.url()).pathname));
+    await expect.poll(() => page.locator('#target-webgpu').isDisabled(), WAIT).toBe(false);
+    await pickEngine(page, 'In-page · WebGPU');
+    expect(await page.locator('#engine-status').textContent()).toContain('WebGPU · KV cache on the GPU');
+    expect(requests).toContain('/playground/ort/ort-wasm-simd-threaded.jspi.wasm');
+    await page.getByRole('button', { name: 'Send' }).click();
+    expect(await finishedText(page)).toBe(workerText);
 
     await pickEngine(page, 'In-page · WASM');
     expect(await page.locator('#engine-status').textContent()).toContain('WebAssembly · 2 threads');
