@@ -61,9 +61,6 @@ function contentType(path: string): string {
   return CONTENT_TYPES[ext] ?? 'application/octet-stream';
 }
 
-/** COOP/COEP on the page and its files: see playground-files.ts. */
-export const CROSS_ORIGIN_ISOLATION_HEADERS = CROSS_ORIGIN_ISOLATION;
-
 async function fileResponse(path: string, notFoundHint: string, ifNoneMatch: string | undefined, extraHeaders: Record<string, string> = {}): Promise<Response> {
   try {
     const info = await stat(path);
@@ -75,7 +72,8 @@ async function fileResponse(path: string, notFoundHint: string, ifNoneMatch: str
       etag: `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
       'last-modified': info.mtime.toUTCString(),
       'x-content-type-options': 'nosniff',
-      ...CROSS_ORIGIN_ISOLATION_HEADERS,
+      // The page is cross-origin isolated (threads for in-page WASM): playground-files.ts.
+      ...CROSS_ORIGIN_ISOLATION,
       ...extraHeaders,
     };
     // The page's cache revalidates its copy of the .wasm and the model with this: unchanged
