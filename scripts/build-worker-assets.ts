@@ -1,13 +1,14 @@
 /**
  * The playground as the Worker's static assets (wrangler.toml's [assets], dist/worker-assets/):
- * the page, its bundle and service worker, onnxruntime-web's WASM build and the embedded
+ * the page, its bundle and service worker, onnxruntime-web's .wasm files and the embedded
  * model, laid out under the same URLs `npm start` serves, with a `_headers` file that makes
  * the page cross-origin isolated (so in-page WASM gets threads on the Worker too).
  *
  * Workers static assets cap a file at 25 MiB. onnxruntime-web's usual WebGPU build is over
  * it (asyncify, 26.8 MB of .wasm), so the Worker serves its `jspi` build (16.8 MB, the same
  * backend on WebAssembly's JavaScript Promise Integration, Chromium 137+); the page's HTML
- * says so in a meta tag (playground-files.ts), and the page explains the lack elsewhere.
+ * says so in a meta tag (playground-files.ts), and in browsers without JSPI the page says
+ * why it offers WASM only.
  *
  * Runs in wrangler's [build] command (before `npm run dev` / `wrangler deploy`) and from
  * the workerd tests' global setup.
