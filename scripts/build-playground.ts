@@ -6,18 +6,25 @@
  *
  *   npm run build:playground
  */
-import { rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const PLAYGROUND_ENTRY = `${ROOT}src/runtime/browser-playground.ts`;
 export const PLAYGROUND_OUT_DIR = `${ROOT}dist/playground`;
+export const SERVICE_WORKER_ENTRY = `${ROOT}src/runtime/browser-service-worker.ts`;
+/** public/ files the page loads as they are (the service worker keeps them with the bundle). */
+const PUBLIC_SHELL_FILES = ['playground.css', 'icon.svg'];
 
 export interface BuildResult {
   outDir: string;
   /** Output file → size in bytes. */
   files: Record<string, number>;
+  /** What the service worker keeps for offline reloads: paths relative to the page, and their content's hash. */
+  shell: { version: string; files: string[] };
 }
 
 /**
@@ -46,7 +53,36 @@ export async function buildPlayground(options: { minify?: boolean; outDir?: stri
   });
   const files: Record<string, number> = {};
   for (const [path, output] of Object.entries(result.metafile.outputs)) files[path] = output.bytes;
-  return { outDir, files };
+  const shell = await shellManifest(outDir, Object.keys(files));
+  // The service worker names its cache after the shell's hash: a rebuilt page is a new
+  // script, so browsers install it and it deletes the previous build's cache.
+  const worker = await build({
+    entryPoints: { 'service-worker': SERVICE_WORKER_ENTRY },
+    outdir: outDir,
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: ['es2022', 'chrome113', 'firefox115', 'safari16.4'],
+    minify: options.minify ?? true,
+    metafile: true,
+    logLevel: 'warning',
+    define: { __PLAYGROUND_SHELL__: JSON.stringify(shell) },
+  });
+  for (const [path, output] of Object.entries(worker.metafile.outputs)) files[path] = output.bytes;
+  return { outDir, files, shell };
+}
+
+/** The page (''), its stylesheet and icon, and every script of the bundle, with a hash of all their bytes. */
+async function shellManifest(outDir: string, outputs: string[]): Promise<BuildResult['shell']> {
+  const scripts = outputs.map((path) => relative(outDir, resolve(path)).split('\\').join('/')).filter((path) => path.endsWith('.js')).sort();
+  const hash = createHash('sha256');
+  hash.update(await readFile(`${ROOT}public/index.html`));
+  for (const file of PUBLIC_SHELL_FILES) hash.update(await readFile(`${ROOT}public/${file}`));
+  for (const script of scripts) hash.update(await readFile(`${outDir}/${script}`));
+  return {
+    version: hash.digest('hex').slice(0, 16),
+    files: ['', ...PUBLIC_SHELL_FILES.map((file) => `playground/${file}`), ...scripts.map((script) => `playground/${script}`)],
+  };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

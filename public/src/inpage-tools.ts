@@ -10,7 +10,7 @@ import { TARGET_LABELS, type InPageBenchmark } from './targets.js';
 
 export interface InPageToolsOptions {
   benchmark?: InPageBenchmark;
-  cache?: { size(): Promise<{ files: number; bytes: number }>; clear(): Promise<void> };
+  cache?: { size(): Promise<{ files: number; bytes: number; page?: boolean }>; clear(): Promise<void> };
 }
 
 const BENCHMARK = { tokens: 64, runs: 3 };
@@ -29,9 +29,11 @@ export function createInPageTools(options: InPageToolsOptions, target: () => Tar
       return;
     }
     try {
-      const { files, bytes } = await options.cache.size();
-      cacheStatus.textContent = files === 0 ? 'Nothing cached for offline use yet.' : `Cached for offline use: ${formatBytes(bytes)} in ${files} files.`;
-      clearButton.disabled = files === 0;
+      const { files, bytes, page } = await options.cache.size();
+      const engineFiles = files === 0 ? 'Nothing cached for offline use yet.' : `Cached for offline use: ${formatBytes(bytes)} in ${files} files.`;
+      // The page itself (service worker): a reload works without the server.
+      cacheStatus.textContent = page ? `${engineFiles} The page reloads without its server.` : engineFiles;
+      clearButton.disabled = files === 0 && !page;
     } catch (error) {
       cacheStatus.textContent = `The cache cannot be read: ${(error as Error).message}`;
     }

@@ -21,12 +21,15 @@ import { topLevelParam } from './param-path.js';
 
 export interface PlaygroundOptions {
   loadInPage: InPageLoader;
-  /** Resolves to whether WebGPU has an adapter here; the WebGPU engine is offered only then. */
-  webGpuAvailable: Promise<boolean>;
+  /**
+   * Resolves to true when WebGPU can run here, or to why not (no adapter, or a home that
+   * does not serve its build); the WebGPU engine is offered only then.
+   */
+  webGpuAvailable: Promise<true | string>;
   /** Measures a started in-page engine (the "Benchmark" button). */
   benchmark?: InPageBenchmark;
   /** The in-page engine's cached files (Cache Storage), for the footer's size and Clear button. */
-  cache?: { size(): Promise<{ files: number; bytes: number }>; clear(): Promise<void> };
+  cache?: { size(): Promise<{ files: number; bytes: number; page?: boolean }>; clear(): Promise<void> };
   storage?: Storage;
 }
 
@@ -78,11 +81,9 @@ export function startPlayground(options: PlaygroundOptions): void {
   webGpuRadio.disabled = true;
   webGpuRadio.parentElement!.title = 'Checking for WebGPU…';
   void options.webGpuAvailable.then((available) => {
-    webGpuRadio.disabled = !available;
-    webGpuRadio.parentElement!.title = available
-      ? 'Runs the model on the GPU through onnxruntime-web’s WebGPU backend'
-      : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
-    if (!available && state.target === 'webgpu') byId<HTMLInputElement>('target-wasm').click();
+    webGpuRadio.disabled = available !== true;
+    webGpuRadio.parentElement!.title = available === true ? 'Runs the model on the GPU through onnxruntime-web’s WebGPU backend' : available;
+    if (available !== true && state.target === 'webgpu') byId<HTMLInputElement>('target-wasm').click();
   });
 
   // API tabs and the request options.

@@ -13,6 +13,23 @@ export const ORT_WASM_FILES: Record<BrowserBackend, string> = {
   webgpu: 'ort-wasm-simd-threaded.asyncify.wasm',
 };
 
+/**
+ * onnxruntime-web's two builds of its WebGPU backend: `asyncify` (26.8 MB of .wasm, every
+ * browser with WebGPU) and `jspi` (16.8 MB, the same backend on WebAssembly's JavaScript
+ * Promise Integration: Chromium 137+). The Worker home serves `jspi`, the one under its 25 MiB file limit.
+ */
+export type WebGpuBuild = 'asyncify' | 'jspi';
+
+export const WEBGPU_WASM_FILES: Record<WebGpuBuild, string> = {
+  asyncify: ORT_WASM_FILES.webgpu,
+  jspi: 'ort-wasm-simd-threaded.jspi.wasm',
+};
+
+/** Whether this browser's WebAssembly has JavaScript Promise Integration (the `jspi` build needs it). */
+export function hasJspi(): boolean {
+  return typeof WebAssembly !== 'undefined' && 'Suspending' in WebAssembly && 'promising' in WebAssembly;
+}
+
 interface WebGpuNavigator {
   gpu?: { requestAdapter(): Promise<unknown> };
 }
@@ -35,6 +52,8 @@ export interface BrowserOrtOptions {
   /** Defaults to the page's fetch; the playground passes one that reads its cache first. */
   fetch?: typeof fetch;
   onProgress?: ProgressListener;
+  /** Which WebGPU build to load (default asyncify): what the page's home serves. */
+  webGpuBuild?: WebGpuBuild;
 }
 
 /** Below this much ONNX, one thread is faster: the kernels are too small to split. */
@@ -66,12 +85,13 @@ export interface BrowserOrt {
  *   served locally, never from a CDN.
  */
 export async function loadBrowserOrt(backend: BrowserBackend, wasmBaseUrl: string, options: BrowserOrtOptions = {}): Promise<BrowserOrt> {
-  const wasmUrl = new URL(ORT_WASM_FILES[backend], wasmBaseUrl).href;
+  const webGpuBuild = options.webGpuBuild ?? 'asyncify';
+  const wasmUrl = new URL(backend === 'webgpu' ? WEBGPU_WASM_FILES[webGpuBuild] : ORT_WASM_FILES.wasm, wasmBaseUrl).href;
   const fetchFn = options.fetch ?? globalThis.fetch.bind(globalThis);
   // The page downloads the .wasm itself, so it can show its progress (it is the largest
   // file by far) and keep it in its cache; onnxruntime then compiles these bytes.
   const [ort, wasmBinary] = await Promise.all([
-    backend === 'webgpu' ? import('onnxruntime-web/webgpu') : import('onnxruntime-web/wasm'),
+    backend === 'wasm' ? import('onnxruntime-web/wasm') : webGpuBuild === 'jspi' ? import('onnxruntime-web/jspi') : import('onnxruntime-web/webgpu'),
     fetchOk(fetchFn, wasmUrl).then((response) => readWithProgress(response, fileName(wasmUrl), options.onProgress)),
   ]);
   ort.env.wasm.wasmBinary = wasmBinary;

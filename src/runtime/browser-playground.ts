@@ -16,7 +16,9 @@ import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
-import { probeWebGpu } from './browser-ort.js';
+import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
+import { WEBGPU_BUILD_META } from './playground-files.js';
+import { hasJspi, probeWebGpu, type WebGpuBuild } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
 
@@ -29,6 +31,8 @@ export interface InPageApp extends BrowserApp {
 }
 
 const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
+/** The service worker's registration, started with the first in-page engine (browser-offline.ts). */
+let pageOffline: Promise<void> | undefined;
 
 async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
@@ -60,7 +64,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     // onnxruntime and the model download side by side; the thread count depends on the
     // model's size and must be set before the session is created.
     const [{ ort, setThreads }, files] = await Promise.all([
-      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress }),
+      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, webGpuBuild: webGpuBuildHere() }),
       fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }),
     ]);
     const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
@@ -79,6 +83,10 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       backend === 'webgpu'
         ? `WebGPU · KV cache ${app.kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`
         : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
+    // Now a reload without the server makes sense: keep the page itself too.
+    pageOffline ??= keepPageOffline().then((error) => {
+      if (error) console.warn('The page will need its server to reload:', error.message);
+    });
     return { ...app, backend, threads, runsOn };
   } catch (error) {
     throw new Error(explainEngineError(error, backend), { cause: error });
@@ -125,6 +133,22 @@ function inPageModel(servedModelName: string): { baseUrl: string; name: string; 
   return { baseUrl, name, settings };
 }
 
+/** The WebGPU build this page's home serves (its HTML says when it is not the default). */
+function webGpuBuildHere(): WebGpuBuild {
+  return document.querySelector<HTMLMetaElement>(`meta[name="${WEBGPU_BUILD_META}"]`)?.content === 'jspi' ? 'jspi' : 'asyncify';
+}
+
+/** Whether the WebGPU engine can run from this page, or why not. */
+async function webGpuHere(): Promise<true | string> {
+  if (webGpuBuildHere() === 'jspi' && !hasJspi()) {
+    return (
+      'This host serves onnxruntime’s smaller WebGPU build (a Cloudflare Worker’s files are capped at 25 MiB; the usual build is 26.8 MB), ' +
+      'which needs WebAssembly JavaScript Promise Integration: Chromium 137 or later. Use In-page · WASM here, or the page from `npm start`.'
+    );
+  }
+  return (await probeWebGpu()) ? true : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
+}
+
 const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
   const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
   return { fetch: (request) => app.fetch(request), details: runsOn };
@@ -153,8 +177,19 @@ const edgeLlm: EdgeLlmConsole = {
 startPlayground({
   loadInPage,
   benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
-  cache: { size: () => cachedBytes(), clear: () => clearCache() },
-  webGpuAvailable: probeWebGpu(),
+  cache: {
+    async size() {
+      await pageOffline;
+      const [engineFiles, page] = await Promise.all([cachedBytes(), pageKeptOffline()]);
+      return { ...engineFiles, page };
+    },
+    async clear() {
+      await pageOffline;
+      pageOffline = undefined;
+      await Promise.all([clearCache(), forgetOfflinePage()]);
+    },
+  },
+  webGpuAvailable: webGpuHere(),
   storage: (() => {
     try {
       return window.localStorage;

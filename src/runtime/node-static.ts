@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { MODEL_FILE_PATHS } from '../engine/model-files.js';
 import { errorBody } from '../http/errors.js';
+import { CROSS_ORIGIN_ISOLATION, SERVICE_WORKER_PATH, SERVICE_WORKER_SCOPE_HEADER } from './playground-files.js';
 
 export interface PlaygroundStaticOptions {
   /**
@@ -60,18 +61,7 @@ function contentType(path: string): string {
   return CONTENT_TYPES[ext] ?? 'application/octet-stream';
 }
 
-/**
- * The page is cross-origin isolated (COOP same-origin + COEP require-corp), which gives it
- * SharedArrayBuffer and so onnxruntime-web's WASM threads. Everything it loads is
- * same-origin, so nothing is blocked; CORP keeps other sites from embedding the files.
- */
-export const CROSS_ORIGIN_ISOLATION_HEADERS: Readonly<Record<string, string>> = {
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-embedder-policy': 'require-corp',
-  'cross-origin-resource-policy': 'same-origin',
-};
-
-async function fileResponse(path: string, notFoundHint: string, ifNoneMatch: string | undefined): Promise<Response> {
+async function fileResponse(path: string, notFoundHint: string, ifNoneMatch: string | undefined, extraHeaders: Record<string, string> = {}): Promise<Response> {
   try {
     const info = await stat(path);
     if (!info.isFile()) throw new Error('not a file');
@@ -82,7 +72,9 @@ async function fileResponse(path: string, notFoundHint: string, ifNoneMatch: str
       etag: `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`,
       'last-modified': info.mtime.toUTCString(),
       'x-content-type-options': 'nosniff',
-      ...CROSS_ORIGIN_ISOLATION_HEADERS,
+      // The page is cross-origin isolated (threads for in-page WASM): playground-files.ts.
+      ...CROSS_ORIGIN_ISOLATION,
+      ...extraHeaders,
     };
     // The page's cache revalidates its copy of the .wasm and the model with this: unchanged
     // files cost one round trip, not megabytes.
@@ -136,7 +128,13 @@ export function playgroundRoutes(options: PlaygroundStaticOptions = {}): Hono {
     const file = c.req.path.slice('/playground/'.length);
     if (PUBLIC_ASSET.test(file)) return fileResponse(join(publicDir, file), c.req.path, c.req.header('if-none-match'));
     if (BUNDLE_ASSET.test(file)) {
-      return fileResponse(join(bundleDir, file), `${c.req.path} (run \`npm run build:playground\` to build the page's script)`, c.req.header('if-none-match'));
+      return fileResponse(
+        join(bundleDir, file),
+        `${c.req.path} (run \`npm run build:playground\` to build the page's script)`,
+        c.req.header('if-none-match'),
+        // The service worker sits under playground/ but controls the page one level up.
+        `playground/${file}` === SERVICE_WORKER_PATH ? SERVICE_WORKER_SCOPE_HEADER : {},
+      );
     }
     return notFound(c.req.path);
   });

@@ -60,7 +60,7 @@ describe('playground offline: the engine’s files cached in the page', { timeou
     const { page, context, errors } = await openPlayground(browser, server.baseUrl);
     await expect.poll(() => page.locator('#cache-status').textContent(), WAIT).toBe('Nothing cached for offline use yet.');
     await pickEngine(page, 'In-page · WASM');
-    await expect.poll(() => page.locator('#cache-status').textContent(), WAIT).toMatch(/^Cached for offline use: 1[34]\.\d MB in 6 files\.$/);
+    await expect.poll(() => page.locator('#cache-status').textContent(), WAIT).toMatch(/^Cached for offline use: 1[34]\.\d MB in 6 files\. The page reloads without its server\.$/);
 
     await page.reload();
     await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('running in this page');

@@ -16,6 +16,7 @@ import { createApp } from '../../src/http/app.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { extractXGrammarWasm } from '../../scripts/extract-xgrammar-wasm.js';
+import { buildWorkerAssets } from '../../scripts/build-worker-assets.js';
 import { MODEL_DIR } from '../helpers/model.js';
 import { startLlamaServer } from './llama-server.js';
 
@@ -41,8 +42,9 @@ async function closedPort(): Promise<string> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // What wrangler's [build] command does before `wrangler dev`: the Worker imports dist/xgrammar.wasm.
-  await extractXGrammarWasm();
+  // What wrangler's [build] command does before `wrangler dev`: the Worker imports
+  // dist/xgrammar.wasm, and wrangler.toml's [assets] folder must exist.
+  await Promise.all([extractXGrammarWasm(), buildWorkerAssets()]);
   const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: 'stories260k', port: 0 });
   const engine = await createNodeEngine({ modelDir: config.modelDir, servedModelName: config.servedModelName });
   const app = createApp({ engine, config, guideCompiler: nodeGuideCompiler(engine) });
