@@ -107,6 +107,7 @@ export class LocalEngine implements Engine {
     this.adapters = lora ?? undefined;
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
+    if (multimodal?.processor.videoSampling !== undefined) this.info.videoSampling = multimodal.processor.videoSampling;
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder, {
