@@ -129,3 +129,18 @@ describe('refusals', () => {
     await expect(decoder.decode(good, 'mp4', { maxPixels: 1e6, frames: 4 }, controller.signal)).rejects.toBe(reason);
   });
 });
+
+describe('without ffmpeg (workerd, browsers: the runtime-neutral fetcher has no video decoder)', () => {
+  const { videoDecoder: _, ...noDecoder } = OPTIONS;
+
+  it.each([
+    ['h264', /^MP4 video with codec H\.264\/AVC \(avc1[^)]*\) cannot be decoded by this server: this runtime has no ffmpeg/],
+    ['hevc', /^MP4 video with codec H\.265\/HEVC \(hvc1[^)]*\) cannot be decoded/],
+    ['av1', /^MP4 video with codec AV1 \(av01[^)]*\) cannot be decoded/],
+    ['vp9', /^WebM\/Matroska video cannot be decoded in this runtime: it has no ffmpeg/],
+    ['wmv', /^WMV \(ASF container\) video cannot be decoded in this runtime/],
+  ] as const)('%s is refused as unsupported_codec, naming the codec', async (key, message) => {
+    const bytes = encodeVideo(CODECS[key], 2, 16, 16, 4);
+    await expect(decodeMedia(media(bytes), noDecoder)).rejects.toMatchObject({ reason: 'unsupported_codec', message: expect.stringMatching(message) });
+  });
+});

@@ -44,10 +44,18 @@ export function syntheticFrame(index: number, width: number, height: number): Ui
   return rgb;
 }
 
-/** Encodes `count` synthetic frames at `fps`; `extra` goes before the output name (e.g. -movflags +faststart). */
-export function encodeVideo(codec: Codec, count: number, width: number, height: number, fps: number, extra: string[] = []): Uint8Array {
+/**
+ * Encodes synthetic frames first … first + count - 1 at `fps`; `extra` goes before the
+ * output name (e.g. -movflags +faststart).
+ */
+export function encodeVideo(codec: Codec, count: number, width: number, height: number, fps: number, extra: string[] = [], first = 0): Uint8Array {
+  return encodeFrames(codec, Array.from({ length: count }, (_, i) => syntheticFrame(first + i, width, height)), width, height, fps, extra);
+}
+
+/** Encodes the given RGB24 frames at `fps`. */
+export function encodeFrames(codec: Codec, rgbFrames: readonly Uint8Array[], width: number, height: number, fps: number, extra: string[] = []): Uint8Array {
   if (FFMPEG === null) throw new Error('the npm-shipped ffmpeg is not installed');
-  const frames = Buffer.concat(Array.from({ length: count }, (_, i) => syntheticFrame(i, width, height)));
+  const frames = Buffer.concat(rgbFrames);
   const dir = mkdtempSync(join(tmpdir(), 'video-fixture-'));
   try {
     const out = join(dir, `video.${codec.ext}`);
