@@ -56,34 +56,63 @@ export function bundledFfmpegPath(): string | null {
 
 interface RunResult {
   code: number | null;
-  stdout: Buffer;
-  stderr: string;
+  stdout: Uint8Array;
+  /** ffmpeg's error lines (the tail). */
+  errors: string;
   /** Set when this side ended the process. */
-  stopped?: 'timeout' | 'output';
+  stopped?: 'timeout' | 'output' | 'frame_size';
 }
 
-function run(ffmpegPath: string, args: string[], input: Uint8Array, maxStdout: number, deadline: number, signal?: AbortSignal): Promise<RunResult> {
+interface RunOptions {
+  args: string[];
+  input: Uint8Array;
+  /** More output than this stops the process. */
+  maxStdout: number;
+  /** Output of exactly this size is expected: written into one buffer, not gathered in chunks. */
+  exactStdout?: boolean;
+  deadline: number;
+  signal?: AbortSignal;
+  /** Each informational line as it arrives; true stops the process (the frame size is too large). */
+  refuseOnInfo?: (line: string) => boolean;
+}
+
+function run(ffmpegPath: string, options: RunOptions): Promise<RunResult> {
+  const { signal } = options;
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const child = spawn(ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+    // -loglevel level+...: every line tagged [info], [error], ... (metadata cannot forge a tag at a line start).
+    const child = spawn(ffmpegPath, options.args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+    const exact = options.exactStdout ? Buffer.allocUnsafe(options.maxStdout) : null;
     const chunks: Buffer[] = [];
     let stdoutBytes = 0;
-    let stderr = '';
+    let errors = '';
+    let partial = '';
     let stopped: RunResult['stopped'];
     const stop = (why: NonNullable<RunResult['stopped']>) => {
       stopped ??= why;
       child.kill('SIGKILL');
     };
-    const timer = setTimeout(() => stop('timeout'), Math.max(1, deadline - Date.now()));
+    const timer = setTimeout(() => stop('timeout'), Math.max(1, options.deadline - Date.now()));
     const onAbort = () => child.kill('SIGKILL');
     signal?.addEventListener('abort', onAbort, { once: true });
     child.stdout.on('data', (chunk: Buffer) => {
+      if (stdoutBytes + chunk.length > options.maxStdout) return stop('output');
+      if (exact !== null) chunk.copy(exact, stdoutBytes);
+      else chunks.push(chunk);
       stdoutBytes += chunk.length;
-      if (stdoutBytes > maxStdout) return stop('output');
-      chunks.push(chunk);
     });
     child.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop()!.slice(-STDERR_TAIL);
+      for (const line of lines) {
+        const tagged = /^(?:\[[^\]]*\] )?\[(\w+)\] (.*)$/.exec(line);
+        if (tagged === null) continue;
+        if (tagged[1] === 'info') {
+          if (options.refuseOnInfo?.(tagged[2]) === true) stop('frame_size');
+        } else if (tagged[1] === 'error' || tagged[1] === 'fatal' || tagged[1] === 'panic') {
+          errors = `${errors}\n${line}`.slice(-STDERR_TAIL);
+        }
+      }
     });
     // ffmpeg may stop reading early (it found what it needed, or gave up): not an error here.
     child.stdin.on('error', () => {});
@@ -96,17 +125,28 @@ function run(ffmpegPath: string, args: string[], input: Uint8Array, maxStdout: n
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       if (signal?.aborted) return reject(signal.reason);
-      resolve({ code, stdout: Buffer.concat(chunks), stderr, stopped });
+      const stdout = exact !== null ? exact.subarray(0, stdoutBytes) : Buffer.concat(chunks);
+      resolve({ code, stdout, errors, stopped });
     });
+    const { input } = options;
     child.stdin.end(Buffer.from(input.buffer, input.byteOffset, input.byteLength));
   });
 }
 
 /** ffmpeg's last complaint, for the 400 (it names the file as pipe:0, nothing of the server). */
-function lastError(stderr: string): string {
-  const lines = stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '');
-  const line = lines.at(-1) ?? 'no frames';
+function lastError(errors: string): string {
+  const lines = errors.split('\n').map((line) => line.replace(/^(\[[^\]]*\] )?\[\w+\] /, '').trim()).filter((line) => line !== '');
+  // Printable ASCII only: the message goes back to the client, and a file can put anything in it.
+  const line = (lines.at(-1) ?? 'no frames').replace(/[^\x20-\x7e]/g, '?');
   return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+/** The input video stream's frame size from ffmpeg's stream line ("Stream #0:0(und): Video: h264 …, 320x240 …"). */
+export function streamFrameSize(line: string): { width: number; height: number } | null {
+  const stream = /^\s*Stream #0:\d+.*?: Video: (.*)$/.exec(line);
+  if (stream === null) return null;
+  const size = /, (\d+)x(\d+)/.exec(stream[1]);
+  return size === null ? null : { width: Number(size[1]), height: Number(size[2]) };
 }
 
 interface FrameList {
@@ -165,7 +205,7 @@ export function createFfmpegVideoDecoder(options: FfmpegVideoDecoderOptions): Vi
     const name = FORMAT_NAMES[format];
     const input = format === 'mp4' ? mp4WithMoovFirst(bytes) : bytes;
     const inputArgs = [
-      '-hide_banner', '-nostats', '-loglevel', 'error',
+      '-hide_banner', '-nostats', '-loglevel', 'level+info',
       '-max_alloc', String(MAX_ALLOC_BYTES),
       '-protocol_whitelist', 'pipe',
       '-f', DEMUXERS[format],
@@ -177,12 +217,25 @@ export function createFfmpegVideoDecoder(options: FfmpegVideoDecoderOptions): Vi
     const failed = (result: RunResult, pass: string): MediaError => {
       if (result.stopped === 'timeout') return mediaError('timeout', `decoding the ${name} video took longer than ${options.timeoutMs} ms (MEDIA_VIDEO_DECODE_TIMEOUT_MS)`);
       if (result.stopped === 'output') return mediaError('too_large', `the ${name} video has more frames than this server lists (${pass})`);
-      return mediaError('decode_failed', `the ${name} video could not be decoded (${lastError(result.stderr)})`);
+      if (result.stopped === 'frame_size') return mediaError('too_large', `the ${name} video's frames exceed the decoded-size limit of ${video.maxPixels} pixels`);
+      return mediaError('decode_failed', `the ${name} video could not be decoded (${lastError(result.errors)})`);
+    };
+    // The container's frame size, refused before a decoder allocates a frame of it.
+    const refuseOnInfo = (line: string) => {
+      const size = streamFrameSize(line);
+      return size !== null && size.width * size.height > video.maxPixels;
     };
 
-    const list = await run(options.ffmpegPath, [...inputArgs, '-f', 'framecrc', 'pipe:1'], input, MAX_FRAME_LIST_BYTES, deadline, signal);
+    const list = await run(options.ffmpegPath, {
+      args: [...inputArgs, '-f', 'framecrc', 'pipe:1'],
+      input,
+      maxStdout: MAX_FRAME_LIST_BYTES,
+      deadline,
+      signal,
+      refuseOnInfo,
+    });
     if (list.code !== 0 || list.stopped !== undefined) throw failed(list, 'frame list');
-    const frames = parseFrameList(list.stdout.toString('utf8'));
+    const frames = parseFrameList(Buffer.from(list.stdout.buffer, list.stdout.byteOffset, list.stdout.byteLength).toString('utf8'));
     if (frames.times.length === 0 || frames.width === 0 || frames.height === 0) {
       throw mediaError('decode_failed', `the ${name} video has no decodable video frames`);
     }
@@ -207,14 +260,14 @@ export function createFfmpegVideoDecoder(options: FfmpegVideoDecoderOptions): Vi
     const expected = frameBytes * sampled.indices.length;
     const select = sampled.indices.map((i) => `eq(n\\,${i})`).join('+');
     const filter = `select=${select},scale=${width}:${height}:flags=bicubic+accurate_rnd+full_chroma_int,format=rgb24`;
-    const pixels = await run(
-      options.ffmpegPath,
-      [...inputArgs, '-vf', filter, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
+    const pixels = await run(options.ffmpegPath, {
+      args: [...inputArgs, '-vf', filter, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'],
       input,
-      expected,
+      maxStdout: expected,
+      exactStdout: true,
       deadline,
       signal,
-    );
+    });
     if (pixels.code !== 0 || pixels.stopped !== undefined) throw failed(pixels, 'frames');
     if (pixels.stdout.length !== expected) {
       throw mediaError('decode_failed', `the ${name} video gave ${Math.floor(pixels.stdout.length / frameBytes)} of the ${sampled.indices.length} frames its first pass listed`);
