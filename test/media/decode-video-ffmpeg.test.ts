@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { decodeMedia } from '../../src/media/decode/index.js';
 import { mp4WithMoovFirst } from '../../src/media/decode/mp4-faststart.js';
 import { sniffFormat } from '../../src/media/magic.js';
-import { createFfmpegVideoDecoder } from '../../src/media/node-ffmpeg.js';
+import { createFfmpegVideoDecoder, parseFrameList, streamFrameSize } from '../../src/media/node-ffmpeg.js';
 import type { DecodedVideo, FetchedMedia, MediaFormat } from '../../src/media/types.js';
-import { CODECS, encodeVideo, FFMPEG, meanAbsDiff, mp4BoxOrder, syntheticFrame } from './helpers/ffmpeg-encode.js';
+import { CODECS, encodeFrames, encodeVideo, FFMPEG, meanAbsDiff, mp4BoxOrder, syntheticFrame } from './helpers/ffmpeg-encode.js';
 
 const W = 64;
 const H = 48;
@@ -115,6 +115,15 @@ describe('refusals', () => {
     await expect(decode(good, { maxImagePixels: W * H - 1 })).rejects.toMatchObject({ reason: 'too_large' });
   });
 
+  it('a frame size above the limit is refused from the container, before frames are decoded', async () => {
+    const big = encodeFrames(CODECS.h264, [new Uint8Array(1280 * 720 * 3).fill(90)], 1280, 720, 4);
+    await expect(decode(big, { maxImagePixels: 1280 * 720 - 1 })).rejects.toMatchObject({
+      reason: 'too_large',
+      message: `the MP4 video's frames exceed the decoded-size limit of ${1280 * 720 - 1} pixels`,
+    });
+    expect((await decode(big, { maxImagePixels: 1280 * 720 })).frames[0].width).toBe(1280);
+  });
+
   it('a decode past its deadline is killed and refused as a timeout', async () => {
     const hasty = createFfmpegVideoDecoder({ ffmpegPath: FFMPEG!, timeoutMs: 1 });
     await expect(decode(good, { videoDecoder: hasty })).rejects.toMatchObject({ reason: 'timeout' });
@@ -142,5 +151,19 @@ describe('without ffmpeg (workerd, browsers: the runtime-neutral fetcher has no 
   ] as const)('%s is refused as unsupported_codec, naming the codec', async (key, message) => {
     const bytes = encodeVideo(CODECS[key], 2, 16, 16, 4);
     await expect(decodeMedia(media(bytes), noDecoder)).rejects.toMatchObject({ reason: 'unsupported_codec', message: expect.stringMatching(message) });
+  });
+});
+
+describe('reading ffmpeg', () => {
+  it('takes the frame size from the stream line, not from a FourCC or forged metadata', () => {
+    expect(streamFrameSize('    Stream #0:0(und): Video: h264 (High) (avc1 / 0x31637661), yuv420p, 320x240 [SAR 1:1 DAR 4:3], 30 fps')).toEqual({ width: 320, height: 240 });
+    expect(streamFrameSize('    Stream #0:0: Video: wmv2 (WMV2 / 0x32564D57), yuv420p, 64x48, 4 fps')).toEqual({ width: 64, height: 48 });
+    expect(streamFrameSize('    title           : Stream #0:0: Video: x, 99999x99999')).toBeNull();
+    expect(streamFrameSize('    Stream #0:1(und): Audio: aac (LC), 48000 Hz, stereo')).toBeNull();
+  });
+
+  it('lists frames from framecrc in output order with the time base applied', () => {
+    const list = parseFrameList('#tb 0: 1/4\n#media_type 0: video\n#dimensions 0: 64x48\n0,          0,          0,        1,     4608, 0x1\n0,          1,          2,        1,     4608, 0x2\n');
+    expect(list).toEqual({ width: 64, height: 48, times: [0, 0.5], durations: [0.25, 0.25] });
   });
 });
