@@ -7,7 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { decodeMedia } from '../../src/media/decode/index.js';
 import { mp4WithMoovFirst } from '../../src/media/decode/mp4-faststart.js';
+import { resolveMediaConfig } from '../../src/media/config.js';
 import { sniffFormat } from '../../src/media/magic.js';
+import { createNodeMediaFetcher } from '../../src/media/node.js';
 import { createFfmpegVideoDecoder, parseFrameList, streamFrameSize } from '../../src/media/node-ffmpeg.js';
 import type { DecodedVideo, FetchedMedia, MediaFormat } from '../../src/media/types.js';
 import { CODECS, encodeFrames, encodeVideo, FFMPEG, meanAbsDiff, mp4BoxOrder, syntheticFrame } from './helpers/ffmpeg-encode.js';
@@ -43,8 +45,14 @@ function expectSourceFrames(video: DecodedVideo, indices: number[], tolerance: n
   });
 }
 
-it('the npm-shipped ffmpeg is installed', () => {
+it('the npm-shipped ffmpeg is installed, and the Node media fetcher (npm start) decodes video with it', async () => {
   expect(FFMPEG).not.toBeNull();
+  const fetcher = createNodeMediaFetcher(resolveMediaConfig());
+  expect(fetcher.videoDecoder).toBeDefined();
+  const bytes = encodeVideo(CODECS.h264, 3, 16, 16, 4);
+  const fetched = await fetcher.fetch(`data:video/mp4;base64,${Buffer.from(bytes).toString('base64')}`, 'video');
+  const video = (await decodeMedia(fetched, { ...fetcher.config, videoDecoder: fetcher.videoDecoder })) as DecodedVideo;
+  expect(video.totalFrames).toBe(3);
 });
 
 describe.each([
