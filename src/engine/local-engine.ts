@@ -112,6 +112,7 @@ export class LocalEngine implements Engine {
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
     if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
     if (audio !== null) this.info.acceptedMedia = [...(this.info.acceptedMedia ?? []), 'audio'];
+    if (multimodal?.processor.videoSampling !== undefined) this.info.videoSampling = multimodal.processor.videoSampling;
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.runner = new BatchRunner(decoder, {

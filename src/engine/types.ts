@@ -1,6 +1,7 @@
 import type { SamplingParams } from '../sampling/params.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { MediaKind } from '../media/types.js';
+import type { VideoSampling } from '../media/decode/frame-sampling.js';
 import type { VisionLanguageModel } from '../multimodal/model.js';
 import type { AudioLanguageModel } from '../multimodal/audio-model.js';
 
@@ -86,6 +87,8 @@ export interface ModelInfo {
   vocabSize: number;
   /** Media kinds the model takes (a vision-language model: image); absent for text-only models. */
   acceptedMedia?: readonly MediaKind[];
+  /** How the model's family samples video frames (SmolVLM: by fps); absent: evenly. */
+  videoSampling?: VideoSampling;
 }
 
 export interface EngineStats {

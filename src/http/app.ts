@@ -80,6 +80,7 @@ export function createApp(deps: AppDeps): Hono {
     chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine),
     mediaFetcher: deps.mediaFetcher ?? createMediaFetcher(resolveMediaConfig()),
     acceptedMedia: engineAcceptedMedia(deps.engine),
+    videoSampling: deps.engine.info.videoSampling,
     guideCompiler: deps.guideCompiler ?? null,
   };
 

@@ -1,7 +1,7 @@
 import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
-import type { MediaFetcher, MediaKind } from '../media/index.js';
+import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
 import { checkRequestBounds } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
@@ -20,6 +20,8 @@ export interface ServingContext {
   mediaFetcher: MediaFetcher;
   /** Media kinds the served model takes; empty for a text-only model. */
   acceptedMedia: readonly MediaKind[];
+  /** The served model's video frame sampling (engine info); absent: evenly. */
+  videoSampling?: VideoSampling;
   /** Compiles structured-output constraints; null: such requests get a 400. */
   guideCompiler: GuideCompiler | null;
 }

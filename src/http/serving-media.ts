@@ -38,10 +38,10 @@ export function loadGenerateMedia(
   signal: AbortSignal,
 ): Promise<LoadedMedia[]> {
   if (typeof prompt === 'string') return Promise.resolve([]);
-  return loadAccepted(ctx, () => loadPromptMedia(prompt, ctx.mediaFetcher, { signal }), signal);
+  return loadAccepted(ctx, () => loadPromptMedia(prompt, ctx.mediaFetcher, { signal, videoSampling: ctx.videoSampling }), signal);
 }
 
 /** The media of chat messages' content parts, in message order. */
 export function loadChatRequestMedia(ctx: ServingContext, messages: readonly ChatMessage[], signal: AbortSignal): Promise<LoadedMedia[]> {
-  return loadAccepted(ctx, () => loadChatMedia(messages, ctx.mediaFetcher, { signal }), signal);
+  return loadAccepted(ctx, () => loadChatMedia(messages, ctx.mediaFetcher, { signal, videoSampling: ctx.videoSampling }), signal);
 }

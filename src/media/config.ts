@@ -38,8 +38,10 @@ export interface MediaConfig {
   audioSampleRate: number;
   /** Longest decoded audio in seconds (bounds the PCM buffer of a compressed file). */
   maxAudioSeconds: number;
-  /** Frames sampled uniformly from a video. */
+  /** Frames sampled from a video at most (uniformly, or by the model's fps rule). */
   videoFrames: number;
+  /** Time for decoding one video, both ffmpeg passes (Node); the process is killed after. */
+  videoDecodeTimeoutMs: number;
   /** Images one prompt may carry, for a vision-language model (MEDIA_MAX_IMAGES_PER_PROMPT). */
   maxImagesPerPrompt: number;
   /** Frames one image may become: tiles plus the global image (MEDIA_MAX_IMAGE_TILES). */
@@ -64,6 +66,7 @@ export const DEFAULT_MEDIA_CONFIG: MediaConfig = {
   audioSampleRate: 16_000,
   maxAudioSeconds: 1_800,
   videoFrames: 16,
+  videoDecodeTimeoutMs: 60_000,
   maxImagesPerPrompt: 8,
   maxImageTiles: 26,
   maxAudioSecondsPerPrompt: 120,
@@ -94,6 +97,7 @@ export function resolveMediaConfig(input: MediaConfigInput = {}): MediaConfig {
   positiveInt('audioSampleRate', config.audioSampleRate);
   positiveInt('maxAudioSeconds', config.maxAudioSeconds);
   positiveInt('videoFrames', config.videoFrames);
+  positiveInt('videoDecodeTimeoutMs', config.videoDecodeTimeoutMs);
   positiveInt('maxImagesPerPrompt', config.maxImagesPerPrompt);
   positiveInt('maxImageTiles', config.maxImageTiles);
   positiveInt('maxAudioSecondsPerPrompt', config.maxAudioSecondsPerPrompt);
@@ -135,7 +139,7 @@ function privateAddressesVar(value: string | undefined): PrivateAddressExemption
  * MEDIA_DIR, MEDIA_ALLOW_PRIVATE_ADDRESSES ("true" or a comma list of CIDRs),
  * MEDIA_MAX_IMAGE_MB / MEDIA_MAX_AUDIO_MB / MEDIA_MAX_VIDEO_MB (MiB),
  * MEDIA_CONNECT_TIMEOUT_MS, MEDIA_TIMEOUT_MS, MEDIA_MAX_REDIRECTS,
- * MEDIA_REFUSED_DOMAIN_SUFFIXES, MEDIA_MAX_PARTS, MEDIA_VIDEO_FRAMES, MEDIA_AUDIO_SAMPLE_RATE,
+ * MEDIA_REFUSED_DOMAIN_SUFFIXES, MEDIA_MAX_PARTS, MEDIA_VIDEO_FRAMES, MEDIA_VIDEO_DECODE_TIMEOUT_MS, MEDIA_AUDIO_SAMPLE_RATE,
  * MEDIA_MAX_IMAGES_PER_PROMPT, MEDIA_MAX_IMAGE_TILES, MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT.
  */
 export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): MediaConfig {
@@ -159,6 +163,7 @@ export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): Media
       env.MEDIA_REFUSED_DOMAIN_SUFFIXES !== undefined ? list(env.MEDIA_REFUSED_DOMAIN_SUFFIXES) : base.extraRefusedDomainSuffixes,
     maxPartsPerRequest: intVar(env, 'MEDIA_MAX_PARTS') ?? base.maxPartsPerRequest,
     videoFrames: intVar(env, 'MEDIA_VIDEO_FRAMES') ?? base.videoFrames,
+    videoDecodeTimeoutMs: intVar(env, 'MEDIA_VIDEO_DECODE_TIMEOUT_MS') ?? base.videoDecodeTimeoutMs,
     audioSampleRate: intVar(env, 'MEDIA_AUDIO_SAMPLE_RATE') ?? base.audioSampleRate,
     maxImagesPerPrompt: intVar(env, 'MEDIA_MAX_IMAGES_PER_PROMPT') ?? base.maxImagesPerPrompt,
     maxImageTiles: intVar(env, 'MEDIA_MAX_IMAGE_TILES') ?? base.maxImageTiles,

@@ -14,6 +14,7 @@ import { parseMediaRef } from './media-ref.js';
 import { fetchRemote, type Resolver, type RemoteFetchPolicy } from './remote-fetch.js';
 import { ConnectTimeoutError, createFetchTransport, type Transport } from './transport.js';
 import type { FetchedMedia, MediaKind, MediaRef } from './types.js';
+import type { VideoDecoderBackend } from './decode/video.js';
 
 /** Reads a local media file; implementations confine it to the media directory. */
 export interface LocalFileReader {
@@ -33,12 +34,15 @@ export interface MediaFetcherDeps {
   fetchImpl?: typeof fetch;
   /** Local files; absent: local paths and file: URLs are refused. */
   localFiles?: LocalFileReader;
+  /** Decodes every video codec (Node: ffmpeg); absent: Motion JPEG only. */
+  videoDecoder?: VideoDecoderBackend;
 }
 
 export interface MediaFetcher {
   /** Throws MediaError on any refusal, or the caller's abort reason when `signal` aborts. */
   fetch(ref: MediaRef | string, kind: MediaKind, signal?: AbortSignal): Promise<FetchedMedia>;
   readonly config: MediaConfig;
+  readonly videoDecoder?: VideoDecoderBackend;
 }
 
 function withDeadline(callerSignal: AbortSignal | undefined, timeoutMs: number) {
@@ -98,6 +102,7 @@ export function createMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps =
 
   return {
     config,
+    videoDecoder: deps.videoDecoder,
     async fetch(refOrText, kind, callerSignal) {
       const ref = typeof refOrText === 'string' ? parseMediaRef(refOrText, kind) : refOrText;
       const deadline = withDeadline(callerSignal, config.totalTimeoutMs);

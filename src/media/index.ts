@@ -15,4 +15,6 @@ export type { Resolver } from './remote-fetch.js';
 export { WILDCARD_DNS_SUFFIXES } from './host-policy.js';
 export { sniffFormat } from './magic.js';
 export { decodeMedia, type DecodeOptions } from './decode/index.js';
+export type { VideoDecoderBackend, VideoFormat, VideoOptions } from './decode/video.js';
+export type { VideoSampling } from './decode/frame-sampling.js';
 export { loadMediaRequests, loadPromptMedia, loadChatMedia, refuseUnacceptedMedia, type LoadMediaOptions } from './load.js';

@@ -10,20 +10,23 @@ import { decodeMedia } from './decode/index.js';
 import type { MediaFetcher } from './fetcher.js';
 import { mediaRequestsFromMessages, mediaRequestsFromPrompt } from './parse-part.js';
 import type { LoadedMedia, MediaKind, MediaRequest } from './types.js';
+import type { VideoSampling } from './decode/frame-sampling.js';
 
 export interface LoadMediaOptions {
   /** The client's request signal: aborting it stops every fetch (and rejects with its reason). */
   signal?: AbortSignal;
   /** Parts fetched at once. */
   concurrency?: number;
+  /** The served model's frame-sampling rule (SmolVLM: by fps); uniform when absent. */
+  videoSampling?: VideoSampling;
 }
 
 const DEFAULT_CONCURRENCY = 4;
 
-async function loadOne(request: MediaRequest, fetcher: MediaFetcher, signal: AbortSignal): Promise<LoadedMedia> {
+async function loadOne(request: MediaRequest, fetcher: MediaFetcher, signal: AbortSignal, videoSampling?: VideoSampling): Promise<LoadedMedia> {
   try {
     const fetched = await fetcher.fetch(request.ref, request.kind, signal);
-    const decoded = await decodeMedia(fetched, fetcher.config);
+    const decoded = await decodeMedia(fetched, { ...fetcher.config, videoDecoder: fetcher.videoDecoder, videoSampling, signal });
     return { param: request.param, kind: request.kind, format: fetched.format, byteLength: fetched.bytes.byteLength, decoded };
   } catch (error) {
     if (error instanceof MediaError) throw error.forParam(request.param);
@@ -54,7 +57,7 @@ export async function loadMediaRequests(
     while (next < requests.length && !controller.signal.aborted) {
       const index = next++;
       try {
-        results[index] = await loadOne(requests[index], fetcher, controller.signal);
+        results[index] = await loadOne(requests[index], fetcher, controller.signal, options.videoSampling);
       } catch (error) {
         failures.push({ index, error });
         controller.abort(error);

@@ -43,6 +43,8 @@ export function sniffFormat(bytes: Uint8Array): MediaFormat | null {
   if (ascii(bytes, 0, 3) === 'ID3' || isMpegAudioFrame(bytes)) return 'mp3';
   if (ascii(bytes, 4, 4) === 'ftyp') return 'mp4';
   if (startsWith(bytes, ASF_HEADER_GUID)) return 'wmv';
+  // EBML: WebM and Matroska alike (ffmpeg's demuxer reads both).
+  if (startsWith(bytes, [0x1a, 0x45, 0xdf, 0xa3])) return 'webm';
   return null;
 }
 

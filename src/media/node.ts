@@ -1,17 +1,21 @@
 /**
  * The media fetcher wired for Node: system DNS with every answer checked, connections
- * pinned to the checked address, local files confined to the media directory.
+ * pinned to the checked address, local files confined to the media directory, video
+ * decoded by the npm-shipped ffmpeg (Motion JPEG only where that package is missing).
  */
 import type { MediaConfig } from './config.js';
 import { createMediaFetcher, type MediaFetcher, type MediaFetcherDeps } from './fetcher.js';
 import { createNodeLocalFiles } from './node-local-files.js';
 import { createNodeTransport, nodeResolve } from './node-transport.js';
+import { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
 
 export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps = {}): MediaFetcher {
+  const ffmpegPath = bundledFfmpegPath();
   return createMediaFetcher(config, {
     resolve: nodeResolve,
     transport: createNodeTransport(),
     localFiles: createNodeLocalFiles(config.mediaDir),
+    videoDecoder: ffmpegPath === null ? undefined : createFfmpegVideoDecoder({ ffmpegPath, timeoutMs: config.videoDecodeTimeoutMs }),
     ...deps,
   });
 }
@@ -19,3 +23,4 @@ export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDe
 export { checkMediaDiskSpace, requiredMediaDiskSpace } from './disk-space.js';
 export { createNodeTransport, nodeResolve } from './node-transport.js';
 export { createNodeLocalFiles } from './node-local-files.js';
+export { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';

@@ -6,13 +6,13 @@
 export type MediaKind = 'image' | 'audio' | 'video';
 
 /** Container/file formats recognised by their magic bytes. */
-export type MediaFormat = 'jpeg' | 'png' | 'wav' | 'mp3' | 'flac' | 'mp4' | 'avi' | 'wmv';
+export type MediaFormat = 'jpeg' | 'png' | 'wav' | 'mp3' | 'flac' | 'mp4' | 'avi' | 'wmv' | 'webm';
 
-/** The formats each kind accepts (the spec's lists). */
+/** The formats each kind accepts (the spec's lists, plus WebM/Matroska video). */
 export const FORMATS_BY_KIND: Readonly<Record<MediaKind, readonly MediaFormat[]>> = {
   image: ['jpeg', 'png'],
   audio: ['wav', 'mp3', 'flac'],
-  video: ['mp4', 'avi', 'wmv'],
+  video: ['mp4', 'avi', 'wmv', 'webm'],
 };
 
 /** Where a part's media comes from, after syntax checks (no I/O yet). */

@@ -4,7 +4,7 @@
  * for it in the prompt; the vision encoder turns the pixel values into features; the
  * engine splices those in at the image tokens. A family (processors/) is one file.
  */
-import type { DecodedImage, DecodedVideo } from '../media/index.js';
+import type { DecodedImage, DecodedVideo, VideoSampling } from '../media/index.js';
 
 /** One image after the family's processor. */
 export interface ProcessedImage {
@@ -31,6 +31,8 @@ export interface ImageProcessor {
   process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage;
   /** Families that take video: what a {"type": "video"} part becomes in the prompt. */
   readonly videoPlaceholder?: string;
+  /** How the family picks a video's frames (decoding samples them so); uniform when absent. */
+  readonly videoSampling?: VideoSampling;
   /** A video's sampled frames as one ProcessedImage (frames × image tokens) and its prompt text. */
   processVideo?(video: DecodedVideo, param: string, limits: MultimodalLimits): ProcessedImage;
 }

@@ -3,6 +3,8 @@
  * random weights; references computed there with PIL, numpy and torch).
  */
 import { readFileSync } from 'node:fs';
+import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJpegImage, decodePngImage } from '../../src/media/decode/image.js';
 import type { DecodedImage } from '../../src/media/index.js';
@@ -54,4 +56,27 @@ export function imageDataUrl(name: string): string {
 
 export function readJson(path: string): Record<string, unknown> {
   return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+}
+
+/** SmolVLM2's chat template, whose {"type": "video"} parts write <video>. */
+export const SMOLVLM2_VIDEO_TEMPLATE =
+  "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}{% else %}{{': '}}{% endif %}" +
+  "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}{{ '<image>' }}{% elif line['type'] == 'video' %}{{ '<video>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}" +
+  "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+
+/**
+ * A temporary copy of the SmolVLM fixture as a SmolVLM2 folder (model_type "smolvlm", the
+ * video chat template), with `preprocessor` merged into its preprocessor_config.json.
+ */
+export async function smolvlm2Folder(preprocessor: Record<string, unknown> = {}): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'smolvlm2-'));
+  await cp(SMOLVLM_DIR, dir, { recursive: true });
+  const patch = async (file: string, fields: Record<string, unknown>) => {
+    const json = JSON.parse(await readFile(join(dir, file), 'utf8')) as Record<string, unknown>;
+    await writeFile(join(dir, file), JSON.stringify({ ...json, ...fields }));
+  };
+  await patch('config.json', { model_type: 'smolvlm' });
+  await patch('tokenizer_config.json', { chat_template: SMOLVLM2_VIDEO_TEMPLATE });
+  await patch('preprocessor_config.json', preprocessor);
+  return dir;
 }

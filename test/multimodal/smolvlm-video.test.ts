@@ -4,9 +4,7 @@
  * per frame). The fixture folder copied with model_type "smolvlm" and SmolVLM2's chat
  * template, whose {"type": "video"} parts write <video>; Idefics3 (no video) refuses them.
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
 import { parseServerConfig } from '../../src/config/server-config.js';
@@ -16,12 +14,7 @@ import { englishNumber } from '../../src/multimodal/english-number.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { expectError, postJson } from '../http/helpers.js';
 import { avi, flatJpeg } from '../media/helpers/video-writers.js';
-import { SMOLVLM_DIR } from './fixtures.js';
-
-const VIDEO_TEMPLATE =
-  "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}{% else %}{{': '}}{% endif %}" +
-  "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}{{ '<image>' }}{% elif line['type'] == 'video' %}{{ '<video>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}" +
-  "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+import { SMOLVLM_DIR, smolvlm2Folder } from './fixtures.js';
 
 let dir: string;
 let engine: LocalEngine;
@@ -34,12 +27,7 @@ function videoUrl(colours: number[][]): string {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'smolvlm-video-'));
-  await cp(SMOLVLM_DIR, dir, { recursive: true });
-  const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
-  await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, model_type: 'smolvlm' }));
-  const tokenizerConfig = JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
-  await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...tokenizerConfig, chat_template: VIDEO_TEMPLATE }));
+  dir = await smolvlm2Folder();
   engine = await createNodeEngine({ modelDir: dir, servedModelName: 'smolvlm2' });
   app = createApp({ engine, config: parseServerConfig({ modelDir: dir, servedModelName: 'smolvlm2' }) });
 });

@@ -6,9 +6,16 @@ import { MediaError, mediaError } from '../errors.js';
 import type { DecodedMedia, FetchedMedia } from '../types.js';
 import { decodeAudio } from './audio.js';
 import { decodeJpegImage, decodePngImage } from './image.js';
-import { decodeVideo } from './video.js';
+import { decodeVideoWith, type VideoDecoderBackend } from './video.js';
+import type { VideoSampling } from './frame-sampling.js';
 
-export type DecodeOptions = Pick<MediaConfig, 'maxImagePixels' | 'audioSampleRate' | 'maxAudioSeconds' | 'videoFrames'>;
+export type DecodeOptions = Pick<MediaConfig, 'maxImagePixels' | 'audioSampleRate' | 'maxAudioSeconds' | 'videoFrames'> & {
+  /** Decodes every video codec where the runtime has one (Node: ffmpeg); absent: Motion JPEG only. */
+  videoDecoder?: VideoDecoderBackend;
+  /** The served model's frame-sampling rule; uniform when absent. */
+  videoSampling?: VideoSampling;
+  signal?: AbortSignal;
+};
 
 /** Throws MediaError only: a decoder's own exception on hostile input is a 400, not a 500. */
 export async function decodeMedia(media: FetchedMedia, options: DecodeOptions): Promise<DecodedMedia> {
@@ -35,7 +42,14 @@ async function decodeByFormat(media: FetchedMedia, options: DecodeOptions): Prom
     case 'mp4':
     case 'avi':
     case 'wmv':
-      return decodeVideo(media.bytes, media.format, { ...limits, frames: options.videoFrames });
+    case 'webm':
+      return decodeVideoWith(
+        media.bytes,
+        media.format,
+        { ...limits, frames: options.videoFrames, sampling: options.videoSampling },
+        options.videoDecoder,
+        options.signal,
+      );
     default:
       throw mediaError('format_not_allowed', `no decoder for ${String(media.format)}`);
   }

@@ -15,7 +15,7 @@
  * each row, then `\n<fake_token_around_image><global-img>` + `<image>` × image_seq_len +
  * `<fake_token_around_image>`; for an unsplit image only the global part.
  */
-import type { DecodedImage, DecodedVideo } from '../../media/index.js';
+import type { DecodedImage, DecodedVideo, VideoSampling } from '../../media/index.js';
 import { englishNumber } from '../english-number.js';
 import {
   boolField,
@@ -153,19 +153,37 @@ export function smolvlmVideoPromptText(timestamps: readonly number[], duration: 
   return text + '\n\n';
 }
 
+/**
+ * SmolVLM's `video_sampling` ({"fps": 1, "max_frames": 64, ...} in SmolVLM2's
+ * preprocessor_config.json): frames by fps, as SmolVLMVideoProcessor.sample_frames.
+ * Absent: frames evenly spread (MEDIA_VIDEO_FRAMES).
+ */
+export function smolvlmVideoSampling(preprocessor: JsonObject, processor: JsonObject): VideoSampling {
+  const source = (preprocessor.video_sampling ?? processor.video_sampling) as JsonObject | undefined;
+  if (source === undefined || source === null || typeof source !== 'object') return { rule: 'uniform' };
+  const file = 'preprocessor_config.json video_sampling';
+  const fps = numberField(source, 'fps', undefined, file);
+  if (fps <= 0) throw configError(file, `"fps" must be above 0, got ${fps}`);
+  return { rule: 'fps', fps, maxFrames: positiveIntField(source, 'max_frames', undefined, file) };
+}
+
 export class Idefics3Processor implements ImageProcessor {
   readonly family: 'idefics3' | 'smolvlm';
   readonly placeholder = IMAGE_TOKEN;
   readonly videoPlaceholder?: string;
+  readonly videoSampling?: VideoSampling;
 
   constructor(
     readonly settings: Idefics3Settings,
     readonly imageTokenId: number,
-    video = false,
+    video: VideoSampling | false = false,
   ) {
-    this.family = video ? 'smolvlm' : 'idefics3';
+    this.family = video !== false ? 'smolvlm' : 'idefics3';
     // SmolVLM (not Idefics3) takes video: its template writes <video> for a video part.
-    if (video) this.videoPlaceholder = '<video>';
+    if (video !== false) {
+      this.videoPlaceholder = '<video>';
+      this.videoSampling = video;
+    }
   }
 
   static create(
@@ -186,14 +204,14 @@ export class Idefics3Processor implements ImageProcessor {
     if (typeof configured === 'number' && configured !== imageTokenId) {
       throw new Error(`config.json "image_token_id" is ${configured}, but the tokenizer's "${IMAGE_TOKEN}" is ${imageTokenId}.`);
     }
-    return new Idefics3Processor(settings, imageTokenId, video);
+    return new Idefics3Processor(settings, imageTokenId, video ? smolvlmVideoSampling(files.preprocessorConfig, files.processorConfig) : false);
   }
 
   /**
-   * Each sampled frame resized to one tile (Pillow, the image filter) and normalised like
-   * an image. transformers' SmolVLM video processor resizes with torch's bicubic instead,
-   * and samples frames by fps rather than evenly (MEDIA_VIDEO_FRAMES): pixel values of
-   * video frames are close to, not equal to, transformers'.
+   * Each sampled frame (sampled by `videoSampling` when decoded) resized to one tile
+   * (Pillow, the image filter) and normalised like an image. transformers' SmolVLM video
+   * processor resizes with torch's antialiased bicubic instead (to video_size, then to
+   * the tile): pixel values of video frames are close to, not equal to, transformers'.
    */
   processVideo(video: DecodedVideo, param: string, limits: MultimodalLimits): ProcessedImage {
     const { tile, resample } = this.settings;
