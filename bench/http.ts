@@ -1,10 +1,12 @@
 /**
- * The HTTP benchmark: the real server (`src/runtime/node.ts`, as `npm start` runs it) in a
- * child process on loopback, driven by a bounded load client in this process.
+ * The HTTP benchmark: the real server (dist/node/server.js with `npm start`'s node flags,
+ * built first as its prestart does) in a child process on loopback, driven by a bounded
+ * load client in this process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import { buildServer, npmStartArgs } from '../scripts/build-server.js';
 import { median, percentile } from './stats.js';
 
 export interface ServerHandle {
@@ -15,9 +17,13 @@ export interface ServerHandle {
   stop(): Promise<void>;
 }
 
-export function startServer(env: Record<string, string> = {}): Promise<ServerHandle> {
-  // `node --import tsx` runs the server in this very process (no tsx wrapper), so its pid is the server's.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/runtime/node.ts'], {
+let built: Promise<string> | undefined;
+
+export async function startServer(env: Record<string, string> = {}): Promise<ServerHandle> {
+  // What `npm start` runs, so the peak RSS is a user's (tsx's loader alone added ~100 MiB),
+  // and its pid is the server's own (no npm or tsx process in between).
+  await (built ??= buildServer());
+  const child = spawn(process.execPath, npmStartArgs(), {
     // No request log: a line per request would cost the server time and this process memory.
     env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', LOG_REQUESTS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,12 +9,28 @@
  *
  *   npm run build   (runs before npm start, and once before the e2e tests)
  */
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SERVER_ENTRY = `${ROOT}src/runtime/node.ts`;
 export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
+
+/**
+ * The arguments `npm start` passes to node (package.json's start script is
+ * `exec node <args>`), for whatever else starts the server as it does: the e2e tests and
+ * the bench's peak-RSS figure. One place, so a V8 flag added there is measured too.
+ */
+export function npmStartArgs(): string[] {
+  const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  const node = words.indexOf('node');
+  if (node < 0 || words.at(-1) !== 'dist/node/server.js') {
+    throw new Error(`package.json's start script is not "node ... dist/node/server.js": ${pkg.scripts.start}`);
+  }
+  return words.slice(node + 1);
+}
 
 export async function buildServer(): Promise<string> {
   await build({

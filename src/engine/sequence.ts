@@ -1,6 +1,6 @@
 import type { Guide } from '../guided/guide.js';
 import type { SamplingParams } from '../sampling/params.js';
-import { Sampler, type SampledToken } from '../sampling/sampler.js';
+import { Sampler, tokenLogprobNeeded, type SampledToken } from '../sampling/sampler.js';
 import { createRng, type Rng } from '../sampling/rng.js';
 import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -73,6 +73,7 @@ export class Sequence implements BatchRow {
       eosTokenIds: limits.eosTokenIds,
       rng: options.rng ?? createRng(params.seed),
       guide: this.guide ?? undefined,
+      tokenLogprob: tokenLogprobNeeded(params),
     });
     this.detokenizer = new IncrementalDetokenizer(tokenizer, {
       skipSpecialTokens: params.skipSpecialTokens,

@@ -55,7 +55,11 @@ export interface GenerationDelta {
   index: number;
   /** Tokens sampled this step (one per step today). */
   tokenIds: number[];
-  /** Log-probabilities of those tokens under the processed distribution. */
+  /**
+   * Log-probabilities of those tokens under the processed distribution. NaN for greedy
+   * tokens when neither logprobs nor best_of > n asked for them (the sampler then skips
+   * the softmax: see sampling's tokenLogprobNeeded); `cumulativeLogprob` is NaN then too.
+   */
   logprobs: number[];
   text: string;
   finishReason: FinishReason | null;

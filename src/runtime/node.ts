@@ -27,7 +27,7 @@ import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
 import { createNodeEngine } from './node-engine.js';
 import { nodeLoraOptions } from './node-adapters.js';
-import { nodeGuideCompiler, warmUpNodeGuides } from './node-guides.js';
+import { nodeGuideCompiler } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
 
 /** After the grace period, how long cut streams get to send their error event before connections are closed. */
@@ -178,11 +178,9 @@ async function main(): Promise<void> {
   for (const line of report.info) console.log(line);
   for (const line of report.warnings) console.warn(`Warning: ${line}`);
 
-  // Before listening, so the first structured-output request does not pay for it. Plain
-  // generation does not need XGrammar: a failure here only leaves guided requests to retry it.
-  await warmUpNodeGuides(engine).catch((error: unknown) =>
-    console.warn(`Warning: structured output could not be prepared (guided requests will retry): ${(error as Error).message}`),
-  );
+  // XGrammar (its WebAssembly and the vocabulary prepared for it, ~20 MiB here) starts with
+  // the first structured-output request, which pays its start-up once (nodeGuideCompiler):
+  // a server that never gets one never holds it.
 
   // Not set: loopback names only on a loopback address (allowed-hosts.ts), no check otherwise.
   if (config.allowedHosts === null) config = { ...config, allowedHosts: defaultAllowedHosts(config.host) };

@@ -26,11 +26,29 @@ export interface SamplerOptions {
   rng?: Rng;
   /** The sequence's guided-decoding state: applied first, as vLLM applies logits processors before penalties. */
   guide?: LogitsMask;
+  /**
+   * false: nobody reads the sampled token's logprob (see `tokenLogprobNeeded`), so greedy
+   * decoding skips the softmax and reports NaN. Default true.
+   */
+  tokenLogprob?: boolean;
+}
+
+/**
+ * Whether a sequence's token logprobs are read: the request asked for logprobs, or
+ * best_of > n ranks its sequences by cumulative logprob. Nothing else reports them.
+ */
+export function tokenLogprobNeeded(params: Pick<SamplingParams, 'logprobs' | 'n' | 'bestOf'>): boolean {
+  const n = params.n ?? 1;
+  return params.logprobs !== undefined || (params.bestOf ?? n) > n;
 }
 
 export interface SampledToken {
   tokenId: number;
-  /** Log-probability of tokenId under the processed distribution (vLLM 0.6 semantics). */
+  /**
+   * Log-probability of tokenId under the processed distribution (vLLM 0.6 semantics).
+   * NaN for greedy decoding when the sampler was told nobody reads it (`tokenLogprob`):
+   * it then skips the softmax over the vocabulary.
+   */
   logprob: number;
   /**
    * With params.logprobs set: that many most likely tokens under the same distribution,
@@ -54,6 +72,12 @@ export class Sampler {
   private readonly history = new TokenHistory();
   private readonly processors: LogitsProcessor[] = [];
   private readonly greedy: boolean;
+  /**
+   * Whether `sample` computes the token's logprob. Without it a greedy step is one argmax
+   * pass (the softmax's exp per vocabulary entry is most of a greedy step's cost on large
+   * vocabularies); random sampling needs the weights for its draw either way.
+   */
+  readonly reportsLogprob: boolean;
   private readonly vocabSize: number;
   private rng: Rng | undefined;
   private readonly guide: LogitsMask | undefined;
@@ -65,6 +89,7 @@ export class Sampler {
     const { vocabSize } = options;
     this.vocabSize = vocabSize;
     this.greedy = isGreedy(params);
+    this.reportsLogprob = options.tokenLogprob ?? true;
     this.rng = options.rng;
     this.guide = options.guide;
 
@@ -126,6 +151,16 @@ export class Sampler {
       }
       throw new Error(`cannot sample: no finite logit (max is ${max})`);
     }
+    if (this.greedy) {
+      if (!this.reportsLogprob) return { tokenId: argmax, logprob: NaN };
+      // The same sum, in the same order, as the weights below: the same logprob, no writes.
+      let total = 0;
+      for (let i = 0; i < logits.length; i++) {
+        const logit = logits[i];
+        total += logit > -Infinity ? Math.exp(logit - max) : 0;
+      }
+      return this.sampled(argmax, logits, max + Math.log(total));
+    }
     // Unnormalised probabilities, kept for the draw; banned (and NaN) tokens skip the exp.
     const weights = scratchFloat64('weights', logits.length);
     let total = 0;
@@ -135,9 +170,11 @@ export class Sampler {
       weights[i] = w;
       total += w;
     }
+    return this.sampled(this.draw(weights, logits.length, total), logits, max + Math.log(total));
+  }
 
-    const tokenId = this.greedy ? argmax : this.draw(weights, logits.length, total);
-    const normalizer = max + Math.log(total);
+  /** The drawn token with its logprob (and top alternatives when asked) under `normalizer`. */
+  private sampled(tokenId: number, logits: Float32Array, normalizer: number): SampledToken {
     const sampled: SampledToken = { tokenId, logprob: logits[tokenId] - normalizer };
     if (this.params.logprobs !== undefined) sampled.topLogprobs = topLogprobs(logits, this.params.logprobs, normalizer);
     return sampled;

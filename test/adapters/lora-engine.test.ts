@@ -58,7 +58,8 @@ function referenceGreedy(checkpoint: Llama2cCheckpoint, prompt: readonly number[
 async function generate(prompt: number[], adapter: string | undefined, maxTokens = 24) {
   const tokenIds: number[] = [];
   const logprobs: number[] = [];
-  const params = defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true });
+  // logprobs: 0 so greedy tokens carry their logprob (the engine skips it when nobody asks).
+  const params = defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, logprobs: 0 });
   for await (const delta of engine.generate({ promptTokenIds: prompt, params, ...(adapter ? { adapter } : {}) })) {
     tokenIds.push(...delta.tokenIds);
     logprobs.push(...delta.logprobs);

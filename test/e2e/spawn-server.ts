@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import OpenAI from 'openai';
 import { afterAll, beforeAll } from 'vitest';
+import { npmStartArgs } from '../../scripts/build-server.js';
 
 export interface RunningServer {
   url: string;
@@ -15,8 +16,8 @@ export interface ExitedServer {
   output: string;
 }
 
-/** What `npm start` runs, built once by test/e2e/build-server.global.ts. */
-const SERVER_ARGS = ['--enable-source-maps', 'dist/node/server.js'];
+/** What `npm start` runs (its node flags included), built once by test/e2e/build-server.global.ts. */
+const SERVER_ARGS = npmStartArgs();
 
 function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, SERVER_ARGS, {

@@ -28,7 +28,9 @@ export class TopPProcessor implements LogitsProcessor {
     let total = 0;
     let count = 0;
     for (let i = 0; i < n; i++) {
-      const w = Math.exp(logits[i] - max);
+      // exp(-Infinity) is 0: banned tokens (most of the row after top-k) skip the call.
+      const logit = logits[i];
+      const w = logit === -Infinity ? 0 : Math.exp(logit - max);
       weights[i] = w;
       total += w;
       if (w > 0) work[count++] = w;

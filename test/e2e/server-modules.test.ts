@@ -1,0 +1,49 @@
+/**
+ * What `npm start` loads: the Node server runs the model on onnxruntime-node, so
+ * onnxruntime-web (and its WebAssembly) must never load there, and XGrammar (its
+ * WebAssembly and vocabulary tables, ~20 MiB) only once a request asks for structured
+ * output. Checked on the running server's module loads, so an import re-added anywhere
+ * (a static import in our code or in a dependency) fails here.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { spawnServer } from './spawn-server.js';
+
+const HOOK = fileURLToPath(new URL('./fixtures/module-log.mjs', import.meta.url));
+
+async function complete(url: string, extra: Record<string, unknown> = {}): Promise<{ text: string }> {
+  const response = await fetch(`${url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'stories260k', prompt: 'Once upon a time', max_tokens: 4, temperature: 0, ...extra }),
+  });
+  const body = await response.text();
+  expect(response.status, body).toBe(200);
+  return (JSON.parse(body) as { choices: Array<{ text: string }> }).choices[0];
+}
+
+describe('modules the Node server loads', () => {
+  it('never loads onnxruntime-web, and XGrammar only with the first guided request', async () => {
+    const log = join(mkdtempSync(join(tmpdir(), 'edge-llm-modules-')), 'modules.txt');
+    const loaded = () => readFileSync(log, 'utf8').split('\n').filter((line) => line !== '');
+    const fromPackage = (name: string) => loaded().filter((url) => url.includes(`/node_modules/${name}/`));
+    const server = await spawnServer({ NODE_OPTIONS: `--import=${HOOK}`, LOADED_MODULES_FILE: log });
+    try {
+      await complete(server.url);
+      // The log sees package entries: the runtime that does run the model is in it.
+      expect(fromPackage('onnxruntime-node').length).toBeGreaterThan(0);
+      expect(fromPackage('onnxruntime-web')).toEqual([]);
+      expect(fromPackage('@mlc-ai/web-xgrammar')).toEqual([]);
+
+      const guided = await complete(server.url, { guided_choice: ['yes', 'no'] });
+      expect(['yes', 'no']).toContain(guided.text);
+      expect(fromPackage('@mlc-ai/web-xgrammar').length).toBeGreaterThan(0);
+      expect(fromPackage('onnxruntime-web')).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+});
