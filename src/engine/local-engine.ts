@@ -11,7 +11,9 @@ import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from '
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
-import { OnnxDecoder } from './onnx-decoder.js';
+import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
+import { WorkerDecoder } from './model-thread/worker-decoder.js';
+import type { ModelThread } from './model-thread/thread-plan.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
 import type { OrtRuntime } from './ort-runtime.js';
@@ -45,6 +47,8 @@ export interface ModelLoadReport {
   warnings: string[];
   /** A vision-language model's processor and encoder, for the startup report; null for text-only. */
   multimodal: string | null;
+  /** Which thread makes the model calls. */
+  modelThread: ModelThread;
 }
 
 export interface LocalEngineOptions {
@@ -63,6 +67,13 @@ export interface LocalEngineOptions {
   loadFromPath?: boolean;
   /** LoRA adapters (engine-lora.ts); absent: the plain graph only, `model` names the base model alone. */
   lora?: LoraOptions;
+  /**
+   * "worker": the session and the KV cache live in a worker thread (onnxruntime-node only;
+   * model-thread/worker-decoder.ts), so this thread stays free during a step. Default "main".
+   */
+  modelThread?: ModelThread;
+  /** Lines for the startup report (how the thread settings were resolved). */
+  notes?: string[];
 }
 
 /**
@@ -93,7 +104,7 @@ export class LocalEngine implements Engine {
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
 
   private constructor(
-    private readonly decoder: OnnxDecoder,
+    private readonly decoder: Decoder,
     readonly tokenizer: Tokenizer,
     readonly spec: ModelSpec,
     files: ModelFiles,
@@ -137,17 +148,30 @@ export class LocalEngine implements Engine {
     const companionSource = (graph: { onnx: Uint8Array; path?: string }) =>
       options.loadFromPath && graph.path !== undefined ? graph.path : graph.onnx;
     const embedTokens = files.companions?.embedTokens;
-    const embedder = embedTokens
-      ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)
-      : null;
-    let decoder: OnnxDecoder;
-    try {
-      decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, embedder, options.gpuKv);
-    } catch (error) {
-      await embedder?.dispose();
-      throw error;
+    const modelThread = options.modelThread ?? 'main';
+    if (modelThread === 'worker' && options.gpuKv) throw new Error('A GPU-resident KV cache cannot be combined with modelThread "worker".');
+    let decoder: Decoder;
+    if (modelThread === 'worker') {
+      // The worker opens the graphs itself (by path: nothing is copied; bytes: copied once).
+      decoder = await WorkerDecoder.create({
+        model: source,
+        spec,
+        sessionOptions: sessionOptions ?? {},
+        graphLabel,
+        embedTokens: embedTokens ? { model: companionSource(embedTokens), file: embedTokens.file, sessionOptions: options.sessionOptions ?? {} } : null,
+      });
+    } else {
+      const embedder = embedTokens
+        ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)
+        : null;
+      try {
+        decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, embedder, options.gpuKv);
+      } catch (error) {
+        await embedder?.dispose();
+        throw error;
+      }
+      if (decoder.contract.input === 'ids') await embedder?.dispose();
     }
-    if (decoder.contract.input === 'ids') await embedder?.dispose();
     let multimodal: VisionLanguageModel | null = null;
     const visionEncoder = files.companions?.visionEncoder;
     if (visionEncoder !== undefined) {
@@ -202,11 +226,12 @@ export class LocalEngine implements Engine {
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
       loadMs: Date.now() - started,
-      notes,
+      notes: [...(options.notes ?? []), ...notes],
       warnings: check.warnings,
       multimodal: multimodal?.describe() ?? null,
+      modelThread,
     };
-    const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? embedder?.size ?? null) : null;
+    const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? decoder.embeddingSize ?? null) : null;
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora);
   }
 
