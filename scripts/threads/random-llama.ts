@@ -75,10 +75,10 @@ function randomCheckpoint(shape: LlamaShape, vocabSize: number, seed: number): L
   };
 }
 
-/** Builds the folder once (by shape and seed) and returns its path. */
-export async function randomLlamaFolder(shape: LlamaShape, seed = 16): Promise<string> {
+/** Builds the folder once (by shape and seed, under `parent`, default ~/.cache/edge-llm) and returns its path. */
+export async function randomLlamaFolder(shape: LlamaShape, seed = 16, parent = join(homedir(), '.cache', 'edge-llm')): Promise<string> {
   const name = `random-llama-${shape.dim}x${shape.nLayers}-h${shape.nHeads}kv${shape.nKvHeads}-ff${shape.hiddenDim}-s${seed}`;
-  const dir = join(process.env.EDGE_LLM_CACHE ?? join(homedir(), '.cache', 'edge-llm'), name);
+  const dir = join(parent, name);
   if (existsSync(join(dir, 'config.json'))) return dir;
   const building = `${dir}.building`;
   await rm(building, { recursive: true, force: true });

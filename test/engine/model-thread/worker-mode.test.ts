@@ -215,6 +215,14 @@ describe('worker mode with a vision-language folder (inputs_embeds)', () => {
   });
 });
 
+describe('refusing what worker mode cannot do', () => {
+  it('refuses a worker with the wasm backend at startup, saying why', async () => {
+    await expect(createNodeEngine({ modelDir: MODEL_DIR, backend: 'wasm', modelThread: 'worker' })).rejects.toThrow(
+      'modelThread "worker" needs the native backend (onnxruntime-node)',
+    );
+  });
+});
+
 describe('disposing a worker-mode engine', () => {
   it('ends the worker thread; the decoder refuses further calls', async () => {
     const engine = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'worker' });
