@@ -3,7 +3,7 @@
  * session settings, alternating call by call so a loaded machine's swings hit all alike.
  * Prints the median and the 10th percentile per setting.
  *
- *   npx tsx scripts/threads/measure-step.ts <model dir | 135m | 25m | embedded> [calls] [batch] [past]
+ *   npx tsx scripts/threads/measure-step.ts <model dir | 135m | 25m | 5m | embedded> [calls] [batch] [past]
  */
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -14,12 +14,13 @@ import { emptyKvCache, repackKvCache, type KvRowSource } from '../../src/engine/
 import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
 import type { OrtRuntime, InferenceSession } from '../../src/engine/ort-runtime.js';
 import { readModelDir } from '../../src/runtime/model-dir.js';
-import { randomLlamaFolder, SHAPE_135M, SHAPE_25M } from './random-llama.js';
+import { randomLlamaFolder, SHAPE_135M, SHAPE_25M, SHAPE_5M } from './random-llama.js';
 
 const [modelArg = 'embedded', callsArg = '200', batchArg = '1', pastArg = '32'] = process.argv.slice(2);
 const modelDir =
   modelArg === '135m' ? await randomLlamaFolder(SHAPE_135M)
   : modelArg === '25m' ? await randomLlamaFolder(SHAPE_25M)
+  : modelArg === '5m' ? await randomLlamaFolder(SHAPE_5M)
   : modelArg === 'embedded' ? fileURLToPath(new URL('../../models/stories260k/', import.meta.url))
   : modelArg;
 const calls = Number(callsArg);

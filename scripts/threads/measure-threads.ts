@@ -3,7 +3,7 @@
  * every configuration is loaded once in this process, then rounds run them in rotating
  * order (paired, so a loaded machine's swings hit all alike); medians are printed.
  *
- *   npx tsx scripts/threads/measure-threads.ts <model dir | 135m | 25m | embedded> [rounds] [tokens] [streams,...] [configs]
+ *   npx tsx scripts/threads/measure-threads.ts <model dir | 135m | 25m | 5m | embedded> [rounds] [tokens] [streams,...] [configs]
  *   configs: comma-separated threads[:main|worker], e.g. "1,2" or "2:main,2:worker"
  */
 import { performance } from 'node:perf_hooks';
@@ -11,12 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { randomLlamaFolder, SHAPE_135M, SHAPE_25M } from './random-llama.js';
+import { randomLlamaFolder, SHAPE_135M, SHAPE_25M, SHAPE_5M } from './random-llama.js';
 
 const [modelArg = 'embedded', roundsArg = '7', tokensArg = '32', streamsArg = '1,4', configsArg = '1,2'] = process.argv.slice(2);
 const modelDir =
   modelArg === '135m' ? await randomLlamaFolder(SHAPE_135M)
   : modelArg === '25m' ? await randomLlamaFolder(SHAPE_25M)
+  : modelArg === '5m' ? await randomLlamaFolder(SHAPE_5M)
   : modelArg === 'embedded' ? fileURLToPath(new URL('../../models/stories260k/', import.meta.url))
   : modelArg;
 const rounds = Number(roundsArg);

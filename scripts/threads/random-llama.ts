@@ -26,6 +26,8 @@ export interface LlamaShape {
 
 /** SmolLM2-135M's transformer (30 layers, 576 wide, 9 heads, 3 KV heads). */
 export const SHAPE_135M: LlamaShape = { dim: 576, hiddenDim: 1536, nLayers: 30, nHeads: 9, nKvHeads: 3, seqLen: 512 };
+/** ~5M parameters (21 MB): the long-step model of the event-loop test. */
+export const SHAPE_5M: LlamaShape = { dim: 256, hiddenDim: 768, nLayers: 6, nHeads: 4, nKvHeads: 4, seqLen: 512 };
 /** A ~25M-parameter shape between the embedded model and the 135M one. */
 export const SHAPE_25M: LlamaShape = { dim: 512, hiddenDim: 1376, nLayers: 8, nHeads: 8, nKvHeads: 8, seqLen: 512 };
 
@@ -99,6 +101,6 @@ export async function randomLlamaFolder(shape: LlamaShape, seed = 16, parent = j
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const shape = process.argv[2] === '25m' ? SHAPE_25M : SHAPE_135M;
+  const shape = process.argv[2] === '25m' ? SHAPE_25M : process.argv[2] === '5m' ? SHAPE_5M : SHAPE_135M;
   console.log(await randomLlamaFolder(shape));
 }

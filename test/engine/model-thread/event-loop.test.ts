@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomLlamaFolder, type LlamaShape } from '../../../scripts/threads/random-llama.js';
+import { randomLlamaFolder, SHAPE_5M } from '../../../scripts/threads/random-llama.js';
 import { emptyKvCache } from '../../../src/engine/kv-cache.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import { promptInput, type Decoder } from '../../../src/engine/onnx-decoder.js';
@@ -17,7 +17,7 @@ import { createNodeEngine } from '../../../src/runtime/node-engine.js';
 import { collectGeneration } from '../../helpers/model.js';
 
 /** ~5M parameters (21 MB): a 400-token prompt is a step of tens of milliseconds or more. */
-const LONG_STEP_SHAPE: LlamaShape = { dim: 256, hiddenDim: 768, nLayers: 6, nHeads: 4, nKvHeads: 4, seqLen: 512 };
+const LONG_STEP_SHAPE = SHAPE_5M;
 const PROMPT = Array.from({ length: 400 }, (_, i) => 3 + ((i * 37) % 500));
 
 let parent: string;
