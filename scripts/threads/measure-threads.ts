@@ -6,7 +6,7 @@
  *   npx tsx scripts/threads/measure-threads.ts <model dir | 135m | 25m | 5m | embedded> [rounds] [tokens] [streams,...] [configs]
  *   configs: comma-separated threads[:main|worker], e.g. "1,2" or "2:main,2:worker"
  */
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
@@ -34,8 +34,22 @@ for (const config of configs) {
 }
 console.log(`model ${modelDir} (${(engines[0].loadReport.bytes / 1e6).toFixed(1)} MB), ${tokens} tokens per stream, ${rounds} rounds`);
 
-async function run(engine: LocalEngine, streams: number): Promise<number> {
+/** Longest event-loop stall seen during each configuration's runs (what an HTTP request would wait). */
+const stalls = configs.map(() => [] as number[]);
+
+async function run(engine: LocalEngine, streams: number, index = -1): Promise<number> {
   const params = defaultSamplingParams({ maxTokens: tokens, ignoreEos: true, temperature: 0 });
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  try {
+    return await timed(engine, streams, params);
+  } finally {
+    delay.disable();
+    if (index >= 0) stalls[index].push(delay.max / 1e6);
+  }
+}
+
+async function timed(engine: LocalEngine, streams: number, params: ReturnType<typeof defaultSamplingParams>): Promise<number> {
   const started = performance.now();
   let generated = 0;
   await Promise.all(
@@ -57,11 +71,13 @@ for (const streams of streamCounts) {
   for (let round = 0; round < rounds; round++) {
     for (let k = 0; k < configs.length; k++) {
       const index = (round + k) % configs.length;
-      results[index].push(await run(engines[index], streams));
+      results[index].push(await run(engines[index], streams, index));
     }
   }
   const line = configs.map((config, index) => `${config.label}: ${median(results[index]).toFixed(1)} tok/s`).join(' | ');
   const ratio = configs.length > 1 ? ` (ratio ${(median(results[1]) / median(results[0])).toFixed(2)})` : '';
   console.log(`${streams} stream(s): ${line}${ratio}  [per round: ${results.map((r) => r.map((v) => v.toFixed(0)).join('/')).join(' ; ')}]`);
+  console.log(`  longest event-loop stall, median over rounds: ${configs.map((config, index) => `${config.label} ${median(stalls[index]).toFixed(1)} ms`).join(' | ')}`);
+  stalls.forEach((list) => (list.length = 0));
 }
 for (const engine of engines) await engine.dispose();

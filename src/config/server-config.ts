@@ -108,8 +108,8 @@ export const ServerConfigSchema = z.strictObject(
     dataParallelSize: int(1, 64).default(1),
     /**
      * onnxruntime's intra-op threads per model call (Node). "auto": one for models under
-     * 16 MiB (a small model's step is the runtime's fixed cost, which threads slow down),
-     * else the cores shared by the dataParallelSize processes, at most 4.
+     * 64 MiB (a small model's step is mostly the runtime's fixed cost, which threads slow
+     * down), else the cores shared by the dataParallelSize processes, at most 4.
      */
     intraOpNumThreads: z
       .custom<'auto' | number>((v) => v === 'auto' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v <= 256), { error: THREAD_COUNT })
@@ -117,7 +117,7 @@ export const ServerConfigSchema = z.strictObject(
     /**
      * Which thread makes the model calls (Node, native backend): "main", "worker" (a worker
      * thread owns the session and the KV cache, so HTTP and streaming go on during a step),
-     * or "auto": worker for models of 16 MiB and more, whose steps are long.
+     * or "auto": worker for models of 64 MiB and more, whose steps are long.
      */
     modelThread: z.enum(['auto', 'main', 'worker'], { error: 'must be "auto", "main" or "worker"' }).default('auto'),
 

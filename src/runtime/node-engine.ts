@@ -6,7 +6,7 @@ import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
-import { planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
+import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
 
 export interface NodeEngineOptions {
   modelDir: string;
@@ -64,7 +64,13 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     loadFromPath: backend === 'native',
     sessionOptions:
       backend === 'native'
-        ? { intraOpNumThreads: plan.intraOpNumThreads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }
+        ? {
+            intraOpNumThreads: plan.intraOpNumThreads,
+            interOpNumThreads: 1,
+            graphOptimizationLevel: 'all',
+            executionMode: 'sequential',
+            ...(plan.intraOpNumThreads > 1 && !INTRA_OP_SPINNING ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+          }
         : { graphOptimizationLevel: 'all' },
     limits: options.limits,
     lora: options.lora,

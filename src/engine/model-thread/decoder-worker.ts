@@ -109,7 +109,8 @@ async function main(): Promise<void> {
   // One message at a time, in arrival order: a repack must land before the run that reads it.
   let queue = Promise.resolve();
   port.on('message', (message: ToWorker) => {
-    queue = queue.then(() => handle(message));
+    // A message that fails must not stop the queue: every later one would wait forever.
+    queue = queue.then(() => handle(message)).catch((error: unknown) => console.error(`model worker: ${(error as Error).message}`));
   });
   send({ type: 'ready', contract: decoder.contract });
 }

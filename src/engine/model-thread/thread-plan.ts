@@ -12,13 +12,26 @@ export type ThreadCountSetting = number | 'auto';
 
 /**
  * Graph + external data bytes from which a model call gets more than one intra-op thread.
- * Measured here: the embedded 260K model (1 MB) is faster on one thread at every batch
- * size; a 25M-parameter model (103 MB) and a 106M one (424 MB) gain from two.
+ * Measured on this project's 2-core machine (loaded, README "Threads"): the embedded
+ * 260K model (1 MB) and a 5M-parameter one (22 MB) are fastest on one thread; a
+ * 25M-parameter (104 MB) and a 106M-parameter (428 MB) model gain from two (without
+ * spinning, see INTRA_OP_SPINNING).
  */
-export const MULTI_THREAD_MIN_WEIGHT_BYTES = 16 * 1024 * 1024;
+export const MULTI_THREAD_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
 
-/** Bytes from which the model call moves to a worker thread: its steps are milliseconds long. */
-export const WORKER_MIN_WEIGHT_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes from which the model call moves to a worker thread: from here a batch-1 step is
+ * ~10 ms or more here, a stall HTTP I/O should not wait out, against a message round trip
+ * of ~30 µs. Smaller models' steps (0.2–2 ms) gain nothing from a worker.
+ */
+export const WORKER_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * onnxruntime's intra-op threads spin between kernels by default. With more than one
+ * thread on a machine whose cores are busy (HTTP, sampling, other processes) spinning
+ * made steps 1.2–1.6× slower than one thread here; without it, two threads beat one.
+ */
+export const INTRA_OP_SPINNING = false;
 
 /** More intra-op threads than this rarely pays for a decoder step (one token per row). */
 const MAX_AUTO_THREADS = 4;
