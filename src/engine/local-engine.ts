@@ -49,6 +49,8 @@ export interface ModelLoadReport {
   multimodal: string | null;
   /** Which thread makes the model calls. */
   modelThread: ModelThread;
+  /** Threads per model call and which thread makes it, and why; null when the runtime entry did not say. */
+  threads: string | null;
 }
 
 export interface LocalEngineOptions {
@@ -72,8 +74,8 @@ export interface LocalEngineOptions {
    * model-thread/worker-decoder.ts), so this thread stays free during a step. Default "main".
    */
   modelThread?: ModelThread;
-  /** Lines for the startup report (how the thread settings were resolved). */
-  notes?: string[];
+  /** How the thread settings were resolved, for the startup report. */
+  threads?: string;
 }
 
 /**
@@ -226,10 +228,11 @@ export class LocalEngine implements Engine {
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
       loadMs: Date.now() - started,
-      notes: [...(options.notes ?? []), ...notes],
+      notes,
       warnings: check.warnings,
       multimodal: multimodal?.describe() ?? null,
       modelThread,
+      threads: options.threads ?? null,
     };
     const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? decoder.embeddingSize ?? null) : null;
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora);

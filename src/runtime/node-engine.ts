@@ -75,6 +75,6 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     limits: options.limits,
     lora: options.lora,
     modelThread: plan.modelThread,
-    notes: [`Threads: ${plan.reasons.join('; ')}`],
+    threads: plan.reasons.join('; '),
   });
 }
