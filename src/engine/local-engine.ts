@@ -12,8 +12,8 @@ import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
-import { WorkerDecoder } from './model-thread/worker-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
+import type { WorkerStart } from './model-thread/protocol.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
 import type { OrtRuntime } from './ort-runtime.js';
@@ -74,6 +74,11 @@ export interface LocalEngineOptions {
    * model-thread/worker-decoder.ts), so this thread stays free during a step. Default "main".
    */
   modelThread?: ModelThread;
+  /**
+   * Starts the worker-thread decoder (worker mode). Passed in by the runtime entry that has
+   * worker threads (runtime/node-engine.ts), so the engine's code imports no Node module.
+   */
+  startWorkerDecoder?: (start: WorkerStart) => Promise<Decoder>;
   /** How the thread settings were resolved, for the startup report. */
   threads?: string;
 }
@@ -154,8 +159,9 @@ export class LocalEngine implements Engine {
     if (modelThread === 'worker' && options.gpuKv) throw new Error('A GPU-resident KV cache cannot be combined with modelThread "worker".');
     let decoder: Decoder;
     if (modelThread === 'worker') {
+      if (!options.startWorkerDecoder) throw new Error('modelThread "worker" is not available in this runtime.');
       // The worker opens the graphs itself (by path: nothing is copied; bytes: copied once).
-      decoder = await WorkerDecoder.create({
+      decoder = await options.startWorkerDecoder({
         model: source,
         spec,
         sessionOptions: sessionOptions ?? {},
@@ -274,6 +280,10 @@ export class LocalEngine implements Engine {
         }
       },
     };
+  }
+
+  brokenReason(): string | null {
+    return this.decoder.brokenReason?.() ?? null;
   }
 
   stats(): EngineStats {

@@ -69,6 +69,8 @@ export interface Decoder {
   /** The size of inputs_embeds the embed_tokens graph gives ("embeds" graphs; null before its first call or for "ids" graphs). */
   readonly embeddingSize: number | null;
   run(input: DecoderInput): Promise<DecoderOutput>;
+  /** Why the decoder cannot run any more (its worker thread died), or null. */
+  brokenReason?(): string | null;
   attachLora(model: Uint8Array, slots: LoraSlots, options?: InferenceSession.SessionOptions): Promise<void>;
   dispose(): Promise<void>;
 }

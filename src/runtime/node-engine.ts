@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { basename, resolve } from 'node:path';
 import { LocalEngine } from '../engine/local-engine.js';
+import { WorkerDecoder } from '../engine/model-thread/worker-decoder.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
@@ -75,6 +76,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     limits: options.limits,
     lora: options.lora,
     modelThread: plan.modelThread,
+    startWorkerDecoder: (start) => WorkerDecoder.create(start),
     threads: plan.reasons.join('; '),
   });
 }

@@ -96,6 +96,11 @@ export class WorkerDecoder implements Decoder {
     return this.lora !== null;
   }
 
+  /** Set once the thread has gone (a crash, or dispose): every later call fails with it. */
+  brokenReason(): string | null {
+    return this.stopped?.message ?? null;
+  }
+
   get embeddingSize(): number | null {
     return this.lastEmbeddingSize;
   }

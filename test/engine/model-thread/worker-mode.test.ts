@@ -223,6 +223,33 @@ describe('refusing what worker mode cannot do', () => {
   });
 });
 
+describe('a model worker that dies', () => {
+  it('fails the running request with the reason, the next ones too, and /health says so', async () => {
+    const engine = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'worker' });
+    try {
+      const thread = (workerDecoder(engine) as unknown as { worker: { terminate(): Promise<number> } }).worker;
+      const params = defaultSamplingParams({ temperature: 0, maxTokens: 400, ignoreEos: true });
+      const tokens: number[] = [];
+      const running = (async () => {
+        for await (const delta of engine.generate({ promptTokenIds: golden.prompt_ids, params })) {
+          tokens.push(...delta.tokenIds);
+          if (tokens.length === 3) void thread.terminate();
+        }
+      })();
+      await expect(running).rejects.toThrow(/model worker has stopped/);
+      expect(tokens.length).toBeLessThan(400);
+      await expect(collectGeneration(engine, golden.prompt_ids, { temperature: 0, maxTokens: 4 })).rejects.toThrow(/model worker has stopped/);
+      // A load balancer hears it: /health says 503 with the reason.
+      const app = createApp({ engine, config: parseServerConfig({ modelDir: MODEL_DIR }) });
+      const health = await app.request('/health');
+      expect(health.status).toBe(503);
+      expect(await health.text()).toMatch(/Unhealthy: the model worker has stopped/);
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
+
 describe('disposing a worker-mode engine', () => {
   it('ends the worker thread; the decoder refuses further calls', async () => {
     const engine = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'worker' });
