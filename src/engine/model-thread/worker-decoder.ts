@@ -113,6 +113,7 @@ export class WorkerDecoder implements Decoder {
       this.post({ type: 'loraTables', a: lora.slots.a, b: lora.slots.b });
       lora.version = lora.slots.version;
     }
+    const pastId = remoteIdOf(past);
     const present = this.kv.create({ batch: input.batch, length: past.length + input.seqLen, heads: past.heads, headDim: past.headDim });
     const reply = await this.call((call) => ({
       type: 'run',
@@ -127,7 +128,7 @@ export class WorkerDecoder implements Decoder {
         logitsToKeep: input.logitsToKeep,
         placeholders: input.placeholders,
         loraSlots: input.loraSlots === undefined ? undefined : Array.from(input.loraSlots),
-        past: { id: remoteIdOf(past), batch: past.batch, length: past.length, heads: past.heads, headDim: past.headDim },
+        past: { id: pastId, batch: past.batch, length: past.length, heads: past.heads, headDim: past.headDim },
       },
     })).catch((error: unknown) => {
       present.remote!.release();
