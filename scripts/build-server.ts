@@ -4,7 +4,7 @@
  * so SIGTERM and SIGINT reach the server itself whatever started it (no tsx wrapper
  * process in between). Packages stay external (resolved from node_modules at run time,
  * onnxruntime-node's native addon included); only this repository's TypeScript is bundled,
- * which takes well under a second. The output sits two levels below the repository root,
+ * which takes well under a second. A second entry is the model's worker thread. The output sits two levels below the repository root,
  * like src/runtime/, so paths the server derives from its own location still hold.
  *
  *   npm run build   (runs before npm start, and once before the e2e tests)
@@ -16,6 +16,11 @@ import { build } from 'esbuild';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SERVER_ENTRY = `${ROOT}src/runtime/node.ts`;
 export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
+/**
+ * The model's worker thread (modelThread "worker") runs its own module, found beside the
+ * server bundle (src/engine/model-thread/worker-decoder.ts looks for ./decoder-worker.js).
+ */
+const WORKER_ENTRY = `${ROOT}src/engine/model-thread/decoder-worker.ts`;
 
 /**
  * The arguments `npm start` passes to node (package.json's start script is
@@ -34,8 +39,8 @@ export function npmStartArgs(): string[] {
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: [SERVER_ENTRY],
-    outfile: SERVER_OUT_FILE,
+    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY },
+    outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',
     platform: 'node',

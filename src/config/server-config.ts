@@ -3,6 +3,7 @@
  *
  * Precedence, lowest first: DEFAULT_SERVER_CONFIG < the config file < the environment
  * (HOST, PORT, MODEL_DIR, MODEL_DTYPE, MODEL_FILE, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE,
+ * INTRA_OP_NUM_THREADS, MODEL_THREAD,
  * ALLOWED_HOSTS, LOG_REQUESTS, API_KEY or VLLM_API_KEY, LORA_MODULES, MAX_LORAS, MAX_LORA_RANK,
  * VLLM_ALLOW_RUNTIME_LORA_UPDATING, ...). `resolveServerConfig` applies it; this
  * module is pure (no fs, no process.env), so the Node entry reads the file and passes
@@ -26,6 +27,8 @@ const nameList = (what: string) =>
     (value) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter((item) => item !== '') : value),
     z.array(nonEmpty, { error: `must be a list of ${what} (or one comma-separated string)` }),
   );
+
+const THREAD_COUNT = 'must be "auto" or an integer in [1, 256]';
 
 const LORA_NAME = /^[^\s=,]+$/;
 /** One "name=path" entry of loraModules. */
@@ -103,6 +106,20 @@ export const ServerConfigSchema = z.strictObject(
     speculativeMaxSequences: int(1).default(2),
     /** Engine processes behind the port (Node only), each with its own model copy and batch. */
     dataParallelSize: int(1, 64).default(1),
+    /**
+     * onnxruntime's intra-op threads per model call (Node). "auto": one for models under
+     * 64 MiB (a small model's step is mostly the runtime's fixed cost, which threads slow
+     * down), else the cores shared by the dataParallelSize processes, at most 4.
+     */
+    intraOpNumThreads: z
+      .custom<'auto' | number>((v) => v === 'auto' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v <= 256), { error: THREAD_COUNT })
+      .default('auto'),
+    /**
+     * Which thread makes the model calls (Node, native backend): "main", "worker" (a worker
+     * thread owns the session and the KV cache, so HTTP and streaming go on during a step),
+     * or "auto": worker for models of 64 MiB and more, whose steps are long.
+     */
+    modelThread: z.enum(['auto', 'main', 'worker'], { error: 'must be "auto", "main" or "worker"' }).default('auto'),
 
     // Serving in public (README "Running it in public").
     /**
@@ -217,6 +234,8 @@ const ENV_VARIABLES = {
   MODEL_FILE: 'modelFile',
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
+  INTRA_OP_NUM_THREADS: 'intraOpNumThreads',
+  MODEL_THREAD: 'modelThread',
   ALLOWED_HOSTS: 'allowedHosts',
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
@@ -228,7 +247,7 @@ const ENV_VARIABLES = {
   VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
 } as Record<string, string>;
 
-const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'maxLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
+const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
 const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);

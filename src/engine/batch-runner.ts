@@ -1,6 +1,6 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
-import { promptInput, type OnnxDecoder } from './onnx-decoder.js';
+import { promptInput, type Decoder } from './onnx-decoder.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -50,7 +50,7 @@ export class BatchRunner {
   private speculation: SpeculationOptions;
 
   constructor(
-    private readonly decoder: OnnxDecoder,
+    private readonly decoder: Decoder,
     speculation: SpeculationOptions = { mode: 'off', numSpeculativeTokens: 0, maxRows: 0 },
     private readonly padding: KvPadding = 'end',
   ) {

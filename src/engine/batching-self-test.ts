@@ -10,7 +10,7 @@
  * It also serves as the warm-up pass before the server listens.
  */
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
-import { promptInput, type OnnxDecoder } from './onnx-decoder.js';
+import { promptInput, type Decoder } from './onnx-decoder.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }
@@ -61,7 +61,7 @@ function relativeDifference(a: Float32Array, b: Float32Array): number {
   return Number.isNaN(worst) ? Infinity : worst / scale;
 }
 
-export async function checkBatching(decoder: OnnxDecoder, options: BatchingCheckOptions): Promise<BatchingCheck> {
+export async function checkBatching(decoder: Decoder, options: BatchingCheckOptions): Promise<BatchingCheck> {
   const { spec, contract } = decoder;
   const empty = (batch: number) =>
     emptyKvCache(spec.numLayers, batch, spec.numKeyValueHeads, spec.headDim, contract.kvType);
@@ -141,7 +141,7 @@ function formatDifference(value: number | undefined): string {
 }
 
 async function batchedDifference(
-  decoder: OnnxDecoder,
+  decoder: Decoder,
   runs: readonly Probe[],
   solo: ReadonlyArray<{ prefill: KvCache; logits: Float32Array[] }>,
   padding: KvPadding,

@@ -10,7 +10,7 @@ import { SafetensorsError } from '../adapters/safetensors.js';
 import { EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import type { ModelSpec } from './model-spec.js';
-import type { OnnxDecoder } from './onnx-decoder.js';
+import type { Decoder } from './onnx-decoder.js';
 import type { InferenceSession } from './ort-runtime.js';
 import type { AdapterInfo, EngineAdapters } from './types.js';
 
@@ -36,7 +36,7 @@ export class EngineLora implements EngineAdapters {
   ) {}
 
   static async create(
-    decoder: OnnxDecoder,
+    decoder: Decoder,
     files: ModelFiles,
     spec: ModelSpec,
     servedModelName: string,

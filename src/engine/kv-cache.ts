@@ -1,4 +1,5 @@
 import type { GpuKvTensors } from './gpu-kv-cache.js';
+import type { RemoteKvHandle } from './model-thread/remote-kv.js';
 import type { Tensor } from './ort-runtime.js';
 
 /**
@@ -45,11 +46,17 @@ export interface KvCache {
    * empty. Repacking copies on the GPU; release it (releaseKvCache) once it is replaced.
    */
   gpu?: GpuKvTensors;
+  /**
+   * Worker mode: the cache lives in the model's worker thread (model-thread/remote-kv.ts)
+   * and `keys` / `values` are empty; repacking and releasing are messages to it.
+   */
+  remote?: RemoteKvHandle;
 }
 
 /** Frees a replaced cache's GPU buffers; nothing to do for a cache in JavaScript arrays. */
 export function releaseKvCache(cache: KvCache): void {
   cache.gpu?.release();
+  cache.remote?.release();
 }
 
 export function emptyKvCache(
@@ -93,6 +100,8 @@ export function repackKvCache(
   template: KvCache,
   padding: KvPadding = 'end',
 ): KvCache {
+  const remoteStore = (template.remote ?? sources.find((source) => source.cache.remote)?.cache.remote)?.store;
+  if (remoteStore) return remoteStore.repack(sources, length, template, padding);
   const gpuStore = (template.gpu ?? sources.find((source) => source.cache.gpu)?.cache.gpu)?.store;
   if (gpuStore) {
     // The GPU store copies rows right-aligned only; LocalEngine keeps GPU caches to such graphs.

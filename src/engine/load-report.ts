@@ -17,6 +17,7 @@ export function formatLoadReport(report: ModelLoadReport): { info: string[]; war
     `Model: ${report.numLayers} layers, ${report.numKeyValueHeads} key/value heads of ${report.headDim}, context ${report.contextLength} tokens`,
     `Model inputs: ${report.inputNames.filter((name) => !name.startsWith('past_key_values.')).join(', ')}, past_key_values.0..${report.numLayers - 1} (${report.contract})`,
     `Batching: ${batching}`,
+    ...(report.threads !== null ? [`Threads: ${report.threads}`] : []),
     ...(report.multimodal !== null ? [`Multimodal: images through the ${report.multimodal}`] : []),
     ...(report.audio ? [`Multimodal: audio through the ${report.audio}`] : []),
     ...report.notes,

@@ -11,7 +11,9 @@ import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from '
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import type { GpuKvStore } from './gpu-kv-cache.js';
-import { OnnxDecoder } from './onnx-decoder.js';
+import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
+import type { ModelThread } from './model-thread/thread-plan.js';
+import type { WorkerStart } from './model-thread/protocol.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
 import { AudioLanguageModel } from '../multimodal/audio-model.js';
@@ -48,6 +50,10 @@ export interface ModelLoadReport {
   multimodal: string | null;
   /** An audio-language model's processor and encoder, for the startup report. */
   audio?: string | null;
+  /** Which thread makes the model calls. */
+  modelThread: ModelThread;
+  /** Threads per model call and which thread makes it, and why; null when the runtime entry did not say. */
+  threads: string | null;
 }
 
 export interface LocalEngineOptions {
@@ -66,6 +72,18 @@ export interface LocalEngineOptions {
   loadFromPath?: boolean;
   /** LoRA adapters (engine-lora.ts); absent: the plain graph only, `model` names the base model alone. */
   lora?: LoraOptions;
+  /**
+   * "worker": the session and the KV cache live in a worker thread (onnxruntime-node only;
+   * model-thread/worker-decoder.ts), so this thread stays free during a step. Default "main".
+   */
+  modelThread?: ModelThread;
+  /**
+   * Starts the worker-thread decoder (worker mode). Passed in by the runtime entry that has
+   * worker threads (runtime/node-engine.ts), so the engine's code imports no Node module.
+   */
+  startWorkerDecoder?: (start: WorkerStart) => Promise<Decoder>;
+  /** How the thread settings were resolved, for the startup report. */
+  threads?: string;
 }
 
 /**
@@ -96,7 +114,7 @@ export class LocalEngine implements Engine {
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
 
   private constructor(
-    private readonly decoder: OnnxDecoder,
+    private readonly decoder: Decoder,
     readonly tokenizer: Tokenizer,
     readonly spec: ModelSpec,
     files: ModelFiles,
@@ -143,17 +161,31 @@ export class LocalEngine implements Engine {
     const companionSource = (graph: { onnx: Uint8Array; path?: string }) =>
       options.loadFromPath && graph.path !== undefined ? graph.path : graph.onnx;
     const embedTokens = files.companions?.embedTokens;
-    const embedder = embedTokens
-      ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)
-      : null;
-    let decoder: OnnxDecoder;
-    try {
-      decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, embedder, options.gpuKv);
-    } catch (error) {
-      await embedder?.dispose();
-      throw error;
+    const modelThread = options.modelThread ?? 'main';
+    if (modelThread === 'worker' && options.gpuKv) throw new Error('A GPU-resident KV cache cannot be combined with modelThread "worker".');
+    let decoder: Decoder;
+    if (modelThread === 'worker') {
+      if (!options.startWorkerDecoder) throw new Error('modelThread "worker" is not available in this runtime.');
+      // The worker opens the graphs itself (by path: nothing is copied; bytes: copied once).
+      decoder = await options.startWorkerDecoder({
+        model: source,
+        spec,
+        sessionOptions: sessionOptions ?? {},
+        graphLabel,
+        embedTokens: embedTokens ? { model: companionSource(embedTokens), file: embedTokens.file, sessionOptions: options.sessionOptions ?? {} } : null,
+      });
+    } else {
+      const embedder = embedTokens
+        ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)
+        : null;
+      try {
+        decoder = await OnnxDecoder.create(options.ort, source, spec, sessionOptions, graphLabel, embedder, options.gpuKv);
+      } catch (error) {
+        await embedder?.dispose();
+        throw error;
+      }
+      if (decoder.contract.input === 'ids') await embedder?.dispose();
     }
-    if (decoder.contract.input === 'ids') await embedder?.dispose();
     let multimodal: VisionLanguageModel | null = null;
     const visionEncoder = files.companions?.visionEncoder;
     if (visionEncoder !== undefined) {
@@ -233,8 +265,10 @@ export class LocalEngine implements Engine {
       warnings: check.warnings,
       multimodal: multimodal?.describe() ?? null,
       audio: audio?.describe() ?? null,
+      modelThread,
+      threads: options.threads ?? null,
     };
-    const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? embedder?.size ?? null) : null;
+    const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? decoder.embeddingSize ?? null) : null;
     return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora, audio);
   }
 
@@ -274,6 +308,10 @@ export class LocalEngine implements Engine {
         }
       },
     };
+  }
+
+  brokenReason(): string | null {
+    return this.decoder.brokenReason?.() ?? null;
   }
 
   stats(): EngineStats {

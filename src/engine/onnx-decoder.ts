@@ -57,6 +57,25 @@ export interface DecoderOutput {
 }
 
 /**
+ * What the batch runner, the batching self-test and the LoRA setup need of a decoder:
+ * OnnxDecoder runs the session in this thread; model-thread/worker-decoder.ts runs the
+ * same OnnxDecoder in a worker thread, which then owns the KV cache (caches on this side
+ * are handles, see model-thread/remote-kv.ts).
+ */
+export interface Decoder {
+  readonly spec: ModelSpec;
+  readonly contract: DecoderContract;
+  readonly hasLora: boolean;
+  /** The size of inputs_embeds the embed_tokens graph gives ("embeds" graphs; null before its first call or for "ids" graphs). */
+  readonly embeddingSize: number | null;
+  run(input: DecoderInput): Promise<DecoderOutput>;
+  /** Why the decoder cannot run any more (its worker thread died), or null. */
+  brokenReason?(): string | null;
+  attachLora(model: Uint8Array, slots: LoraSlots, options?: InferenceSession.SessionOptions): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/**
  * A decoder-only model exported with the Optimum / transformers.js contract: inputs
  * input_ids, attention_mask, past_key_values.N.key/value and, when the graph has them,
  * position_ids, num_logits_to_keep / logits_to_keep and use_cache_branch; outputs logits,
@@ -68,7 +87,7 @@ export interface DecoderOutput {
  * present tensors go back in as the next step's past unchanged, and empty pasts and the
  * cache-branch flags are created once.
  */
-export class OnnxDecoder {
+export class OnnxDecoder implements Decoder {
   private readonly pastKeyNames: string[];
   private readonly pastValueNames: string[];
   private readonly presentKeyNames: string[];
@@ -149,6 +168,10 @@ export class OnnxDecoder {
 
   get hasLora(): boolean {
     return this.lora !== null;
+  }
+
+  get embeddingSize(): number | null {
+    return this.embedder?.size ?? null;
   }
 
   async run(input: DecoderInput): Promise<DecoderOutput> {

@@ -155,5 +155,7 @@ export interface Engine {
   readonly adapters?: EngineAdapters;
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta>;
   stats(): EngineStats;
+  /** Why the engine cannot generate right now (its model worker has died), or null; absent: never broken. */
+  brokenReason?(): string | null;
   dispose(): Promise<void>;
 }

@@ -1,10 +1,13 @@
+import { availableParallelism } from 'node:os';
 import { basename, resolve } from 'node:path';
 import { LocalEngine } from '../engine/local-engine.js';
+import { WorkerDecoder } from '../engine/model-thread/worker-decoder.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
+import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
 
 export interface NodeEngineOptions {
   modelDir: string;
@@ -15,8 +18,16 @@ export interface NodeEngineOptions {
    * WebAssembly backend, the one workerd and browsers run, useful to check parity.
    */
   backend?: 'native' | 'wasm';
-  /** Threads per model call; one is fastest for small models on a shared machine. */
-  threads?: number;
+  /**
+   * onnxruntime's intra-op threads per model call; "auto" (default): one for small models,
+   * the cores (shared by `processes`) for large ones (engine/model-thread/thread-plan.ts).
+   * The wasm backend takes it as its thread count.
+   */
+  intraOpNumThreads?: ThreadCountSetting;
+  /** Which thread makes the model calls: "main", "worker" (native only) or "auto" (default: by model size). */
+  modelThread?: ModelThreadSetting;
+  /** Engine processes sharing this machine's cores (dataParallelSize), for the automatic thread count. */
+  processes?: number;
   limits?: Partial<SchedulerLimits>;
   /** Which variant of the model folder to load (see engine/model-variants.ts). */
   dtype?: ModelDtype;
@@ -35,14 +46,18 @@ async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<Ort
 /** The local onnxruntime engine on a model directory, for Node. */
 export async function createNodeEngine(options: NodeEngineOptions): Promise<LocalEngine> {
   const backend = options.backend ?? 'native';
-  const threads = options.threads ?? 1;
+  if (backend === 'wasm' && options.modelThread === 'worker') {
+    throw new Error('modelThread "worker" needs the native backend (onnxruntime-node); the wasm backend runs on the main thread.');
+  }
   const modelDir = resolve(options.modelDir);
   // onnxruntime-node opens the graph by path, so its external data resolves beside it;
   // onnxruntime-web has no file system and takes the data files' bytes.
-  const [ort, files] = await Promise.all([
-    loadOrt(backend, threads),
-    readModelDir(modelDir, { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' }),
-  ]);
+  const files = await readModelDir(modelDir, { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' });
+  const plan = planThreads(
+    { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
+    { weightBytes: files.weightBytes ?? files.onnx.byteLength, cores: availableParallelism(), processes: options.processes, backend },
+  );
+  const ort = await loadOrt(backend, plan.intraOpNumThreads);
   return LocalEngine.create({
     ort,
     files,
@@ -50,9 +65,18 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     loadFromPath: backend === 'native',
     sessionOptions:
       backend === 'native'
-        ? { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' }
+        ? {
+            intraOpNumThreads: plan.intraOpNumThreads,
+            interOpNumThreads: 1,
+            graphOptimizationLevel: 'all',
+            executionMode: 'sequential',
+            ...(plan.intraOpNumThreads > 1 && !INTRA_OP_SPINNING ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+          }
         : { graphOptimizationLevel: 'all' },
     limits: options.limits,
     lora: options.lora,
+    modelThread: plan.modelThread,
+    startWorkerDecoder: (start) => WorkerDecoder.create(start),
+    threads: plan.reasons.join('; '),
   });
 }

@@ -169,6 +169,9 @@ async function main(): Promise<void> {
       dtype: config.dtype,
       modelFile: config.modelFile,
       lora: nodeLoraOptions(config),
+      intraOpNumThreads: config.intraOpNumThreads,
+      modelThread: config.modelThread,
+      processes: config.dataParallelSize,
     });
   } catch (error) {
     throw new StartupError((error as Error).message);

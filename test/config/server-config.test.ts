@@ -36,6 +36,8 @@ describe('server configuration', () => {
       numSpeculativeTokens: 4,
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
+      intraOpNumThreads: 'auto',
+      modelThread: 'auto',
       requireJsonContentType: true,
       allowedHosts: null,
       logRequests: true,
@@ -183,6 +185,27 @@ describe('configuration precedence: defaults < file < environment', () => {
 
   it('reports a bad environment value against its setting', () => {
     expect(configError(() => resolveServerConfig({ env: { PORT: 'eighty' } }))).toContain('port must be an integer in [0, 65535], got "eighty"');
+  });
+});
+
+describe('thread settings', () => {
+  it('reads intraOpNumThreads and modelThread from the file and INTRA_OP_NUM_THREADS / MODEL_THREAD from the environment', () => {
+    expect(resolveServerConfig({ file: { intraOpNumThreads: 2, modelThread: 'worker' } })).toMatchObject({ intraOpNumThreads: 2, modelThread: 'worker' });
+    expect(resolveServerConfig({ file: { intraOpNumThreads: 2 }, env: { INTRA_OP_NUM_THREADS: '3', MODEL_THREAD: 'main' } })).toMatchObject({
+      intraOpNumThreads: 3,
+      modelThread: 'main',
+    });
+    expect(resolveServerConfig({ file: { intraOpNumThreads: 2 }, env: { INTRA_OP_NUM_THREADS: 'auto' } }).intraOpNumThreads).toBe('auto');
+  });
+
+  it('refuses a thread count or a model thread it does not know, naming the setting', () => {
+    for (const bad of [0, 1.5, 257, 'two', -1]) {
+      expect(configError(() => parseServerConfig({ intraOpNumThreads: bad }))).toContain('intraOpNumThreads must be "auto" or an integer in [1, 256]');
+    }
+    expect(configError(() => resolveServerConfig({ env: { INTRA_OP_NUM_THREADS: 'many' } }))).toContain(
+      'intraOpNumThreads must be "auto" or an integer in [1, 256], got "many"',
+    );
+    expect(configError(() => resolveServerConfig({ env: { MODEL_THREAD: 'gpu' } }))).toContain('modelThread must be "auto", "main" or "worker", got "gpu"');
   });
 });
 

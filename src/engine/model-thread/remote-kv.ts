@@ -1,0 +1,61 @@
+import type { KvCache, KvPadding, KvRowSource } from '../kv-cache.js';
+import { EMPTY_CACHE, type ToWorker, type WireRowSource } from './protocol.js';
+
+/** A cache kept in the model's worker thread: the main thread holds its id and shape only. */
+export interface RemoteKvHandle {
+  store: RemoteKvStore;
+  id: number;
+  /** Frees the worker's arrays (idempotent). */
+  release(): void;
+}
+
+/**
+ * The main thread's side of the worker-owned KV caches: makes handles, and turns
+ * repacks and releases into messages (no reply awaited: the worker runs them in order).
+ */
+export class RemoteKvStore {
+  private nextId = EMPTY_CACHE + 1;
+  /** Caches made and not released yet: 0 once the engine is idle, or the worker's memory leaks. */
+  liveCaches = 0;
+
+  constructor(private readonly post: (message: ToWorker) => void) {}
+
+  /** A handle for a cache the worker is about to create (a run's present, a repack's target). */
+  create(shape: { batch: number; length: number; heads: number; headDim: number }): KvCache {
+    const id = this.nextId++;
+    let released = false;
+    this.liveCaches += 1;
+    const handle: RemoteKvHandle = {
+      store: this,
+      id,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.liveCaches -= 1;
+        this.post({ type: 'release', id });
+      },
+    };
+    return { ...shape, keys: [], values: [], remote: handle };
+  }
+
+  /** repackKvCache in the worker. Empty caches (no slots) may be sources too; any other CPU cache may not. */
+  repack(sources: readonly KvRowSource[], length: number, template: KvCache, padding: KvPadding): KvCache {
+    const wire: WireRowSource[] = sources.map((source) => {
+      const { cache } = source;
+      if (cache.remote) return { id: cache.remote.id, row: source.row, realLength: source.realLength, end: source.end };
+      if (cache.length === 0 || source.realLength === 0) return { id: EMPTY_CACHE, row: 0, realLength: 0 };
+      throw new Error('a KV cache held in this thread cannot join a cache owned by the model worker');
+    });
+    const { heads, headDim } = template;
+    const target = this.create({ batch: sources.length, length, heads, headDim });
+    this.post({ type: 'repack', target: target.remote!.id, sources: wire, length, heads, headDim, padding });
+    return target;
+  }
+}
+
+/** The id a run feeds as its past: the handle's, or EMPTY_CACHE for a cache without slots. */
+export function remoteIdOf(cache: KvCache): number {
+  if (cache.remote) return cache.remote.id;
+  if (cache.length === 0) return EMPTY_CACHE;
+  throw new Error('a KV cache held in this thread cannot be fed to the model worker');
+}

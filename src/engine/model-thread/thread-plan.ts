@@ -1,0 +1,102 @@
+/**
+ * How many threads a model call gets and which thread makes it, when the settings say
+ * "auto". Both follow from the model's size: a small model's step is little more than
+ * onnxruntime's fixed cost per call (~0.3 ms for the embedded model), which a second
+ * intra-op thread only slows down and a worker's message round trip would outweigh; a
+ * large model's step is many milliseconds of matrix work that a second core shortens and
+ * that should not stall HTTP I/O. The thresholds are measured (README "Threads").
+ */
+export type ModelThread = 'main' | 'worker';
+export type ModelThreadSetting = ModelThread | 'auto';
+export type ThreadCountSetting = number | 'auto';
+
+/**
+ * Graph + external data bytes from which a model call gets more than one intra-op thread.
+ * Measured on this project's 2-core machine (loaded, README "Threads"): the embedded
+ * 260K model (1 MB) and a 5M-parameter one (22 MB) are fastest on one thread; a
+ * 25M-parameter (104 MB) and a 106M-parameter (428 MB) model gain from two (without
+ * spinning, see INTRA_OP_SPINNING).
+ */
+export const MULTI_THREAD_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Bytes from which the model call moves to a worker thread: from here a batch-1 step is
+ * ~10 ms or more here, a stall HTTP I/O should not wait out, against a message round trip
+ * of ~30 µs. Smaller models' steps (0.2–2 ms) gain nothing from a worker.
+ */
+export const WORKER_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * onnxruntime's intra-op threads spin between kernels by default. With more than one
+ * thread on a machine whose cores are busy (HTTP, sampling, other processes) spinning
+ * made steps 1.2–1.6× slower than one thread here; without it, two threads beat one.
+ */
+export const INTRA_OP_SPINNING = false;
+
+/** More intra-op threads than this rarely pays for a decoder step (one token per row). */
+const MAX_AUTO_THREADS = 4;
+
+export interface ThreadPlanInput {
+  /** The model's graph + external data bytes. */
+  weightBytes: number;
+  /** os.availableParallelism() */
+  cores: number;
+  /** Engine processes sharing the cores (dataParallelSize). */
+  processes?: number;
+  /** Where onnxruntime runs: worker threads exist for the native backend only. */
+  backend?: 'native' | 'wasm';
+}
+
+export interface ThreadPlan {
+  intraOpNumThreads: number;
+  modelThread: ModelThread;
+  /** Why, for the startup report. */
+  reasons: string[];
+}
+
+/** The intra-op thread count "auto" means for this model on this machine. */
+export function autoIntraOpThreads({ weightBytes, cores, processes = 1 }: ThreadPlanInput): number {
+  if (weightBytes < MULTI_THREAD_MIN_WEIGHT_BYTES) return 1;
+  return Math.max(1, Math.min(MAX_AUTO_THREADS, Math.floor(cores / Math.max(1, processes))));
+}
+
+/** The model thread "auto" means: a worker for models whose steps are long, on the native backend. */
+export function autoModelThread({ weightBytes, backend = 'native' }: ThreadPlanInput): ModelThread {
+  return backend === 'native' && weightBytes >= WORKER_MIN_WEIGHT_BYTES ? 'worker' : 'main';
+}
+
+/** Resolves both settings ("auto" or a value) into what the engine runs with. */
+export function planThreads(
+  settings: { intraOpNumThreads?: ThreadCountSetting; modelThread?: ModelThreadSetting },
+  input: ThreadPlanInput,
+): ThreadPlan {
+  const reasons: string[] = [];
+  const mb = (input.weightBytes / 1e6).toFixed(1);
+  let intraOpNumThreads: number;
+  if (settings.intraOpNumThreads === undefined || settings.intraOpNumThreads === 'auto') {
+    intraOpNumThreads = autoIntraOpThreads(input);
+    reasons.push(
+      intraOpNumThreads === 1
+        ? `1 intra-op thread (auto: a ${mb} MB model is fastest on one)`
+        : `${intraOpNumThreads} intra-op threads (auto: ${mb} MB model, ${input.cores} cores${(input.processes ?? 1) > 1 ? ` over ${input.processes} processes` : ''})`,
+    );
+  } else {
+    intraOpNumThreads = settings.intraOpNumThreads;
+    reasons.push(`${intraOpNumThreads} intra-op thread${intraOpNumThreads === 1 ? '' : 's'} (intraOpNumThreads)`);
+  }
+  let modelThread: ModelThread;
+  if (settings.modelThread === undefined || settings.modelThread === 'auto') {
+    modelThread = autoModelThread(input);
+    reasons.push(
+      modelThread === 'worker'
+        ? `model calls in a worker thread (auto: a ${mb} MB model's steps are long)`
+        : input.backend === 'wasm'
+          ? 'model calls on the main thread (auto: the wasm backend runs there)'
+          : `model calls on the main thread (auto: a ${mb} MB model's steps are short)`,
+    );
+  } else {
+    modelThread = settings.modelThread;
+    reasons.push(`model calls on the ${modelThread === 'worker' ? 'worker' : 'main'} thread (modelThread)`);
+  }
+  return { intraOpNumThreads, modelThread, reasons };
+}
