@@ -25,7 +25,9 @@ export function throughputChart(results: SizeResults): string {
     ];
   });
   const maxValue = Math.max(1, ...series.flatMap((s) => s.values.filter(Number.isFinite)));
-  const step = 10 ** Math.floor(Math.log10(maxValue));
+  // A round grid step (1, 2 or 5 × 10^k) giving 4 to 10 lines.
+  const magnitude = 10 ** Math.floor(Math.log10(maxValue));
+  const step = [0.1, 0.2, 0.5, 1].map((f) => f * magnitude).find((s) => maxValue / s <= 10)!;
   const top = Math.ceil(maxValue / step) * step;
   const plotW = WIDTH - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;

@@ -29,7 +29,7 @@ export const SMOLLM2_135M_SHAPE = {
 
 /** Bump when the weights, vocabulary or file layout change: a new cache folder is built. */
 const FORMAT = 1;
-const SEED = 135;
+export const SEED = 135;
 
 export interface BenchModelFiles {
   label: string;
@@ -44,7 +44,7 @@ export function benchModelCache(): string {
   return process.env.BENCH_MODEL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'edge-llm', 'bench-models');
 }
 
-function randomCheckpoint(seed: number): Llama2cCheckpoint {
+export function randomCheckpoint(seed: number): Llama2cCheckpoint {
   const { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, ropeTheta } = SMOLLM2_135M_SHAPE;
   const random = seededRandom(seed);
   const headDim = dim / nHeads;
