@@ -12,7 +12,12 @@ import type { GraphOps } from '../../scripts/convert/llama-onnx-graph.js';
 import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
 import { dequantizeQ4Rows, packQ4_0, quantizeQ4Rows, snapToQ4 } from '../../scripts/convert/q4-blocks.js';
 import { checkpointOnWeightGrid, type WeightDtype } from '../../scripts/convert/weight-dtype.js';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeConvertedFiles } from '../../scripts/convert/convert-llama2c-model.js';
+import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { defaultSamplingParams } from '../../src/sampling/params.js';
 import { Llama2cReference } from './llama2c-reference.js';
 import { loadSharedCheckpoint, sharedModelFile } from './model-paths.js';
 import { DecoderHarness, logitsAt, maxAbsDiff, type Ort } from './onnx-decoder-harness.js';
@@ -122,5 +127,40 @@ describe('the q4 graph file', () => {
     expect(text.split('MatMulNBits').length - 1).toBeGreaterThanOrEqual(16);
     expect((files['onnx/model_q4.onnx'] as Uint8Array).length).toBeLessThan((files['onnx/model.onnx'] as Uint8Array).length);
     expect((files['onnx/model_fp16.onnx'] as Uint8Array).length).toBeLessThan((files['onnx/model.onnx'] as Uint8Array).length);
+  });
+});
+
+function referenceGreedy(ckpt: Llama2cCheckpoint, count: number): number[] {
+  const reference = new Llama2cReference(ckpt);
+  let logits = PROMPT.map((t, pos) => reference.forward(t, pos)).at(-1)!;
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    let best = 0;
+    for (let j = 1; j < logits.length; j++) if (logits[j] > logits[best]) best = j;
+    out.push(best);
+    logits = reference.forward(best, PROMPT.length + i);
+  }
+  return out;
+}
+
+describe('a converted folder with fp32 and q4 graphs', () => {
+  it('is served in q4 with MODEL_DTYPE q4, greedy ids as the reference on Q4_0 weights gives them', async () => {
+    const ckpt = await loadSharedCheckpoint();
+    const dir = await mkdtemp(join(tmpdir(), 'q4-folder-'));
+    try {
+      await writeConvertedFiles(dir, convertCheckpoint(ckpt, await readFile(sharedModelFile('tok512.bin')), { dtypes: ['fp32', 'q4'] }));
+      const engine = await createNodeEngine({ modelDir: dir, dtype: 'q4' });
+      const ours: number[] = [];
+      const params = defaultSamplingParams({ temperature: 0, maxTokens: 24, ignoreEos: true });
+      for await (const delta of engine.generate({ promptTokenIds: PROMPT, params })) ours.push(...delta.tokenIds);
+      await engine.dispose();
+
+      const expected = referenceGreedy(checkpointOnWeightGrid(ckpt, 'q4'), 24);
+      // The Q4_0 weights change the greedy path within these 24 tokens: a float32 graph would fail.
+      expect(referenceGreedy(ckpt, 24)).not.toEqual(expected);
+      expect(ours).toEqual(expected);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
