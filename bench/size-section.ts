@@ -29,6 +29,7 @@ export async function sizeSection(): Promise<SizeResults | null> {
   const load = `load average ${results.loadAverage.before.map((v) => v.toFixed(2)).join(' / ')} before, ${results.loadAverage.after.map((v) => v.toFixed(2)).join(' / ')} after (1 / 5 / 15 min)`;
   const greedy = results.rows
     .map((row) => `${row.model} ${row.dtype}: greedy ids agree for the first ${row.greedy.agreeingPrefix.join(', ')} of ${row.greedy.tokensPerPrompt} tokens (${row.greedy.prompts} prompts)`)
+    .concat(`stories260K q4 / Q4_0: greedy ids agree for the first ${results.storiesQ4Greedy.agreeingPrefix.join(', ')} of ${results.storiesQ4Greedy.tokensPerPrompt} tokens (${results.storiesQ4Greedy.prompts} prompts)`)
     .join('\n');
   const markdown = `Peer: ${results.peer}.\nMachine: ${results.machine}, ${load}.\n\n${table}\n\nRatios are this project ÷ llama.cpp (for TTFT and RSS, below 1 is better).\n\n${greedy}\n\nEvery configuration:\n\n${details}\n`;
   console.log(`\n${markdown}`);

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
 import { readLlama2cCheckpoint } from '../scripts/convert/llama2c-checkpoint.js';
+import { convertLlama2cModel, writeConvertedFiles } from '../scripts/convert/convert-llama2c-model.js';
 import { buildLlamaGguf } from '../scripts/convert/llama-gguf.js';
 import { writeGgufFile } from '../scripts/convert/gguf-writer.js';
 import { seededRandom } from '../scripts/seeded-random.js';
@@ -68,6 +69,8 @@ export interface ModelRow {
 }
 
 export interface SizeResults {
+  /** Greedy agreement of stories260K's q4 graph and its Q4_0 GGUF (no throughput figures). */
+  storiesQ4Greedy: GreedyCheck;
   peer: string;
   machine: string;
   loadAverage: { before: number[]; after: number[] };
@@ -224,18 +227,39 @@ async function modelRow(
   }
 }
 
+function sharedStoriesDir(): string {
+  return join(fileURLToPath(new URL('../', import.meta.url)), '..', 'shared', 'models', 'stories260K');
+}
+
 /** stories260K's GGUF from the same checkpoint and tokenizer the embedded ONNX model was converted from. */
-async function stories260kGguf(): Promise<string> {
-  const shared = fileURLToPath(new URL('../../shared/models/stories260K/', import.meta.url));
-  const sharedAlt = join(fileURLToPath(new URL('../', import.meta.url)), '..', 'shared', 'models', 'stories260K');
-  const dir = existsSync(shared) ? shared : sharedAlt;
-  const out = join(benchModelCache(), 'stories260k-f32-v1.gguf');
+async function stories260kGguf(weights: 'F32' | 'Q4_0'): Promise<string> {
+  const dir = sharedStoriesDir();
+  const out = join(benchModelCache(), `stories260k-${weights.toLowerCase()}-v1.gguf`);
   if (!existsSync(out)) {
     mkdirSync(benchModelCache(), { recursive: true });
     const ckpt = readLlama2cCheckpoint(await readFile(join(dir, 'stories260K.bin')));
-    writeGgufFile(out, buildLlamaGguf(ckpt, await readFile(join(dir, 'tok512.bin')), { weights: 'F32', name: 'stories260K', contextLength: 512 }));
+    writeGgufFile(out, buildLlamaGguf(ckpt, await readFile(join(dir, 'tok512.bin')), { weights, name: 'stories260K', contextLength: 512 }));
   }
   return out;
+}
+
+/**
+ * Q4_0 on a trained model, whose greedy text is not one repeated token: our `--dtype q4`
+ * graph of stories260K against llama.cpp on its Q4_0 GGUF.
+ */
+export async function stories260kQ4Greedy(): Promise<GreedyCheck> {
+  const dir = sharedStoriesDir();
+  const onnxDir = join(benchModelCache(), 'stories260k-q4-v1');
+  if (!existsSync(join(onnxDir, 'onnx', 'model_q4.onnx'))) {
+    const files = convertLlama2cModel(await readFile(join(dir, 'stories260K.bin')), await readFile(join(dir, 'tok512.bin')), { dtypes: ['q4'] });
+    await writeConvertedFiles(onnxDir, files);
+  }
+  const peer = await startLlamaServer({ gguf: await stories260kGguf('Q4_0'), threads: 1, parallel: 1, slotContext: 512 });
+  try {
+    return await greedyCheck(onnxDir, 'q4', peer.url, randomPrompts(4, 4, [259, 512], 11).map((p) => [1, ...p]), 64);
+  } finally {
+    await peer.stop();
+  }
 }
 
 export async function benchSizes(options: SizeBenchOptions, peerVersion: string): Promise<SizeResults> {
@@ -263,7 +287,7 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
   // stories260K: one request on --parallel 1, 64 streams on --parallel 64 (the best configs
   // of each, per the peer notes), each at 1 and 2 threads.
   const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
-  const storiesGguf = await stories260kGguf();
+  const storiesGguf = await stories260kGguf('F32');
   const configs = [1, 2].flatMap((threads) => [
     { threads, parallel: 1, measures: ['single'] as Measure[] },
     { threads, parallel: 64, measures: ['streams:64'] as Measure[] },
@@ -274,7 +298,10 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
       rounds: Math.max(options.rounds, 3),
     }),
   );
+  const storiesQ4 = await stories260kQ4Greedy();
+  options.log?.(`stories260K q4 / Q4_0: greedy ids agree for the first ${storiesQ4.agreeingPrefix.join(', ')} of ${storiesQ4.tokensPerPrompt} tokens`);
   return {
+    storiesQ4Greedy: storiesQ4,
     peer: `llama.cpp's llama-server (${peerVersion}), built from node-llama-cpp's bundled sources against its prebuilt libraries`,
     machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'})`,
     loadAverage: { before, after: loadavg() },
