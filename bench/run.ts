@@ -3,7 +3,8 @@
  * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
  * machines are noisy, so the load average is printed with them.
  *
- * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora to run one part.
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size to run one part;
+ * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -13,6 +14,7 @@ import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { concurrent, nonStreaming, startServer, streaming, type ConcurrencyResult } from './http.js';
 import { formatTable, median } from './stats.js';
 import { benchLora, loraTable, type LoraBenchResult } from './lora.js';
+import { sizeSection } from './size-section.js';
 
 const modelDir = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -145,6 +147,10 @@ async function httpSection(): Promise<HttpResults> {
 }
 
 async function main() {
+  if (only === 'size') {
+    await sizeSection();
+    return;
+  }
   const loadBefore = loadavg()[0];
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadBefore.toFixed(2)} before the run`);
   const engine = only === 'http' || only === 'lora' ? [] : await engineSection();
@@ -174,6 +180,7 @@ async function main() {
     lora = await benchLora({ modelDir, runs, maxTokens });
     console.log(loraTable(lora));
   }
+  if (only === undefined) await sizeSection();
   const loadAfter = loadavg()[0];
   console.log(`\nload average after the run: ${loadAfter.toFixed(2)}`);
   const outDir = fileURLToPath(new URL('./results/', import.meta.url));

@@ -1,25 +1,27 @@
 /**
  * Converts a llama2.c checkpoint and its tokenizer into a Hugging Face ONNX model folder.
- * Usage: npm run convert -- [--ops=fused|portable] <checkpoint.bin> <tokenizer.bin> <outdir>
+ * Usage: npm run convert -- [--ops=fused|gqa|portable] [--dtype=fp32,fp16,q4] [--q4-accuracy=0|4]
+ *          <checkpoint.bin> <tokenizer.bin> <outdir>
+ * --dtype takes one or more weight storages (comma-separated), one graph file each
+ * (onnx/model.onnx, model_fp16.onnx, model_q4.onnx); fp32 by default.
  */
 import { readFile } from 'node:fs/promises';
 import { convertLlama2cModel, writeConvertedFiles } from './convert/convert-llama2c-model.js';
-import { GRAPH_OPS, type GraphOps } from './convert/llama-onnx-graph.js';
+import { parseConvertFlags } from './convert/convert-flags.js';
+import { GRAPH_OPS } from './convert/llama-onnx-graph.js';
+import { WEIGHT_DTYPES } from './convert/weight-dtype.js';
 
-const USAGE = `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] <checkpoint.bin> <tokenizer.bin> <outdir>`;
+const USAGE =
+  `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0|4] ` +
+  '<checkpoint.bin> <tokenizer.bin> <outdir>';
 
 async function main(args: string[]): Promise<void> {
-  const flags = args.filter((a) => a.startsWith('--'));
+  const options = parseConvertFlags(args.filter((a) => a.startsWith('--')));
   const positional = args.filter((a) => !a.startsWith('--'));
-  let ops: GraphOps = 'fused';
-  for (const flag of flags) {
-    const value = flag.startsWith('--ops=') ? flag.slice('--ops='.length) : null;
-    if (value === null || !(GRAPH_OPS as readonly string[]).includes(value)) {
-      console.error(`unknown option ${flag}\n${USAGE}`);
-      process.exitCode = 2;
-      return;
-    }
-    ops = value as GraphOps;
+  if (typeof options === 'string') {
+    console.error(`${options}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
   }
   if (positional.length !== 3) {
     console.error(USAGE);
@@ -27,7 +29,7 @@ async function main(args: string[]): Promise<void> {
     return;
   }
   const [checkpointPath, tokenizerPath, outDir] = positional;
-  const files = convertLlama2cModel(await readFile(checkpointPath), await readFile(tokenizerPath), { ops });
+  const files = convertLlama2cModel(await readFile(checkpointPath), await readFile(tokenizerPath), options);
   await writeConvertedFiles(outDir, files);
   for (const [path, contents] of Object.entries(files)) {
     const size = typeof contents === 'string' ? Buffer.byteLength(contents) : contents.byteLength;

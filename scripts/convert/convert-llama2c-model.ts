@@ -3,10 +3,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { buildGenerationConfig, buildHfConfig, LLAMA2C_RMS_NORM_EPS } from './hf-config.js';
 import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from './llama-onnx-graph.js';
-import { readLlama2cCheckpoint } from './llama2c-checkpoint.js';
+import { readLlama2cCheckpoint, type Llama2cCheckpoint } from './llama2c-checkpoint.js';
+import { MS_DOMAIN } from './llama-graph-blocks.js';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.js';
 import { encodeOnnxModel } from './onnx-writer.js';
 import { inferRopeTheta } from './rope.js';
+import { applyWeightDtype, checkpointOnWeightGrid, ONNX_FILE_OF_DTYPE, type WeightDtype, type WeightDtypeOptions } from './weight-dtype.js';
 
 /** IR version 8 is the one that goes with opset 17 (ONNX 1.12). */
 export const ONNX_IR_VERSION = 8;
@@ -17,9 +19,11 @@ export const PRODUCER_VERSION = '0.1.0';
 /** Relative path -> contents, in the layout transformers.js / Optimum use. */
 export type ConvertedFiles = Record<string, string | Uint8Array>;
 
-export interface ConvertOptions {
+export interface ConvertOptions extends WeightDtypeOptions {
   /** Graph flavour (see llama-onnx-graph.ts); `fused` by default. */
   ops?: GraphOps;
+  /** Weight storage of the graphs to write, one file each (weight-dtype.ts); `['fp32']` by default. */
+  dtypes?: readonly WeightDtype[];
 }
 
 export function convertLlama2cModel(
@@ -27,20 +31,27 @@ export function convertLlama2cModel(
   tokenizer: Uint8Array,
   options: ConvertOptions = {},
 ): ConvertedFiles {
-  const ckpt = readLlama2cCheckpoint(checkpoint);
+  return convertCheckpoint(readLlama2cCheckpoint(checkpoint), tokenizer, options);
+}
+
+/** The same from a checkpoint already in memory (the bench builds its models this way). */
+export function convertCheckpoint(ckpt: Llama2cCheckpoint, tokenizer: Uint8Array, options: ConvertOptions = {}): ConvertedFiles {
   const { seqLen } = ckpt.header;
   const ops = options.ops ?? 'fused';
   const ropeTheta = inferRopeTheta(ckpt.freqCisReal, ckpt.freqCisImag, seqLen, ckpt.headDim);
-  const graph = buildLlamaGraph(ckpt, { rmsNormEps: LLAMA2C_RMS_NORM_EPS, ops });
-  const onnx = encodeOnnxModel({
-    extraOpsets: EXTRA_OPSETS[ops],
-    irVersion: ONNX_IR_VERSION,
-    opsetVersion: ONNX_OPSET,
-    producerName: PRODUCER_NAME,
-    producerVersion: PRODUCER_VERSION,
-    docString: 'Llama decoder with KV cache, converted from a llama2.c checkpoint.',
-    graph,
-  });
+  const graphs: ConvertedFiles = {};
+  for (const dtype of options.dtypes ?? ['fp32']) {
+    const graph = applyWeightDtype(buildLlamaGraph(checkpointOnWeightGrid(ckpt, dtype), { rmsNormEps: LLAMA2C_RMS_NORM_EPS, ops }), dtype, options);
+    graphs[ONNX_FILE_OF_DTYPE[dtype]] = encodeOnnxModel({
+      extraOpsets: dtype === 'q4' ? { ...EXTRA_OPSETS[ops], [MS_DOMAIN]: 1 } : EXTRA_OPSETS[ops],
+      irVersion: ONNX_IR_VERSION,
+      opsetVersion: ONNX_OPSET,
+      producerName: PRODUCER_NAME,
+      producerVersion: PRODUCER_VERSION,
+      docString: 'Llama decoder with KV cache, converted from a llama2.c checkpoint.',
+      graph,
+    });
+  }
   const { tokenizerJson, tokenizerConfig } = convertLlama2cTokenizer(tokenizer);
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
   return {
@@ -48,7 +59,7 @@ export function convertLlama2cModel(
     'generation_config.json': json(buildGenerationConfig()),
     'tokenizer.json': json(tokenizerJson),
     'tokenizer_config.json': json(tokenizerConfig),
-    'onnx/model.onnx': onnx,
+    ...graphs,
   };
 }
 

@@ -82,7 +82,8 @@ export function parseLlama2cTokenizer(tokBin: Uint8Array): { maxTokenLength: num
   return { maxTokenLength, entries };
 }
 
-function hfPiece(raw: string): string {
+/** A llama2.c piece as Hugging Face and GGUF vocabularies spell it (▁ for spaces, bare <s> and </s>). */
+export function hfPiece(raw: string): string {
   return RENAMED_PIECES.get(raw) ?? raw.replaceAll(' ', SENTENCEPIECE_SPACE);
 }
 

@@ -1,0 +1,26 @@
+/** The converter CLI's options (scripts/convert-llama2c.ts). */
+import type { ConvertOptions } from './convert-llama2c-model.js';
+import { GRAPH_OPS, type GraphOps } from './llama-onnx-graph.js';
+import { WEIGHT_DTYPES, type WeightDtype } from './weight-dtype.js';
+
+/** The options, or the reason they are wrong. */
+export function parseConvertFlags(flags: readonly string[]): ConvertOptions | string {
+  const options: ConvertOptions = { ops: 'fused', dtypes: ['fp32'] };
+  for (const flag of flags) {
+    const [name, value] = flag.split(/=(.*)/s, 2) as [string, string | undefined];
+    if (name === '--ops' && value !== undefined && (GRAPH_OPS as readonly string[]).includes(value)) {
+      options.ops = value as GraphOps;
+    } else if (name === '--dtype' && value !== undefined) {
+      const dtypes = value.split(',');
+      const unknown = dtypes.filter((d) => !(WEIGHT_DTYPES as readonly string[]).includes(d));
+      if (unknown.length > 0 || dtypes.length === 0) return `unknown dtype ${unknown.join(', ') || '(empty)'}: use ${WEIGHT_DTYPES.join(', ')}`;
+      options.dtypes = [...new Set(dtypes as WeightDtype[])];
+    } else if (name === '--q4-accuracy' && (value === '0' || value === '4')) {
+      options.q4AccuracyLevel = Number(value) as 0 | 4;
+    } else {
+      return `unknown option ${flag}`;
+    }
+  }
+  return options;
+}
+
