@@ -92,6 +92,8 @@ export function repackKvCache(
   length: number,
   template: KvCache,
   padding: KvPadding = 'end',
+  /** Rows to allocate (at least the sources'): the in-place store keeps room to grow (in-place-kv.ts). */
+  rows = sources.length,
 ): KvCache {
   const gpuStore = (template.gpu ?? sources.find((source) => source.cache.gpu)?.cache.gpu)?.store;
   if (gpuStore) {
@@ -103,13 +105,14 @@ export function repackKvCache(
   const numLayers = template.keys.length;
   const batch = sources.length;
   const rowStride = heads * length * headDim;
+  const allocatedRows = Math.max(rows, batch);
   const allocate = (size: number): KvArray =>
     template.keys[0] instanceof Uint16Array ? new Uint16Array(size) : new Float32Array(size);
   const keys: KvArray[] = [];
   const values: KvArray[] = [];
   for (let layer = 0; layer < numLayers; layer++) {
-    const key = allocate(batch * rowStride);
-    const value = allocate(batch * rowStride);
+    const key = allocate(allocatedRows * rowStride);
+    const value = allocate(allocatedRows * rowStride);
     sources.forEach((source, targetRow) => {
       copyRow(source, layer, key, value, targetRow, length, heads, headDim, padding);
     });

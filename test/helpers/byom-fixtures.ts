@@ -161,7 +161,7 @@ export function qwen2Config(ckpt: Llama2cCheckpoint): Record<string, unknown> {
   };
 }
 
-export type FixtureGraph = 'fused' | 'gqa' | 'portable' | 'gqa-genai';
+export type FixtureGraph = 'fused' | 'gqa' | 'portable' | 'gqa-genai' | 'inplace';
 
 export interface FixtureFolderOptions {
   graph?: FixtureGraph;
