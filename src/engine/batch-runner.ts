@@ -272,13 +272,16 @@ export class BatchRunner {
     const total = past.length + seqLen;
     const inputIds = new BigInt64Array(batch * seqLen);
     const positionIds = new BigInt64Array(batch * seqLen);
+    const lastPosition = this.decoder.spec.maxPositionEmbeddings - 1;
     for (let index = 0; index < batch; index++) {
       const row = rows[index];
       const draft = drafts[index];
       for (let position = 0; position < seqLen; position++) {
         const token = position === 0 ? row.lastTokenId : (draft[position - 1] ?? row.lastTokenId);
         inputIds[index * seqLen + position] = BigInt(token);
-        positionIds[index * seqLen + position] = BigInt(row.cachedLength + position);
+        // A row's padding repeats (cut off below) may run past the context near its end:
+        // their position only has to exist.
+        positionIds[index * seqLen + position] = BigInt(Math.min(row.cachedLength + position, lastPosition));
       }
     }
     const loraSlots = this.rowLoraSlots();
