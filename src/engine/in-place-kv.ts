@@ -13,6 +13,8 @@
  */
 import { repackKvCache, type KvArray, type KvCache, type KvRowSource } from './kv-cache.js';
 
+/** Spans up to this many values are copied element by element (writeNewSlots). */
+const SHORT_SPAN = 256;
 /** Slot room is allocated in blocks of this many slots. */
 const SLOT_BLOCK = 64;
 
@@ -72,8 +74,16 @@ export function writeNewSlots(
       for (let head = 0; head < heads; head++) {
         const source = (row * heads + head) * span;
         const target = ((row * heads + head) * length + cacheLengths[row]) * headDim;
-        key.set(fedKeys.subarray(source, source + span), target);
-        value.set(fedValues.subarray(source, source + span), target);
+        if (span <= SHORT_SPAN) {
+          // A decode step's span is one head's slot (8 to 128 values): a loop beats making views to set().
+          for (let i = 0; i < span; i++) {
+            key[target + i] = fedKeys[source + i];
+            value[target + i] = fedValues[source + i];
+          }
+        } else {
+          key.set(fedKeys.subarray(source, source + span), target);
+          value.set(fedValues.subarray(source, source + span), target);
+        }
       }
     }
   }
