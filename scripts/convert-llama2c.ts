@@ -1,6 +1,6 @@
 /**
  * Converts a llama2.c checkpoint and its tokenizer into a Hugging Face ONNX model folder.
- * Usage: npm run convert -- [--ops=fused|portable] <checkpoint.bin> <tokenizer.bin> <outdir>
+ * Usage: npm run convert -- [--ops=fused|gqa|portable|inplace] <checkpoint.bin> <tokenizer.bin> <outdir>
  */
 import { readFile } from 'node:fs/promises';
 import { convertLlama2cModel, writeConvertedFiles } from './convert/convert-llama2c-model.js';
