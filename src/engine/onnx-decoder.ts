@@ -140,16 +140,14 @@ export class OnnxDecoder {
       if (contract.embedsSize !== null && embedder?.size != null && contract.embedsSize !== embedder.size) {
         throw new Error(`${graphLabel} cannot be served: it takes embeddings of size ${contract.embedsSize}, embed_tokens gives ${embedder.size}.`);
       }
-      if (gpuKv && contract.kvOutputs === 'new') {
-        // The in-place cache lives in JavaScript buffers the engine writes; it has no present.* to keep on the GPU.
-        await session.release();
-        return await OnnxDecoder.create(ort, model, spec, options, graphLabel, embedder);
-      }
-      return new OnnxDecoder(ort, session, spec, contract, contract.input === 'embeds' ? embedder : null, gpuKv);
+      if (!(gpuKv && contract.kvOutputs === 'new')) return new OnnxDecoder(ort, session, spec, contract, contract.input === 'embeds' ? embedder : null, gpuKv);
     } catch (error) {
       await session.release();
       throw error;
     }
+    // The in-place cache lives in JavaScript buffers the engine writes; it has no present.* to keep on the GPU.
+    await session.release();
+    return OnnxDecoder.create(ort, model, spec, options, graphLabel, embedder);
   }
 
   /**
