@@ -26,6 +26,8 @@ export type KvPadding = 'end' | 'start';
  * attention_mask 0. Every decode step adds one slot to every row, so a step's `present`
  * outputs become the next step's past without any copy; rows are repacked only when the
  * batch's membership changes or a speculative step leaves rejected guesses behind.
+ * Graphs with the in-place contract keep one cache instead, whose arrays have room for
+ * more rows than `batch` and whose rows have free slots after their real ones (in-place-kv.ts).
  */
 export interface KvCache {
   batch: number;
