@@ -5,14 +5,14 @@
  * every step (Concat(past, new), the Hugging Face contract of the `fused` flavour) pays a
  * copy of the whole cache; the `inplace` flavour writes only the new slots.
  *
- * Models: the embedded one as shipped, then the converter's `fused` and `inplace` graphs of
+ * Models: the embedded one as Node serves it (its in-place twin, onnx/model.inplace.onnx), then the converter's `fused` and `inplace` graphs of
  * the same weights (the llama2.c checkpoint from ../shared when present, else seeded random
  * weights of its shape) and of a larger seeded random-weight model. Built into a temporary
  * folder, never committed. Flavours are measured in alternation, medians over the rounds.
  *
  * Alone: STEP_GROWTH_ROUNDS (3), STEP_GROWTH_ROWS (32); `BENCH_ONLY=step-growth npm run bench`.
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,7 +66,8 @@ async function measure(engine: LocalEngine, rows: number): Promise<{ firstMs: nu
 
 async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, ops: GraphOps): Promise<string> {
   const dir = join(root, `${name}-${ops}`);
-  await cp(EMBEDDED, dir, { recursive: true });
+  // The tokenizer and configs of the embedded folder; its graphs are replaced by the one built here.
+  await cp(EMBEDDED, dir, { recursive: true, filter: (source) => !source.endsWith('.onnx') });
   const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
   const h = ckpt.header;
   Object.assign(config, {
@@ -82,6 +83,7 @@ async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, 
   await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 2));
   const graph = buildLlamaGraph(ckpt, { rmsNormEps: 1e-5, ops });
   const bytes = encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'bench', producerVersion: '0', graph, extraOpsets: EXTRA_OPSETS[ops] });
+  await mkdir(join(dir, 'onnx'), { recursive: true });
   await writeFile(join(dir, 'onnx/model.onnx'), bytes);
   return dir;
 }
@@ -93,7 +95,7 @@ export async function benchStepGrowth(options: { rounds: number; rows: number })
     const storiesName = existsSync(CHECKPOINT) ? 'stories260K' : 'stories260K-shaped (random)';
     const larger = randomCheckpoint(16, 512, LARGER_DIMS);
     const models: Array<{ model: string; flavour: string; dir: string }> = [
-      { model: 'embedded (as shipped)', flavour: 'shipped', dir: EMBEDDED },
+      { model: 'embedded (as Node serves it)', flavour: 'shipped', dir: EMBEDDED },
     ];
     for (const ops of ['fused', 'inplace'] as const) models.push({ model: storiesName, flavour: ops, dir: await modelFolder(root, 'stories', stories, ops) });
     for (const ops of ['fused', 'inplace'] as const) models.push({ model: 'random 10M (dim 384, 6 layers)', flavour: ops, dir: await modelFolder(root, 'larger', larger, ops) });

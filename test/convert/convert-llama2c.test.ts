@@ -124,6 +124,9 @@ describe('convert-llama2c CLI', () => {
     const inplaceDir = join(outDir, 'inplace');
     const args = ['--ops=inplace', sharedModelFile('stories260K.bin'), sharedModelFile('tok512.bin'), inplaceDir];
     await promisify(execFile)(tsx, ['scripts/convert-llama2c.ts', ...args], { cwd: REPO_ROOT });
+    // The embedded folder's in-place twin is exactly this graph.
+    const fresh = await readFile(join(inplaceDir, 'onnx', 'model.onnx'));
+    expect(Buffer.compare(fresh, await readFile(join(COMMITTED_MODEL_DIR, 'onnx', 'model.inplace.onnx')))).toBe(0);
     const engine = await createNodeEngine({ modelDir: inplaceDir, limits: { speculativeDecoding: 'off' } });
     try {
       expect(engine.loadReport.contract).toContain('in-place KV (new_key_values)');
