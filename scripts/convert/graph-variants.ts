@@ -169,7 +169,7 @@ export function rewriteDecoderLayout(graph: OnnxGraph, options: DecoderLayoutOpt
       if (input.name.startsWith('past_key_values.')) edit.retypeInput(input.name, type, OnnxDataType.FLOAT);
     }
     for (const output of [...edit.outputs]) {
-      if (output.name.startsWith('present.')) edit.retypeOutput(output.name, type);
+      if (output.name.startsWith('present.') || output.name.startsWith('new_key_values.')) edit.retypeOutput(output.name, type);
     }
   }
   if (options.logitsType === 'float16') edit.retypeOutput('logits', OnnxDataType.FLOAT16);

@@ -8,7 +8,7 @@ import type { Llama2cCheckpoint, Llama2cLayer } from './llama2c-checkpoint.js';
 import { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
-import { declareDecoderInputs, declareDecoderOutputs, lmHeadWeight, type DecoderInputs } from './llama-graph-io.js';
+import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, lmHeadWeight, type DecoderInputs } from './llama-graph-io.js';
 
 export const MS_DOMAIN = 'com.microsoft';
 
@@ -30,6 +30,8 @@ export function buildSkipNormDecoder(
   ckpt: Llama2cCheckpoint,
   rmsNormEps: number,
   attentionFor: (g: GraphBuilder, inputs: DecoderInputs) => AttentionBlock,
+  /** present.* (past + new, the HF contract) or new_key_values.* (the new slots only). */
+  kvOutputs: 'present' | 'new' = 'present',
 ): OnnxGraph {
   const { dim, vocabSize } = ckpt.header;
   const g = new GraphBuilder('llama2c_decoder');
@@ -65,7 +67,8 @@ export function buildSkipNormDecoder(
   const finalW = g.floats('model.norm.weight', [dim], ckpt.rmsFinal);
   const [finalNorm] = skipNorm(g, pendingDelta!, residual, finalW, epsilon, '/model/norm');
   g.node('MatMul', [finalNorm, lmHeadWeight(g, ckpt, embedding)], { scope: '/lm_head', outputs: ['logits'] });
-  declareDecoderOutputs(g, ckpt);
+  if (kvOutputs === 'present') declareDecoderOutputs(g, ckpt);
+  else declareNewKvOutputs(g, ckpt);
   return g.build();
 }
 

@@ -55,6 +55,22 @@ export function declareDecoderOutputs(g: GraphBuilder, ckpt: Llama2cCheckpoint):
   }
 }
 
+/**
+ * The `inplace` flavour's outputs (llama-graph-inplace.ts): logits and only the keys and
+ * values of the fed tokens, new_key_values.{i}.key/value [B, kv_heads, S, head_dim]. The
+ * caller writes them into its own cache, which the graph reads as past_key_values and
+ * never copies: the cache is not an output, so onnxruntime never hands it back.
+ */
+export function declareNewKvOutputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): void {
+  const { batch, sequence } = DIM_NAMES;
+  const { nLayers, nKvHeads, vocabSize } = ckpt.header;
+  g.output('logits', OnnxDataType.FLOAT, [batch, sequence, vocabSize]);
+  for (let i = 0; i < nLayers; i++) {
+    g.output(`new_key_values.${i}.key`, OnnxDataType.FLOAT, [batch, nKvHeads, sequence, ckpt.headDim]);
+    g.output(`new_key_values.${i}.value`, OnnxDataType.FLOAT, [batch, nKvHeads, sequence, ckpt.headDim]);
+  }
+}
+
 /** The output projection: tied to the embedding (a Transpose onnxruntime folds at load) or its own weight. */
 export function lmHeadWeight(g: GraphBuilder, ckpt: Llama2cCheckpoint, embedding: string): string {
   const { dim, vocabSize } = ckpt.header;

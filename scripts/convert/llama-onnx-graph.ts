@@ -3,6 +3,7 @@ import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { buildFusedLlamaGraph } from './llama-graph-fused.js';
 import { buildGqaLlamaGraph } from './llama-graph-gqa.js';
+import { buildInplaceLlamaGraph } from './llama-graph-inplace.js';
 import { buildPortableLlamaGraph } from './llama-graph-portable.js';
 
 /**
@@ -14,11 +15,15 @@ import { buildPortableLlamaGraph } from './llama-graph-portable.js';
  *   fastest for a single stream, slower than `fused` from a few concurrent streams, and
  *   unable to run several new tokens per row on a cache for more than one row;
  * - `portable`: standard ai.onnx opset-17 ops only, for runtimes without onnxruntime's
- *   contrib ops.
- * onnxruntime-node and onnxruntime-web (WASM) run all three.
+ *   contrib ops;
+ * - `inplace`: the `fused` math over a cache the engine keeps and writes in place: the graph
+ *   reads past_key_values (with room to grow) and outputs only the new slots'
+ *   new_key_values.*, so a step never copies the cache (llama-graph-inplace.ts). Not the
+ *   Hugging Face I/O contract: only this engine feeds it (the other three keep that contract).
+ * onnxruntime-node and onnxruntime-web (WASM) run all four.
  */
-export type GraphOps = 'fused' | 'gqa' | 'portable';
-export const GRAPH_OPS: readonly GraphOps[] = ['fused', 'gqa', 'portable'];
+export type GraphOps = 'fused' | 'gqa' | 'portable' | 'inplace';
+export const GRAPH_OPS: readonly GraphOps[] = ['fused', 'gqa', 'portable', 'inplace'];
 
 export interface LlamaGraphOptions {
   rmsNormEps: number;
@@ -30,9 +35,10 @@ export const EXTRA_OPSETS: Record<GraphOps, Record<string, number>> = {
   fused: { 'com.microsoft': 1 },
   gqa: { 'com.microsoft': 1 },
   portable: {},
+  inplace: { 'com.microsoft': 1 },
 };
 
 export function buildLlamaGraph(ckpt: Llama2cCheckpoint, options: LlamaGraphOptions): OnnxGraph {
-  const build = { fused: buildFusedLlamaGraph, gqa: buildGqaLlamaGraph, portable: buildPortableLlamaGraph }[options.ops];
+  const build = { fused: buildFusedLlamaGraph, gqa: buildGqaLlamaGraph, portable: buildPortableLlamaGraph, inplace: buildInplaceLlamaGraph }[options.ops];
   return build(ckpt, options.rmsNormEps);
 }

@@ -1,6 +1,7 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
+import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -48,12 +49,18 @@ export class BatchRunner {
   /** Prefill caches handed out and not yet admitted: released at the next admission. */
   private prefilled: KvCache[] = [];
   private speculation: SpeculationOptions;
+  /** The graph takes an in-place cache (decoder-contract.ts, kvOutputs "new"). */
+  private readonly inPlace: boolean;
+  private readonly padding: KvPadding;
 
   constructor(
     private readonly decoder: Decoder,
     speculation: SpeculationOptions = { mode: 'off', numSpeculativeTokens: 0, maxRows: 0 },
-    private readonly padding: KvPadding = 'end',
+    padding: KvPadding = 'end',
   ) {
+    this.inPlace = decoder.contract.kvOutputs === 'new';
+    // An in-place cache keeps each row's real slots first, its free slots after them.
+    this.padding = this.inPlace ? 'start' : padding;
     this.cache = this.emptyCache(0);
     this.speculation = speculation;
   }
@@ -120,9 +127,46 @@ export class BatchRunner {
     this.rows = rows;
     this.groups = groups;
     const previous = this.cache;
-    this.cache = rows.length > 0 ? repackKvCache(sources, length, previous, this.padding) : this.emptyCache(0);
+    if (rows.length === 0) this.cache = this.emptyCache(0);
+    else if (this.inPlace) this.cache = compactInPlace(sources, previous, length + 1, this.decoder.spec.maxPositionEmbeddings);
+    else this.cache = repackKvCache(sources, length, previous, this.padding);
     // Forks copied rows of the previous cache; joining rows, of their prefill's.
-    for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) releaseKvCache(replaced);
+    for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) {
+      if (replaced !== this.cache) releaseKvCache(replaced);
+    }
+  }
+
+  /**
+   * In-place cache: room for `seqLen` more slots in every row, moving the cache into larger
+   * buffers when a row would outgrow it; the mask and cache lengths of the step. Other
+   * graphs: the mask over past + seqLen slots, no cache lengths.
+   */
+  private stepLayout(seqLen: number): { past: KvCache; attentionMask: BigInt64Array; cacheLengths?: Int32Array } {
+    const { rows } = this;
+    const batch = rows.length;
+    if (this.inPlace) {
+      let needed = 0;
+      for (const row of rows) needed = Math.max(needed, row.cachedLength + seqLen);
+      if (needed > this.cache.length) {
+        const sources = rows.map((row, index) => ({ cache: this.cache, row: index, realLength: row.cachedLength }));
+        this.cache = compactInPlace(sources, this.cache, needed, this.decoder.spec.maxPositionEmbeddings);
+      }
+    }
+    const past = this.cache;
+    const total = past.length + seqLen;
+    const attentionMask = new BigInt64Array(batch * total);
+    const cacheLengths = this.inPlace ? new Int32Array(batch) : undefined;
+    for (let index = 0; index < batch; index++) {
+      const row = rows[index];
+      if (cacheLengths !== undefined) {
+        cacheLengths[index] = row.cachedLength;
+        markInPlaceSlots(attentionMask, index, past.length, row.cachedLength, seqLen);
+      } else {
+        // The real slots: the row's cached ones and the new ones.
+        markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
+      }
+    }
+    return { past, attentionMask, cacheLengths };
   }
 
   /** One decode step for every row: feeds each one's last token, then lets each group pick its rows' next tokens. */
@@ -142,22 +186,18 @@ export class BatchRunner {
         this.speculation = { ...this.speculation, mode: 'off' };
       }
     }
-    const past = this.cache;
-    const total = past.length + 1;
+    const { past, attentionMask, cacheLengths } = this.stepLayout(1);
     const inputIds = new BigInt64Array(batch);
     const positionIds = new BigInt64Array(batch);
-    const attentionMask = new BigInt64Array(batch * total);
     for (let index = 0; index < batch; index++) {
       const row = rows[index];
       inputIds[index] = BigInt(row.lastTokenId);
       positionIds[index] = BigInt(row.cachedLength);
-      // The real slots: the row's cached ones and the new one.
-      markRealSlots(attentionMask, index, total, row.cachedLength + 1, this.padding);
     }
     const loraSlots = this.rowLoraSlots();
-    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots });
+    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
     this.cache = present;
-    releaseKvCache(past);
+    if (present !== past) releaseKvCache(past);
     const vocab = this.decoder.spec.vocabSize;
     const stepRows: StepRow[] = [];
     for (let index = 0; index < batch; index++) {
@@ -227,24 +267,25 @@ export class BatchRunner {
   private async speculativeStep(drafts: readonly number[][]): Promise<number> {
     const { rows } = this;
     const batch = rows.length;
-    const past = this.cache;
     const seqLen = 1 + drafts.reduce((max, draft) => Math.max(max, draft.length), 0);
+    const { past, attentionMask, cacheLengths } = this.stepLayout(seqLen);
     const total = past.length + seqLen;
     const inputIds = new BigInt64Array(batch * seqLen);
     const positionIds = new BigInt64Array(batch * seqLen);
-    const attentionMask = new BigInt64Array(batch * total);
+    const lastPosition = this.decoder.spec.maxPositionEmbeddings - 1;
     for (let index = 0; index < batch; index++) {
       const row = rows[index];
       const draft = drafts[index];
       for (let position = 0; position < seqLen; position++) {
         const token = position === 0 ? row.lastTokenId : (draft[position - 1] ?? row.lastTokenId);
         inputIds[index * seqLen + position] = BigInt(token);
-        positionIds[index * seqLen + position] = BigInt(row.cachedLength + position);
+        // A row's padding repeats (cut off below) may run past the context near its end:
+        // their position only has to exist.
+        positionIds[index * seqLen + position] = BigInt(Math.min(row.cachedLength + position, lastPosition));
       }
-      markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
     }
     const loraSlots = this.rowLoraSlots();
-    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past, loraSlots });
+    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
     const vocab = this.decoder.spec.vocabSize;
     // Every row, finished ones included: each needs its cache row trimmed below.
     const stepRows: StepRow[] = rows.map((row, index) => {
@@ -252,6 +293,12 @@ export class BatchRunner {
       return { row, batchIndex: index, logits: rowLogits.subarray(0, vocab), draft: { tokens: drafts[index], logits: rowLogits }, consumed: 1 };
     });
     const generated = this.advanceGroups(stepRows, present);
+    if (this.inPlace) {
+      // Slots of rejected guesses lie past each row's length: masked, and overwritten next step.
+      for (const { row, consumed } of stepRows) row.cachedLength += consumed;
+      this.cache = present;
+      return generated;
+    }
 
     let trimmed = false;
     const sources: KvRowSource[] = stepRows.map(({ row, consumed }, index) => {

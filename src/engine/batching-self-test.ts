@@ -11,6 +11,7 @@
  */
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
+import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }
@@ -93,7 +94,9 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
   }
 
   const differences: Partial<Record<KvPadding, number>> = {};
-  for (const padding of ['end', 'start'] as const) {
+  // An in-place graph's cache is laid out one way only (real slots first, in-place-kv.ts):
+  // that is the layout tried, through the in-place step the batch runner takes.
+  for (const padding of contract.kvOutputs === 'new' ? (['start'] as const) : (['end', 'start'] as const)) {
     try {
       differences[padding] = await batchedDifference(decoder, runs, solo, padding);
     } catch {
@@ -146,21 +149,30 @@ async function batchedDifference(
   solo: ReadonlyArray<{ prefill: KvCache; logits: Float32Array[] }>,
   padding: KvPadding,
 ): Promise<number> {
-  const vocab = decoder.spec.vocabSize;
+  const { spec, contract } = decoder;
+  const vocab = spec.vocabSize;
   const lengths = runs.map((run) => run.prompt.length);
-  let past = repackKvCache(
-    solo.map(({ prefill }, row) => ({ cache: prefill, row: 0, realLength: lengths[row] })),
-    Math.max(...lengths),
-    solo[0].prefill,
-    padding,
-  );
-  let worst = 0;
   const steps = runs[0].next.length;
+  const inPlace = contract.kvOutputs === 'new';
+  const sources = solo.map(({ prefill }, row) => ({ cache: prefill, row: 0, realLength: lengths[row] }));
+  let past = inPlace
+    ? compactInPlace(
+        sources,
+        emptyKvCache(spec.numLayers, 0, spec.numKeyValueHeads, spec.headDim, contract.kvType),
+        Math.max(...lengths) + steps,
+        spec.maxPositionEmbeddings,
+      )
+    : repackKvCache(sources, Math.max(...lengths), solo[0].prefill, padding);
+  let worst = 0;
   for (let step = 0; step < steps; step++) {
     const batch = runs.length;
     const total = past.length + 1;
     const attentionMask = new BigInt64Array(batch * total);
-    runs.forEach((_, row) => markRealSlots(attentionMask, row, total, lengths[row] + step + 1, padding));
+    const cacheLengths = inPlace ? Int32Array.from(lengths, (length) => length + step) : undefined;
+    runs.forEach((_, row) => {
+      if (inPlace) markInPlaceSlots(attentionMask, row, past.length, lengths[row] + step, 1);
+      else markRealSlots(attentionMask, row, total, lengths[row] + step + 1, padding);
+    });
     const out = await decoder.run({
       batch,
       seqLen: 1,
@@ -168,12 +180,13 @@ async function batchedDifference(
       positionIds: BigInt64Array.from(lengths, (length) => BigInt(length + step)),
       attentionMask,
       past,
+      cacheLengths,
     });
     runs.forEach((_, row) => {
       const rowLogits = out.logits.subarray(row * vocab, (row + 1) * vocab);
       worst = Math.max(worst, relativeDifference(rowLogits, solo[row].logits[step]));
     });
-    releaseKvCache(past);
+    if (out.present !== past) releaseKvCache(past);
     past = out.present;
   }
   releaseKvCache(past);

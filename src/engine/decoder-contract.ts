@@ -32,6 +32,13 @@ export interface DecoderContract {
   logitsToKeepType: IdElementType;
   /** Optimum's merged decoders switch between their no-cache and cache branches with this flag. */
   useCacheBranch: boolean;
+  /**
+   * "present": the Hugging Face contract, present.N.* = past + the fed tokens' slots (a new
+   * cache per step). "new": the converter's `inplace` graphs output only the fed tokens'
+   * slots (new_key_values.N.*), which the engine writes into the cache it keeps; the cache
+   * may hold free slots, masked by attention_mask (in-place-kv.ts).
+   */
+  kvOutputs: 'present' | 'new';
   /** Every input name, for the startup report. */
   inputNames: readonly string[];
 }
@@ -66,7 +73,10 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
       fail(`it has no "${name}" input, so it is not a decoder exported with past_key_values (inputs: ${inputNames.join(', ')}).`);
     }
   }
-  if (!outputNames.includes('logits') || !outputNames.includes('present.0.key')) {
+  const kvOutputs = !outputNames.includes('present.0.key') && outputNames.includes('new_key_values.0.key') ? 'new' : 'present';
+  const kvOutputName = (layer: number, kind: string) =>
+    kvOutputs === 'new' ? `new_key_values.${layer}.${kind}` : `present.${layer}.${kind}`;
+  if (!outputNames.includes('logits') || !outputNames.includes(kvOutputName(0, 'key'))) {
     fail(`it must output "logits" and "present.N.key/value" (outputs: ${outputNames.join(', ')}).`);
   }
 
@@ -78,7 +88,7 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
       const past = `past_key_values.${layer}.${kind}`;
       known.add(past);
       if (!inputNames.includes(past)) fail(`it has no "${past}" input, but config.json declares ${spec.numLayers} layers.`);
-      if (!outputNames.includes(`present.${layer}.${kind}`)) fail(`it has no "present.${layer}.${kind}" output.`);
+      if (!outputNames.includes(kvOutputName(layer, kind))) fail(`it has no "${kvOutputName(layer, kind)}" output.`);
     }
   }
   const unknown = inputNames.filter((name) => !known.has(name));
@@ -102,7 +112,7 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
 
   const kvType = floatType(inputs.get('past_key_values.0.key'), 'KV cache ("past_key_values.0.key")');
   for (let layer = 0; layer < spec.numLayers; layer++) {
-    for (const name of [`past_key_values.${layer}.key`, `past_key_values.${layer}.value`, `present.${layer}.key`, `present.${layer}.value`]) {
+    for (const name of [`past_key_values.${layer}.key`, `past_key_values.${layer}.value`, kvOutputName(layer, 'key'), kvOutputName(layer, 'value')]) {
       const entry = inputs.get(name) ?? outputs.get(name);
       if (floatType(entry, `"${name}"`) !== kvType) fail(`"${name}" is ${elementType(entry)} while "past_key_values.0.key" is ${kvType}.`);
     }
@@ -128,6 +138,7 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
     logitsToKeepInput,
     logitsToKeepType: logitsToKeepInput === null ? 'int64' : idType(logitsToKeepInput),
     useCacheBranch: inputNames.includes('use_cache_branch'),
+    kvOutputs,
     inputNames,
   };
 }
@@ -154,5 +165,6 @@ export function describeContract(contract: DecoderContract): string {
   ];
   if (contract.logitsToKeepInput) parts.push(contract.logitsToKeepInput);
   if (contract.useCacheBranch) parts.push('use_cache_branch');
+  if (contract.kvOutputs === 'new') parts.push('in-place KV (new_key_values)');
   return parts.join(', ');
 }

@@ -27,6 +27,8 @@ export type KvPadding = 'end' | 'start';
  * attention_mask 0. Every decode step adds one slot to every row, so a step's `present`
  * outputs become the next step's past without any copy; rows are repacked only when the
  * batch's membership changes or a speculative step leaves rejected guesses behind.
+ * Graphs with the in-place contract keep one cache instead, whose arrays have room for
+ * more rows than `batch` and whose rows have free slots after their real ones (in-place-kv.ts).
  */
 export interface KvCache {
   batch: number;
@@ -99,6 +101,8 @@ export function repackKvCache(
   length: number,
   template: KvCache,
   padding: KvPadding = 'end',
+  /** Rows to allocate (at least the sources'): the in-place store keeps room to grow (in-place-kv.ts). */
+  rows = sources.length,
 ): KvCache {
   const remoteStore = (template.remote ?? sources.find((source) => source.cache.remote)?.cache.remote)?.store;
   if (remoteStore) return remoteStore.repack(sources, length, template, padding);
@@ -112,13 +116,14 @@ export function repackKvCache(
   const numLayers = template.keys.length;
   const batch = sources.length;
   const rowStride = heads * length * headDim;
+  const allocatedRows = Math.max(rows, batch);
   const allocate = (size: number): KvArray =>
     template.keys[0] instanceof Uint16Array ? new Uint16Array(size) : new Float32Array(size);
   const keys: KvArray[] = [];
   const values: KvArray[] = [];
   for (let layer = 0; layer < numLayers; layer++) {
-    const key = allocate(batch * rowStride);
-    const value = allocate(batch * rowStride);
+    const key = allocate(allocatedRows * rowStride);
+    const value = allocate(allocatedRows * rowStride);
     sources.forEach((source, targetRow) => {
       copyRow(source, layer, key, value, targetRow, length, heads, headDim, padding);
     });

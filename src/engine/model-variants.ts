@@ -45,7 +45,18 @@ export interface OnnxFileSettings {
   dtype?: ModelDtype;
   /** A path inside the model folder naming any .onnx file; wins over `dtype`. */
   modelFile?: string;
+  /**
+   * Take the folder's in-place KV twin of onnx/model.onnx (onnx/model.inplace.onnx, the
+   * converter's `inplace` flavour, IN_PLACE_TWIN) when it has one and neither dtype nor
+   * modelFile is set. For homes whose engine runs the cache on the CPU (Node: native and
+   * WASM); the page's WebGPU engine keeps the graph with present.* outputs, whose cache it
+   * keeps on the GPU.
+   */
+  preferInPlaceKv?: boolean;
 }
+
+/** The in-place KV twin of the fp32 graph (see OnnxFileSettings.preferInPlaceKv). */
+export const IN_PLACE_TWIN = { of: 'onnx/model.onnx', file: 'onnx/model.inplace.onnx' } as const;
 
 interface Variant {
   dtype: ModelDtype;
@@ -138,6 +149,9 @@ export function chooseOnnxFile(files: readonly string[], settings: OnnxFileSetti
     );
   }
 
+  if (settings.preferInPlaceKv && present.has(IN_PLACE_TWIN.file) && variants.some((variant) => variant.file === IN_PLACE_TWIN.of)) {
+    return choose(IN_PLACE_TWIN.file, 'fp32');
+  }
   if (variants.length === 1) return choose(variants[0].file, variants[0].dtype);
   const fp32 = variants.find((variant) => variant.dtype === 'fp32');
   if (fp32) return choose(fp32.file, 'fp32');

@@ -4,6 +4,7 @@ import { readDecoderContract, type DecoderContract } from './decoder-contract.js
 import { EngineRequestError } from './errors.js';
 import { float16Bits, float32Of, float32ToFloat16 } from './float16.js';
 import type { KvArray, KvCache } from './kv-cache.js';
+import { appendNewSlots, writeNewSlots } from './in-place-kv.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
 import type { PlaceholderEmbeds } from './types.js';
@@ -34,6 +35,13 @@ export interface DecoderInput {
    * runs on it when any row has an adapter, on the plain graph otherwise.
    */
   loraSlots?: ArrayLike<number>;
+  /**
+   * In-place graphs (contract.kvOutputs "new") only: each row's real slots in `past` (its
+   * first ones); the fed tokens' keys and values are written right after them, into `past`
+   * itself, which is then the output's `present`. Without it, `present` is a new cache of
+   * past.length + seqLen slots, as from a Hugging Face graph.
+   */
+  cacheLengths?: ArrayLike<number>;
 }
 
 /** One prompt fed from scratch (row 0 of a batch of one): every position attended, numbered from 0. */
@@ -52,7 +60,10 @@ export function promptInput(promptTokenIds: readonly number[], past: KvCache): D
 export interface DecoderOutput {
   /** [batch, seqLen (or logitsToKeep), vocab], float32 whatever the graph outputs. */
   logits: Float32Array;
-  /** past + the new slots: [batch, heads, past.length + seqLen, headDim] per layer. */
+  /**
+   * past + the new slots: [batch, heads, past.length + seqLen, headDim] per layer, or, for an
+   * in-place step (DecoderInput.cacheLengths), `past` itself with the new slots written in.
+   */
   present: KvCache;
 }
 
@@ -92,6 +103,9 @@ export class OnnxDecoder implements Decoder {
   private readonly pastValueNames: string[];
   private readonly presentKeyNames: string[];
   private readonly presentValueNames: string[];
+  /** In-place graphs: new_key_values.N.*, the fed tokens' slots only. */
+  private readonly newKeyNames: string[];
+  private readonly newValueNames: string[];
   private readonly cacheBranch: { on: Tensor; off: Tensor };
   private readonly emptyPastByBatch = new Map<number, Tensor>();
   /** The same decoder with multi-LoRA inputs (adapters/lora-graph.ts), when adapters are on. */
@@ -111,6 +125,8 @@ export class OnnxDecoder implements Decoder {
     this.pastValueNames = layers.map((layer) => `past_key_values.${layer}.value`);
     this.presentKeyNames = layers.map((layer) => `present.${layer}.key`);
     this.presentValueNames = layers.map((layer) => `present.${layer}.value`);
+    this.newKeyNames = layers.map((layer) => `new_key_values.${layer}.key`);
+    this.newValueNames = layers.map((layer) => `new_key_values.${layer}.value`);
     this.cacheBranch = {
       on: new ort.Tensor('bool', Uint8Array.of(1), [1]),
       off: new ort.Tensor('bool', Uint8Array.of(0), [1]),
@@ -143,11 +159,14 @@ export class OnnxDecoder implements Decoder {
       if (contract.embedsSize !== null && embedder?.size != null && contract.embedsSize !== embedder.size) {
         throw new Error(`${graphLabel} cannot be served: it takes embeddings of size ${contract.embedsSize}, embed_tokens gives ${embedder.size}.`);
       }
-      return new OnnxDecoder(ort, session, spec, contract, contract.input === 'embeds' ? embedder : null, gpuKv);
+      if (!(gpuKv && contract.kvOutputs === 'new')) return new OnnxDecoder(ort, session, spec, contract, contract.input === 'embeds' ? embedder : null, gpuKv);
     } catch (error) {
       await session.release();
       throw error;
     }
+    // The in-place cache lives in JavaScript buffers the engine writes; it has no present.* to keep on the GPU.
+    await session.release();
+    return OnnxDecoder.create(ort, model, spec, options, graphLabel, embedder);
   }
 
   /**
@@ -210,7 +229,20 @@ export class OnnxDecoder implements Decoder {
       feeds[LORA_INPUTS.b] = lora.b;
       feeds[LORA_INPUTS.mask] = new ort.Tensor('float32', lora.slots.mask(input.loraSlots), [batch, 1, lora.slots.laneColumns]);
     }
+    if (input.cacheLengths !== undefined && contract.kvOutputs !== 'new') throw new Error('cacheLengths is for in-place graphs only');
     const outputs = await session.run(feeds);
+    if (contract.kvOutputs === 'new') {
+      const newKeys = this.newKeyNames.map((name) => kvArrayOf(outputs[name].data as KvArray));
+      const newValues = this.newValueNames.map((name) => kvArrayOf(outputs[name].data as KvArray));
+      let present: KvCache;
+      if (input.cacheLengths !== undefined) {
+        writeNewSlots(past, newKeys, newValues, input.cacheLengths, seqLen);
+        present = past;
+      } else {
+        present = appendNewSlots(past, newKeys, newValues, seqLen);
+      }
+      return { logits: float32Of(outputs.logits.data as Float32Array | Uint16Array), present };
+    }
     if (this.gpuKv) {
       const shape = { batch, length: total, heads: past.heads, headDim: past.headDim };
       const present = this.gpuKv.fromPresent(this.presentKeyNames.map((name) => outputs[name]), this.presentValueNames.map((name) => outputs[name]), shape);
@@ -302,15 +334,22 @@ export class OnnxDecoder implements Decoder {
     }
     const dims = [past.batch, past.heads, past.length, past.headDim];
     const type = this.contract.kvType;
+    // An in-place cache's buffers have room for more rows: the batch is their first rows.
+    const size = past.batch * past.heads * past.length * past.headDim;
+    const batchRows = (data: KvArray): KvArray => (data.length === size ? data : data.subarray(0, size));
     const wrap = (tensor: Tensor | undefined, data: KvArray) =>
-      // Reused only while it still wraps this very array: a cache rebuilt from the arrays
+      // Reused only while it still wraps this very memory: a cache rebuilt from the arrays
       // (a repack, or one copied with its old tensors) is wrapped afresh.
       // (A float16 cache holds a bit view of the tensor's Float16Array where the browser has one: same memory.)
       tensor !== undefined && sameMemory(tensor.data as KvArray, data) ? tensor : new this.ort.Tensor(type, data, dims);
+    const keys: Tensor[] = [];
+    const values: Tensor[] = [];
     for (let layer = 0; layer < numLayers; layer++) {
-      feeds[this.pastKeyNames[layer]] = wrap(past.tensors?.keys[layer], past.keys[layer]);
-      feeds[this.pastValueNames[layer]] = wrap(past.tensors?.values[layer], past.values[layer]);
+      keys.push((feeds[this.pastKeyNames[layer]] = wrap(past.tensors?.keys[layer], batchRows(past.keys[layer]))));
+      values.push((feeds[this.pastValueNames[layer]] = wrap(past.tensors?.values[layer], batchRows(past.values[layer]))));
     }
+    // An in-place cache is fed again next step as it is: its tensors are kept with it.
+    if (this.contract.kvOutputs === 'new') past.tensors = { keys, values };
   }
 
   private emptyPast(past: KvCache): Tensor {

@@ -38,7 +38,8 @@ export interface ReadModelDirOptions extends OnnxFileSettings {
 export async function readModelDir(dir: string, options: ReadModelDirOptions = {}): Promise<ModelFiles> {
   try {
     const listing = [...(await listFiles(dir, '')), ...(await listFiles(dir, 'onnx/'))];
-    const choice = chooseOnnxFile(listing, options, 'the model folder');
+    // Node's engines keep the KV cache on the CPU: a folder's in-place KV twin is the faster graph there.
+    const choice = chooseOnnxFile(listing, { preferInPlaceKv: true, ...options }, 'the model folder');
     const onnxPath = join(dir, choice.file);
     const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
       readJson(join(dir, MODEL_FILE_PATHS.config)),

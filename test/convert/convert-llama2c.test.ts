@@ -12,6 +12,8 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMITTED_MODEL_DIR, REPO_ROOT, sharedModelFile } from './model-paths.js';
 import { DecoderHarness, maxAbsDiff } from './onnx-decoder-harness.js';
+import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { collectGeneration, collectJoiningMidway, golden } from '../helpers/model.js';
 
 const JSON_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'];
 let outDir: string;
@@ -115,5 +117,30 @@ describe('convert-llama2c CLI', () => {
     const portable = await (await DecoderHarness.create(ort, portableBytes)).step(input);
     const fused = await (await DecoderHarness.create(ort, defaultBytes)).step(input);
     expect(maxAbsDiff(portable.logits, fused.logits)).toBeLessThan(1e-4);
+  });
+
+  it('writes the in-place KV flavour with --ops=inplace: served with the llama2.c reference greedy output, alone and batched', async () => {
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    const inplaceDir = join(outDir, 'inplace');
+    const args = ['--ops=inplace', sharedModelFile('stories260K.bin'), sharedModelFile('tok512.bin'), inplaceDir];
+    await promisify(execFile)(tsx, ['scripts/convert-llama2c.ts', ...args], { cwd: REPO_ROOT });
+    // The embedded folder's in-place twin is exactly this graph.
+    const fresh = await readFile(join(inplaceDir, 'onnx', 'model.onnx'));
+    expect(Buffer.compare(fresh, await readFile(join(COMMITTED_MODEL_DIR, 'onnx', 'model.inplace.onnx')))).toBe(0);
+    const engine = await createNodeEngine({ modelDir: inplaceDir, limits: { speculativeDecoding: 'off' } });
+    try {
+      expect(engine.loadReport.contract).toContain('in-place KV (new_key_values)');
+      const greedy = { temperature: 0, maxTokens: golden.completion_ids.length, ignoreEos: true };
+      const alone = await collectGeneration(engine, golden.prompt_ids, greedy);
+      expect(alone.tokenIds).toEqual(golden.completion_ids);
+      expect(alone.text).toBe(golden.completion_text);
+      const prompts = [golden.prompt_ids, golden.prompt_ids.slice(0, 3), golden.prompt_ids];
+      const together = await collectJoiningMidway(engine, prompts, greedy);
+      expect(together[0].tokenIds).toEqual(golden.completion_ids);
+      expect(together[2].tokenIds).toEqual(golden.completion_ids);
+      expect(together[1].tokenIds).toEqual((await collectGeneration(engine, prompts[1], greedy)).tokenIds);
+    } finally {
+      await engine.dispose();
+    }
   });
 });

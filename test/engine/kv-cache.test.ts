@@ -106,7 +106,7 @@ describe('repackKvCache', () => {
 
 describe('OnnxDecoder and a cache’s runtime tensors', () => {
   it('feeds a step’s present tensors back unchanged, but never stale ones for new arrays', async () => {
-    const files = await readModelDir(MODEL_DIR);
+    const files = await readModelDir(MODEL_DIR, { modelFile: 'onnx/model.onnx' });
     const spec = modelSpecFromConfig(files.config, files.generationConfig);
     const decoder = await OnnxDecoder.create(ort as unknown as OrtRuntime, files.onnx, spec);
     const empty = emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim);

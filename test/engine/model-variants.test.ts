@@ -15,6 +15,16 @@ describe('choosing the ONNX file of a model folder', () => {
     expect(choose(['onnx/model_fp16.onnx', 'onnx/model.onnx', 'onnx/model_q4.onnx'])).toMatchObject({ file: 'onnx/model.onnx', dtype: 'fp32' });
   });
 
+  it("takes the in-place KV twin of onnx/model.onnx where the home asks for it, unless dtype or modelFile says otherwise", () => {
+    const folder = ['onnx/model.onnx', 'onnx/model.inplace.onnx', 'onnx/model_q4.onnx'];
+    expect(choose(folder, { preferInPlaceKv: true })).toMatchObject({ file: 'onnx/model.inplace.onnx', dtype: 'fp32' });
+    expect(choose(folder)).toMatchObject({ file: 'onnx/model.onnx', dtype: 'fp32' });
+    expect(choose(folder, { preferInPlaceKv: true, dtype: 'q4' }).file).toBe('onnx/model_q4.onnx');
+    expect(choose(folder, { preferInPlaceKv: true, modelFile: 'onnx/model.onnx' }).file).toBe('onnx/model.onnx');
+    // A twin without the graph it twins is no model of its own.
+    expect(choose(['onnx/model.inplace.onnx', 'onnx/model_q4.onnx'], { preferInPlaceKv: true }).file).toBe('onnx/model_q4.onnx');
+  });
+
   it('maps each transformers.js dtype to its file name', () => {
     const all = ['', '_fp16', '_q4', '_q4f16', '_int8', '_uint8', '_quantized', '_bnb4'].map((s) => `onnx/model${s}.onnx`);
     const names = { fp32: '', fp16: '_fp16', q4: '_q4', q4f16: '_q4f16', int8: '_int8', uint8: '_uint8', quantized: '_quantized', bnb4: '_bnb4' };

@@ -19,8 +19,11 @@ import { seededRandom } from '../../scripts/seeded-random.js';
 
 export const FIXTURE_DIMS = { dim: 32, hiddenDim: 64, nLayers: 2, nHeads: 4, nKvHeads: 2, seqLen: 96 } as const;
 
-export function randomCheckpoint(seed: number, vocabSize: number): Llama2cCheckpoint {
-  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, seqLen } = FIXTURE_DIMS;
+export type CheckpointDims = { [K in keyof typeof FIXTURE_DIMS]: number };
+
+/** A seeded random-weight checkpoint; `dims` default to the fixtures' tiny shape (the bench builds larger ones). */
+export function randomCheckpoint(seed: number, vocabSize: number, dims: CheckpointDims = FIXTURE_DIMS): Llama2cCheckpoint {
+  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, seqLen } = dims;
   const random = seededRandom(seed);
   const headDim = dim / nHeads;
   const kvDim = headDim * nKvHeads;
@@ -161,7 +164,7 @@ export function qwen2Config(ckpt: Llama2cCheckpoint): Record<string, unknown> {
   };
 }
 
-export type FixtureGraph = 'fused' | 'gqa' | 'portable' | 'gqa-genai';
+export type FixtureGraph = 'fused' | 'gqa' | 'portable' | 'gqa-genai' | 'inplace';
 
 export interface FixtureFolderOptions {
   graph?: FixtureGraph;

@@ -1,0 +1,145 @@
+/**
+ * Step time vs context length (issue 16): `rows` greedy streams decode together to the end
+ * of a 512-token context; the median step time over the last 64 tokens against the first 64
+ * shows what each step pays for the context behind it. A graph that rebuilds its KV cache
+ * every step (Concat(past, new), the Hugging Face contract of the `fused` flavour) pays a
+ * copy of the whole cache; the `inplace` flavour writes only the new slots.
+ *
+ * Models: the embedded one as Node serves it (its in-place twin, onnx/model.inplace.onnx), then the converter's `fused` and `inplace` graphs of
+ * the same weights (the llama2.c checkpoint from ../shared when present, else seeded random
+ * weights of its shape) and of a larger seeded random-weight model. Built into a temporary
+ * folder, never committed. Flavours are measured in alternation, medians over the rounds.
+ *
+ * Alone: STEP_GROWTH_ROUNDS (3), STEP_GROWTH_ROWS (32); `BENCH_ONLY=step-growth npm run bench`.
+ */
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createNodeEngine } from '../src/runtime/node-engine.js';
+import type { LocalEngine } from '../src/engine/local-engine.js';
+import { defaultSamplingParams } from '../src/sampling/params.js';
+import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../scripts/convert/llama2c-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../scripts/convert/llama-onnx-graph.js';
+import { encodeOnnxModel } from '../scripts/convert/onnx-writer.js';
+import { randomCheckpoint, type CheckpointDims } from '../test/helpers/byom-fixtures.js';
+import { formatTable, median } from './stats.js';
+
+const EMBEDDED = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
+const CHECKPOINT = fileURLToPath(new URL('../../shared/models/stories260K/stories260K.bin', import.meta.url));
+const STORIES_DIMS: CheckpointDims = { dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, seqLen: 512 };
+/** ~10 M parameters: attention and MLP of a size where a step is mostly matrix work. */
+const LARGER_DIMS: CheckpointDims = { dim: 384, hiddenDim: 1024, nLayers: 6, nHeads: 6, nKvHeads: 2, seqLen: 512 };
+const WINDOW = 64;
+
+export interface StepGrowthResult {
+  model: string;
+  flavour: string;
+  rows: number;
+  /** Median ms per step over the first / last WINDOW tokens, median over rounds. */
+  firstMs: number;
+  lastMs: number;
+  ratio: number;
+  rounds: Array<{ firstMs: number; lastMs: number }>;
+}
+
+/** One run: `rows` streams from BOS to the end of the context; step times from stream 0's token gaps. */
+async function measure(engine: LocalEngine, rows: number): Promise<{ firstMs: number; lastMs: number }> {
+  const prompt = [engine.spec.bosTokenId ?? 1];
+  const maxTokens = engine.info.maxModelLen - prompt.length;
+  const params = defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true });
+  const times: number[][] = Array.from({ length: rows }, () => []);
+  await Promise.all(
+    times.map(async (stamps) => {
+      for await (const delta of engine.generate({ promptTokenIds: prompt, params })) {
+        for (let i = 0; i < delta.tokenIds.length; i++) stamps.push(performance.now());
+      }
+    }),
+  );
+  // Each stream's gaps between tokens are steps of the whole batch; the median over streams per token.
+  const gaps = (from: number, to: number) =>
+    median(times.flatMap((stamps) => stamps.slice(from + 1, to).map((t, i) => t - stamps[from + i])));
+  const length = times[0].length;
+  return { firstMs: gaps(0, WINDOW + 1), lastMs: gaps(length - WINDOW - 1, length) };
+}
+
+async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, ops: GraphOps): Promise<string> {
+  const dir = join(root, `${name}-${ops}`);
+  // The tokenizer and configs of the embedded folder; its graphs are replaced by the one built here.
+  await cp(EMBEDDED, dir, { recursive: true, filter: (source) => !source.endsWith('.onnx') });
+  const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const h = ckpt.header;
+  Object.assign(config, {
+    hidden_size: h.dim,
+    intermediate_size: h.hiddenDim,
+    num_hidden_layers: h.nLayers,
+    num_attention_heads: h.nHeads,
+    num_key_value_heads: h.nKvHeads,
+    head_dim: ckpt.headDim,
+    max_position_embeddings: h.seqLen,
+    tie_word_embeddings: h.sharedClassifier,
+  });
+  await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 2));
+  const graph = buildLlamaGraph(ckpt, { rmsNormEps: 1e-5, ops });
+  const bytes = encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'bench', producerVersion: '0', graph, extraOpsets: EXTRA_OPSETS[ops] });
+  await mkdir(join(dir, 'onnx'), { recursive: true });
+  await writeFile(join(dir, 'onnx/model.onnx'), bytes);
+  return dir;
+}
+
+export async function benchStepGrowth(options: { rounds: number; rows: number }): Promise<StepGrowthResult[]> {
+  const root = await mkdtemp(join(tmpdir(), 'step-growth-'));
+  try {
+    const stories = existsSync(CHECKPOINT) ? readLlama2cCheckpoint(await readFile(CHECKPOINT)) : randomCheckpoint(260, 512, STORIES_DIMS);
+    const storiesName = existsSync(CHECKPOINT) ? 'stories260K' : 'stories260K-shaped (random)';
+    const larger = randomCheckpoint(16, 512, LARGER_DIMS);
+    const models: Array<{ model: string; flavour: string; dir: string }> = [
+      { model: 'embedded (as Node serves it)', flavour: 'shipped', dir: EMBEDDED },
+    ];
+    for (const ops of ['fused', 'inplace'] as const) models.push({ model: storiesName, flavour: ops, dir: await modelFolder(root, 'stories', stories, ops) });
+    for (const ops of ['fused', 'inplace'] as const) models.push({ model: 'random 10M (dim 384, 6 layers)', flavour: ops, dir: await modelFolder(root, 'larger', larger, ops) });
+    const engines = await Promise.all(models.map(({ dir }) => createNodeEngine({ modelDir: dir, limits: { speculativeDecoding: 'off' } })));
+    try {
+      const rounds = models.map(() => [] as Array<{ firstMs: number; lastMs: number }>);
+      // Warm-up (JIT), then the models in turn each round, so a slow phase of the machine hits them alike.
+      for (const engine of engines) await measure(engine, Math.min(options.rows, 8));
+      for (let round = 0; round < options.rounds; round++) {
+        for (let m = 0; m < models.length; m++) rounds[m].push(await measure(engines[m], options.rows));
+      }
+      return models.map(({ model, flavour }, m) => {
+        const firstMs = median(rounds[m].map((r) => r.firstMs));
+        const lastMs = median(rounds[m].map((r) => r.lastMs));
+        return { model, flavour, rows: options.rows, firstMs, lastMs, ratio: lastMs / firstMs, rounds: rounds[m] };
+      });
+    } finally {
+      await Promise.all(engines.map((engine) => engine.dispose()));
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+export function stepGrowthTable(results: readonly StepGrowthResult[]): string {
+  return formatTable(
+    results.map((r) => ({
+      model: r.model,
+      graph: r.flavour,
+      rows: r.rows,
+      [`ms/step, first ${WINDOW}`]: r.firstMs.toFixed(2),
+      [`ms/step, last ${WINDOW}`]: r.lastMs.toFixed(2),
+      'last / first': r.ratio.toFixed(2),
+    })),
+  );
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const rounds = Number(process.env.STEP_GROWTH_ROUNDS ?? 3);
+  const rows = Number(process.env.STEP_GROWTH_ROWS ?? 32);
+  benchStepGrowth({ rounds, rows })
+    .then((results) => console.log(stepGrowthTable(results)))
+    .catch((error) => {
+      console.error(error);
+      process.exit(1);
+    });
+}
