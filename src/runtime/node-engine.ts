@@ -1,10 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { basename, resolve } from 'node:path';
-import { LocalEngine } from '../engine/local-engine.js';
+import { InPlaceKvInWorkerError, LocalEngine } from '../engine/local-engine.js';
 import { WorkerDecoder } from '../engine/model-thread/worker-decoder.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
-import type { ModelDtype } from '../engine/model-variants.js';
+import { IN_PLACE_TWIN, type ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
 import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
@@ -52,13 +52,20 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   const modelDir = resolve(options.modelDir);
   // onnxruntime-node opens the graph by path, so its external data resolves beside it;
   // onnxruntime-web has no file system and takes the data files' bytes.
-  const files = await readModelDir(modelDir, { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' });
+  const fileSettings = { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' };
+  let files = await readModelDir(modelDir, fileSettings);
   const plan = planThreads(
     { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
     { weightBytes: files.weightBytes ?? files.onnx.byteLength, cores: availableParallelism(), processes: options.processes, backend },
   );
+  // The worker runs the Hugging Face cache contract only: there the folder's plain graph
+  // stands in for its in-place twin.
+  if (plan.modelThread === 'worker' && files.onnxFile === IN_PLACE_TWIN.file) {
+    files = await readModelDir(modelDir, { ...fileSettings, preferInPlaceKv: false });
+    plan.reasons.push(`${IN_PLACE_TWIN.of} rather than its in-place twin (the worker runs present.* caches)`);
+  }
   const ort = await loadOrt(backend, plan.intraOpNumThreads);
-  return LocalEngine.create({
+  const create = (modelThread: typeof plan.modelThread, reasons: string[]) => LocalEngine.create({
     ort,
     files,
     servedModelName: options.servedModelName ?? basename(modelDir),
@@ -75,8 +82,16 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
         : { graphOptimizationLevel: 'all' },
     limits: options.limits,
     lora: options.lora,
-    modelThread: plan.modelThread,
+    modelThread,
     startWorkerDecoder: (start) => WorkerDecoder.create(start),
-    threads: plan.reasons.join('; '),
+    threads: reasons.join('; '),
   });
+  try {
+    return await create(plan.modelThread, plan.reasons);
+  } catch (error) {
+    // "auto" chose the worker for a graph it cannot run there: the main thread serves it.
+    const auto = options.modelThread === undefined || options.modelThread === 'auto';
+    if (!(error instanceof InPlaceKvInWorkerError) || !auto) throw error;
+    return create('main', [...plan.reasons.filter((reason) => !reason.includes('worker')), 'model calls on the main thread: the graph keeps its KV cache in place, which the worker does not run']);
+  }
 }

@@ -266,3 +266,25 @@ describe('disposing a worker-mode engine', () => {
     ).rejects.toThrow(/model worker has stopped/);
   });
 });
+
+describe('worker mode and the in-place KV graph', () => {
+  it('serves the plain graph in the worker when the folder also has an in-place twin, and the twin on the main thread', async () => {
+    const worker = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'worker' });
+    const main = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'main' });
+    try {
+      expect(worker.loadReport.file).toBe('onnx/model.onnx');
+      expect(main.loadReport.file).toBe('onnx/model.inplace.onnx');
+      const greedy = { temperature: 0, maxTokens: 40, ignoreEos: true };
+      expect((await collectGeneration(worker, golden.prompt_ids, greedy)).tokenIds).toEqual(golden.completion_ids.slice(0, 40));
+    } finally {
+      await worker.dispose();
+      await main.dispose();
+    }
+  });
+
+  it('refuses an in-place graph named explicitly with modelThread "worker", naming the setting', async () => {
+    await expect(createNodeEngine({ modelDir: MODEL_DIR, modelFile: 'onnx/model.inplace.onnx', modelThread: 'worker' })).rejects.toThrow(
+      /onnx\/model\.inplace\.onnx keeps its KV cache in place .* set modelThread to "main"/,
+    );
+  });
+});
