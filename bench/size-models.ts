@@ -15,6 +15,7 @@ import type { Llama2cCheckpoint } from '../scripts/convert/llama2c-checkpoint.js
 import { writeGgufFile } from '../scripts/convert/gguf-writer.js';
 import { buildLlamaGguf } from '../scripts/convert/llama-gguf.js';
 import { seededRandom } from '../scripts/seeded-random.js';
+import { randomLlamaCheckpoint } from '../scripts/convert/random-checkpoint.js';
 
 export const SMOLLM2_135M_SHAPE = {
   dim: 576,
@@ -45,50 +46,7 @@ export function benchModelCache(): string {
 }
 
 export function randomCheckpoint(seed: number): Llama2cCheckpoint {
-  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, ropeTheta } = SMOLLM2_135M_SHAPE;
-  const random = seededRandom(seed);
-  const headDim = dim / nHeads;
-  const kvDim = headDim * nKvHeads;
-  const uniform = (count: number, scale: number) => {
-    const out = new Float32Array(count);
-    for (let i = 0; i < count; i++) out[i] = (random() * 2 - 1) * scale;
-    return out;
-  };
-  const norm = (count: number) => Float32Array.from({ length: count }, () => 0.8 + 0.4 * random());
-  // Unit-variance outputs for unit-variance inputs, as an initialiser would give.
-  const linear = (out: number, inn: number) => uniform(out * inn, Math.sqrt(3 / inn));
-  const tokenEmbedding = uniform(vocabSize * dim, 1);
-  const half = headDim / 2;
-  const freqCisReal = new Float32Array(seqLen * half);
-  const freqCisImag = new Float32Array(seqLen * half);
-  for (let pos = 0; pos < seqLen; pos++) {
-    for (let i = 0; i < half; i++) {
-      const angle = pos / ropeTheta ** ((2 * i) / headDim);
-      freqCisReal[pos * half + i] = Math.cos(angle);
-      freqCisImag[pos * half + i] = Math.sin(angle);
-    }
-  }
-  return {
-    header: { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, sharedClassifier: true },
-    headDim,
-    kvDim,
-    tokenEmbedding,
-    layers: Array.from({ length: nLayers }, () => ({
-      rmsAtt: norm(dim),
-      wq: linear(dim, dim),
-      wk: linear(kvDim, dim),
-      wv: linear(kvDim, dim),
-      wo: linear(dim, dim),
-      rmsFfn: norm(dim),
-      w1: linear(hiddenDim, dim),
-      w2: linear(dim, hiddenDim),
-      w3: linear(hiddenDim, dim),
-    })),
-    rmsFinal: norm(dim),
-    freqCisReal,
-    freqCisImag,
-    classifier: tokenEmbedding,
-  };
+  return randomLlamaCheckpoint({ ...SMOLLM2_135M_SHAPE, tiedClassifier: true }, seed);
 }
 
 const FIRST_WORD_PIECE = 3 + 256;

@@ -13,7 +13,7 @@ import { buildLlamaGraph, EXTRA_OPSETS } from '../convert/llama-onnx-graph.js';
 import type { Llama2cCheckpoint } from '../convert/llama2c-checkpoint.js';
 import { moveWeightsToExternalData } from '../convert/graph-variants.js';
 import { encodeOnnxModel } from '../convert/onnx-writer.js';
-import { seededRandom } from '../seeded-random.js';
+import { randomLlamaCheckpoint } from '../convert/random-checkpoint.js';
 
 export interface LlamaShape {
   dim: number;
@@ -34,47 +34,7 @@ export const SHAPE_25M: LlamaShape = { dim: 512, hiddenDim: 1376, nLayers: 8, nH
 const EMBEDDED = new URL('../../models/stories260k/', import.meta.url);
 
 function randomCheckpoint(shape: LlamaShape, vocabSize: number, seed: number): Llama2cCheckpoint {
-  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, seqLen } = shape;
-  const random = seededRandom(seed);
-  const headDim = dim / nHeads;
-  const kvDim = headDim * nKvHeads;
-  const matrix = (count: number, scale: number) => {
-    const out = new Float32Array(count);
-    for (let i = 0; i < count; i++) out[i] = (random() * 2 - 1) * scale;
-    return out;
-  };
-  const norm = (count: number) => Float32Array.from({ length: count }, () => 0.8 + 0.4 * random());
-  const linear = (out: number, inn: number) => matrix(out * inn, Math.sqrt(3 / inn));
-  const freqCisReal = new Float32Array((seqLen * headDim) / 2);
-  const freqCisImag = new Float32Array((seqLen * headDim) / 2);
-  for (let pos = 0; pos < seqLen; pos++) {
-    for (let i = 0; i < headDim / 2; i++) {
-      const angle = pos / 10000 ** ((2 * i) / headDim);
-      freqCisReal[(pos * headDim) / 2 + i] = Math.cos(angle);
-      freqCisImag[(pos * headDim) / 2 + i] = Math.sin(angle);
-    }
-  }
-  return {
-    header: { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, sharedClassifier: false },
-    headDim,
-    kvDim,
-    tokenEmbedding: matrix(vocabSize * dim, 1),
-    layers: Array.from({ length: nLayers }, () => ({
-      rmsAtt: norm(dim),
-      wq: linear(dim, dim),
-      wk: linear(kvDim, dim),
-      wv: linear(kvDim, dim),
-      wo: linear(dim, dim),
-      rmsFfn: norm(dim),
-      w1: linear(hiddenDim, dim),
-      w2: linear(dim, hiddenDim),
-      w3: linear(hiddenDim, dim),
-    })),
-    rmsFinal: norm(dim),
-    freqCisReal,
-    freqCisImag,
-    classifier: matrix(vocabSize * dim, 1),
-  };
+  return randomLlamaCheckpoint({ ...shape, vocabSize }, seed);
 }
 
 /** Builds the folder once (by shape and seed, under `parent`, default ~/.cache/edge-llm) and returns its path. */

@@ -15,7 +15,7 @@ import { buildGenaiGqaLlamaGraph } from '../../scripts/convert/llama-graph-gqa.j
 import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../scripts/convert/graph-variants.js';
 import { encodeOnnxModel, type OnnxGraph } from '../../scripts/convert/onnx-writer.js';
 import { Llama2cReference } from '../convert/llama2c-reference.js';
-import { seededRandom } from '../../scripts/seeded-random.js';
+import { randomLlamaCheckpoint } from '../../scripts/convert/random-checkpoint.js';
 
 export const FIXTURE_DIMS = { dim: 32, hiddenDim: 64, nLayers: 2, nHeads: 4, nKvHeads: 2, seqLen: 96 } as const;
 
@@ -23,46 +23,7 @@ export type CheckpointDims = { [K in keyof typeof FIXTURE_DIMS]: number };
 
 /** A seeded random-weight checkpoint; `dims` default to the fixtures' tiny shape (the bench builds larger ones). */
 export function randomCheckpoint(seed: number, vocabSize: number, dims: CheckpointDims = FIXTURE_DIMS): Llama2cCheckpoint {
-  const { dim, hiddenDim, nLayers, nHeads, nKvHeads, seqLen } = dims;
-  const random = seededRandom(seed);
-  const headDim = dim / nHeads;
-  const kvDim = headDim * nKvHeads;
-  const matrix = (count: number, scale: number) => Float32Array.from({ length: count }, () => (random() * 2 - 1) * scale);
-  const norm = (count: number) => Float32Array.from({ length: count }, () => 0.8 + 0.4 * random());
-  const linear = (out: number, inn: number) => matrix(out * inn, Math.sqrt(3 / inn));
-  const tokenEmbedding = matrix(vocabSize * dim, 1);
-  // Its own output projection: with tied embeddings a random model mostly repeats its input.
-  const classifier = matrix(vocabSize * dim, 1);
-  const freqCisReal = new Float32Array((seqLen * headDim) / 2);
-  const freqCisImag = new Float32Array((seqLen * headDim) / 2);
-  for (let pos = 0; pos < seqLen; pos++) {
-    for (let i = 0; i < headDim / 2; i++) {
-      const angle = pos / 10000 ** ((2 * i) / headDim);
-      freqCisReal[(pos * headDim) / 2 + i] = Math.cos(angle);
-      freqCisImag[(pos * headDim) / 2 + i] = Math.sin(angle);
-    }
-  }
-  return {
-    header: { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, sharedClassifier: false },
-    headDim,
-    kvDim,
-    tokenEmbedding,
-    layers: Array.from({ length: nLayers }, () => ({
-      rmsAtt: norm(dim),
-      wq: linear(dim, dim),
-      wk: linear(kvDim, dim),
-      wv: linear(kvDim, dim),
-      wo: linear(dim, dim),
-      rmsFfn: norm(dim),
-      w1: linear(hiddenDim, dim),
-      w2: linear(dim, hiddenDim),
-      w3: linear(hiddenDim, dim),
-    })),
-    rmsFinal: norm(dim),
-    freqCisReal,
-    freqCisImag,
-    classifier,
-  };
+  return randomLlamaCheckpoint({ ...dims, vocabSize }, seed);
 }
 
 /** GPT-2's byte → printable character table, which byte-level BPE vocabularies are written in. */
