@@ -16,6 +16,7 @@ import type { JsonObject } from './config-fields.js';
 import { Qwen2AudioProcessor } from './processors/qwen2-audio.js';
 import { UltravoxProcessor } from './processors/ultravox.js';
 import { MultimodalRequestError } from './types.js';
+import { placeholderFeatures } from './placeholder-features.js';
 
 export interface AudioLanguageFiles {
   config: JsonObject;
@@ -141,16 +142,7 @@ export class AudioLanguageModel {
 
   /** Runs the audio encoder over every part: the features for the prompt's audio tokens, in order. */
   async encode(audio: readonly ProcessedAudio[], hidden: number): Promise<PlaceholderEmbeds[]> {
-    if (audio.length === 0) return [];
-    const parts: Float32Array[] = [];
-    for (const part of audio) parts.push(await this.encoder.encode(part, hidden));
-    const embeds = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let offset = 0;
-    for (const part of parts) {
-      embeds.set(part, offset);
-      offset += part.length;
-    }
-    return [{ tokenId: this.processor.audioTokenId, embeds }];
+    return placeholderFeatures(audio, this.processor.audioTokenId, (part) => this.encoder.encode(part, hidden));
   }
 
   describe(): string {

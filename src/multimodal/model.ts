@@ -13,6 +13,7 @@ import { Idefics3Processor } from './processors/idefics3.js';
 import { LlavaProcessor } from './processors/llava.js';
 import { DEFAULT_MULTIMODAL_LIMITS, MultimodalRequestError, type ImageProcessor, type MultimodalLimits, type ProcessedImage } from './types.js';
 import { VisionEncoder } from './vision-encoder.js';
+import { placeholderFeatures } from './placeholder-features.js';
 
 export interface VisionLanguageFiles {
   config: JsonObject;
@@ -124,16 +125,7 @@ export class VisionLanguageModel {
 
   /** Runs the vision encoder over every image: the features for the prompt's image tokens, in order. */
   async encode(images: readonly ProcessedImage[], hidden: number): Promise<PlaceholderEmbeds[]> {
-    if (images.length === 0) return [];
-    const parts: Float32Array[] = [];
-    for (const image of images) parts.push(await this.encoder.encode(image, hidden));
-    const embeds = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let offset = 0;
-    for (const part of parts) {
-      embeds.set(part, offset);
-      offset += part.length;
-    }
-    return [{ tokenId: this.processor.imageTokenId, embeds }];
+    return placeholderFeatures(images, this.processor.imageTokenId, (part) => this.encoder.encode(part, hidden));
   }
 
   describe(): string {
