@@ -202,68 +202,53 @@ export class LocalEngine implements Engine {
       }
       if (decoder.contract.input === 'ids') await embedder?.dispose();
     }
+    // Companion encoders, the first forward pass and the adapters load one after another;
+    // a failure in any of them releases everything loaded before it.
     let multimodal: VisionLanguageModel | null = null;
-    const visionEncoder = files.companions?.visionEncoder;
-    if (visionEncoder !== undefined) {
-      try {
-        if (decoder.contract.input !== 'embeds') {
-          throw new Error(`${visionEncoder.file} is present, but ${graphLabel} takes input_ids, so image features have nowhere to go.`);
-        }
-        multimodal = await VisionLanguageModel.load({
-          ort: options.ort,
-          files: { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig, visionEncoder },
-          tokenToId: (token) => tokenizer.tokenToId(token),
-          sessionOptions: options.sessionOptions,
-          loadFromPath: options.loadFromPath,
-        });
-      } catch (error) {
-        await decoder.dispose();
-        throw error;
-      }
-    }
     let audio: AudioLanguageModel | null = null;
-    const audioEncoder = files.companions?.audioEncoder;
-    if (audioEncoder !== undefined) {
+    let check: Awaited<ReturnType<typeof checkBatching>>;
+    let lora: EngineLora | null = null;
+    const { visionEncoder, audioEncoder } = files.companions ?? {};
+    const needsEmbeds = (encoderFile: string, media: string) => {
+      if (decoder.contract.input !== 'embeds') {
+        throw new Error(`${encoderFile} is present, but ${graphLabel} takes input_ids, so ${media} features have nowhere to go.`);
+      }
+    };
+    const companionLoad = {
+      ort: options.ort,
+      tokenToId: (token: string) => tokenizer.tokenToId(token),
+      sessionOptions: options.sessionOptions,
+      loadFromPath: options.loadFromPath,
+    };
+    const configs = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig };
+    try {
+      if (visionEncoder !== undefined) {
+        needsEmbeds(visionEncoder.file, 'image');
+        multimodal = await VisionLanguageModel.load({ ...companionLoad, files: { ...configs, visionEncoder } });
+      }
+      if (audioEncoder !== undefined) {
+        needsEmbeds(audioEncoder.file, 'audio');
+        audio = await AudioLanguageModel.load({ ...companionLoad, files: { ...configs, audioEncoder } });
+      }
       try {
-        if (decoder.contract.input !== 'embeds') {
-          throw new Error(`${audioEncoder.file} is present, but ${graphLabel} takes input_ids, so audio features have nowhere to go.`);
-        }
-        audio = await AudioLanguageModel.load({
-          ort: options.ort,
-          files: { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig, audioEncoder },
-          tokenToId: (token) => tokenizer.tokenToId(token),
-          sessionOptions: options.sessionOptions,
-          loadFromPath: options.loadFromPath,
+        check = await checkBatching(decoder, {
+          dynamicInt8: graphHasOp(files.onnx, 'DynamicQuantizeLinear'),
+          crossRequestBatching: limits.crossRequestBatching,
         });
       } catch (error) {
-        await decoder.dispose();
-        await multimodal?.dispose();
-        throw error;
+        throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
       }
-    }
-    let check: Awaited<ReturnType<typeof checkBatching>>;
-    try {
-      check = await checkBatching(decoder, {
-        dynamicInt8: graphHasOp(files.onnx, 'DynamicQuantizeLinear'),
-        crossRequestBatching: limits.crossRequestBatching,
-      });
-    } catch (error) {
-      await decoder.dispose();
-      await multimodal?.dispose();
-      await audio?.dispose();
-      throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
-    }
-    let lora: EngineLora | null = null;
-    if (options.lora) {
-      try {
+      if (options.lora) {
         lora = await EngineLora.create(decoder, files, spec, options.servedModelName, options.lora, sessionOptions, {
           nativeExternalData: Boolean(options.loadFromPath) && (files.weightBytes ?? files.onnx.byteLength) > files.onnx.byteLength,
           label: graphLabel,
         });
-      } catch (error) {
-        await decoder.dispose();
-        throw error;
       }
+    } catch (error) {
+      await decoder.dispose();
+      await multimodal?.dispose();
+      await audio?.dispose();
+      throw error;
     }
     const loadReport: ModelLoadReport = {
       file: files.onnxFile ?? null,
