@@ -14,7 +14,7 @@
  * q, k and v come from one MatMul (q pre-scaled by 1/sqrt(head_dim)); RotaryEmbedding rotates
  * q and k together at the positions in position_ids, from the checkpoint's own cos/sin tables.
  */
-import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cLayer } from './llama2c-checkpoint.js';
 import type { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
@@ -27,7 +27,17 @@ export function buildFusedLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number
   return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => groupedAttention(g, ckpt, inputs));
 }
 
-function groupedAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs): AttentionBlock {
+/** Output names of a layer's value split and key split (default: the builder's own). */
+export interface KvOutputNames {
+  value?: string;
+  key?: string;
+}
+
+/**
+ * What the fused and in-place flavours share: the per-graph constants, q/k/v from one
+ * MatMul rotated by one RotaryEmbedding, and the heads merged back through o_proj.
+ */
+export function fusedAttentionParts(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs) {
   const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
   const { headDim, kvDim } = ckpt;
   const attentionBias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
@@ -42,27 +52,51 @@ function groupedAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: Deco
   const mergedShape = g.int64Constant([0, 0, dim]);
   const scale = 1 / Math.sqrt(headDim);
 
-  return ({ layer, index, xNorm, scope, prefix }) => {
+  /** [B, heads, S, d] rotated q, k and v of the fed tokens. */
+  const rotatedQkv = (layer: Llama2cLayer, xNorm: string, scope: string, prefix: string, names: KvOutputNames = {}) => {
     const q = permuteRowsForHfRope(layer.wq, nHeads, headDim, dim).map((x) => x * scale);
     const k = permuteRowsForHfRope(layer.wk, nKvHeads, headDim, dim);
-    const qkvWeight = concatColumns(
-      [transpose(q, dim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)],
-      dim,
-    );
+    const qkvWeight = concatColumns([transpose(q, dim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)], dim);
     const qkvW = g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, dim + 2 * kvDim], qkvWeight);
     const qkv = g.op('MatMul', [xNorm, qkvW], scope, undefined, 'qkv_proj/MatMul');
     const qkvHeads = g.op('Reshape', [qkv, qkvShape], scope);
     const headsFirst = g.op('Transpose', [qkvHeads], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
-    const [qk, v] = g.node('Split', [headsFirst, qkvSplit], { scope, attributes: { axis: 1 }, outputs: 2 });
+    const [qk, v] = g.node('Split', [headsFirst, qkvSplit], {
+      scope,
+      attributes: { axis: 1 },
+      outputs: names.value === undefined ? 2 : [`${scope}/Split_output_0`, names.value],
+    });
     const [qkRotated] = g.node('RotaryEmbedding', [qk, inputs.positionIds, cosCache, sinCache], {
       scope,
       domain: MS_DOMAIN,
       attributes: { interleaved: 0 },
     });
-    const [qRot, kRot] = g.node('Split', [qkRotated, qkSplit], { scope, attributes: { axis: 1 }, outputs: 2 });
+    const [qRot, kRot] = g.node('Split', [qkRotated, qkSplit], {
+      scope,
+      attributes: { axis: 1 },
+      outputs: names.key === undefined ? 2 : [`${scope}/Split_1_output_0`, names.key],
+    });
+    return { q: qRot, k: kRot, v };
+  };
 
+  /** [B, kv, group*S, d] attention context → the layer's output, through o_proj. */
+  const outputProjection = (layer: Llama2cLayer, context: string, scope: string, prefix: string) => {
+    const contextHeads = g.op('Reshape', [context, headsShape], scope); // [B, heads, S, d]
+    const contextSeqFirst = g.op('Transpose', [contextHeads], scope, { perm: [0, 2, 1, 3] });
+    const contextMerged = g.op('Reshape', [contextSeqFirst, mergedShape], scope);
+    const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [dim, dim], transpose(layer.wo, dim, dim));
+    return g.op('MatMul', [contextMerged, woT], scope, undefined, 'o_proj/MatMul');
+  };
+
+  return { attentionBias, groupedQueryShape, rotatedQkv, outputProjection };
+}
+
+function groupedAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs): AttentionBlock {
+  const { attentionBias, groupedQueryShape, rotatedQkv, outputProjection } = fusedAttentionParts(g, ckpt, inputs);
+  return ({ layer, index, xNorm, scope, prefix }) => {
+    const { q, k, v } = rotatedQkv(layer, xNorm, scope, prefix);
     const past = inputs.past[index];
-    const [presentKey] = g.node('Concat', [past.key, kRot], {
+    const [presentKey] = g.node('Concat', [past.key, k], {
       scope,
       attributes: { axis: 2 },
       outputs: [`present.${index}.key`],
@@ -73,15 +107,11 @@ function groupedAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: Deco
       outputs: [`present.${index}.value`],
     });
 
-    const qGrouped = g.op('Reshape', [qRot, groupedQueryShape], scope); // [B, kv, group*S, d]
+    const qGrouped = g.op('Reshape', [q, groupedQueryShape], scope); // [B, kv, group*S, d]
     const keyT = g.op('Transpose', [presentKey], scope, { perm: [0, 1, 3, 2] }); // folded into the MatMul
     const scores = g.op('MatMul', [qGrouped, keyT], scope);
     const probs = g.op('Softmax', [g.op('Add', [scores, attentionBias], scope)], scope, { axis: -1 });
     const context = g.op('MatMul', [probs, presentValue], scope); // [B, kv, group*S, d]
-    const contextHeads = g.op('Reshape', [context, headsShape], scope); // [B, heads, S, d]
-    const contextSeqFirst = g.op('Transpose', [contextHeads], scope, { perm: [0, 2, 1, 3] });
-    const contextMerged = g.op('Reshape', [contextSeqFirst, mergedShape], scope);
-    const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [dim, dim], transpose(layer.wo, dim, dim));
-    return g.op('MatMul', [contextMerged, woT], scope, undefined, 'o_proj/MatMul');
+    return outputProjection(layer, context, scope, prefix);
   };
 }

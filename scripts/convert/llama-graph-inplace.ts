@@ -18,29 +18,16 @@
 import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
 import type { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
-import { concatColumns, transpose } from './llama-weights.js';
-import { buildGroupedAttentionBias } from './llama-attention-bias.js';
-import { buildSkipNormDecoder, MS_DOMAIN, type AttentionBlock } from './llama-graph-blocks.js';
+import { buildSkipNormDecoder, type AttentionBlock } from './llama-graph-blocks.js';
+import { fusedAttentionParts } from './llama-graph-fused.js';
 import type { DecoderInputs } from './llama-graph-io.js';
-import { permuteRowsForHfRope } from './rope.js';
 
 export function buildInplaceLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number): OnnxGraph {
   return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => inplaceAttention(g, ckpt, inputs), 'new');
 }
 
 function inplaceAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs): AttentionBlock {
-  const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
-  const { headDim, kvDim } = ckpt;
-  const attentionBias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
-  const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.freqCisReal);
-  const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.freqCisImag);
-  const qkvShape = g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]);
-  const qkvSplit = g.int64Constant([nHeads + nKvHeads, nKvHeads]);
-  const qkSplit = g.int64Constant([nHeads, nKvHeads]);
-  const groupedQueryShape = g.int64Constant([0, nKvHeads, -1, headDim]);
-  const headsShape = g.int64Constant([0, nHeads, -1, headDim]);
-  const mergedShape = g.int64Constant([0, 0, dim]);
-  const scale = 1 / Math.sqrt(headDim);
+  const { attentionBias, groupedQueryShape, rotatedQkv, outputProjection } = fusedAttentionParts(g, ckpt, inputs);
   // [T, S]: how the probabilities split between the cached slots and the fed tokens.
   const splitScope = '/model/attention_split';
   const cached = g.op('Shape', [inputs.past[0].key], splitScope, { start: 2, end: 3 });
@@ -48,31 +35,12 @@ function inplaceAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: Deco
   const probsSplit = g.op('Concat', [cached, fed], splitScope, { axis: 0 });
 
   return ({ layer, index, xNorm, scope, prefix }) => {
-    const q = permuteRowsForHfRope(layer.wq, nHeads, headDim, dim).map((x) => x * scale);
-    const k = permuteRowsForHfRope(layer.wk, nKvHeads, headDim, dim);
-    const qkvWeight = concatColumns([transpose(q, dim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)], dim);
-    const qkvW = g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, dim + 2 * kvDim], qkvWeight);
-    const qkv = g.op('MatMul', [xNorm, qkvW], scope, undefined, 'qkv_proj/MatMul');
-    const qkvHeads = g.op('Reshape', [qkv, qkvShape], scope);
-    const headsFirst = g.op('Transpose', [qkvHeads], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
-    const [qk, newValue] = g.node('Split', [headsFirst, qkvSplit], {
-      scope,
-      attributes: { axis: 1 },
-      outputs: [`${scope}/Split_output_0`, `new_key_values.${index}.value`],
+    const { q, k: newKey, v: newValue } = rotatedQkv(layer, xNorm, scope, prefix, {
+      value: `new_key_values.${index}.value`,
+      key: `new_key_values.${index}.key`,
     });
-    const [qkRotated] = g.node('RotaryEmbedding', [qk, inputs.positionIds, cosCache, sinCache], {
-      scope,
-      domain: MS_DOMAIN,
-      attributes: { interleaved: 0 },
-    });
-    const [qRot, newKey] = g.node('Split', [qkRotated, qkSplit], {
-      scope,
-      attributes: { axis: 1 },
-      outputs: [`${scope}/Split_1_output_0`, `new_key_values.${index}.key`],
-    });
-
     const past = inputs.past[index];
-    const qGrouped = g.op('Reshape', [qRot, groupedQueryShape], scope); // [B, kv, group*S, d]
+    const qGrouped = g.op('Reshape', [q, groupedQueryShape], scope); // [B, kv, group*S, d]
     const cachedScores = g.op('MatMul', [qGrouped, g.op('Transpose', [past.key], scope, { perm: [0, 1, 3, 2] })], scope);
     const newScores = g.op('MatMul', [qGrouped, g.op('Transpose', [newKey], scope, { perm: [0, 1, 3, 2] })], scope);
     const scores = g.op('Concat', [cachedScores, newScores], scope, { axis: -1 }); // [B, kv, group*S, T + S]
@@ -83,10 +51,6 @@ function inplaceAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: Deco
       [g.op('MatMul', [cachedProbs, past.value], scope), g.op('MatMul', [newProbs, newValue], scope)],
       scope,
     ); // [B, kv, group*S, d]
-    const contextHeads = g.op('Reshape', [context, headsShape], scope); // [B, heads, S, d]
-    const contextSeqFirst = g.op('Transpose', [contextHeads], scope, { perm: [0, 2, 1, 3] });
-    const contextMerged = g.op('Reshape', [contextSeqFirst, mergedShape], scope);
-    const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [dim, dim], transpose(layer.wo, dim, dim));
-    return g.op('MatMul', [contextMerged, woT], scope, undefined, 'o_proj/MatMul');
+    return outputProjection(layer, context, scope, prefix);
   };
 }
