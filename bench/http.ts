@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { buildServer, npmStartArgs } from '../scripts/build-server.js';
+import { postBody } from './load-client.js';
 import { median, percentile } from './stats.js';
 
 export interface ServerHandle {
@@ -68,23 +69,8 @@ const body = (model: string, maxTokens: number, stream: boolean) =>
  */
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 
-/** POSTs `payload` to `url`; `onData` sees each piece of the response body as it arrives. */
 function post(url: string, payload: string, onData: (chunk: string) => void): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
-      (response) => {
-        // Latin-1 keeps every byte as one character: the markers searched for are ASCII.
-        response.setEncoding('latin1');
-        response.on('data', onData);
-        response.on('end', () => resolve(response.statusCode ?? 0));
-        response.on('error', reject);
-      },
-    );
-    request.on('error', reject);
-    request.end(payload);
-  });
+  return postBody(url, payload, agent, onData);
 }
 
 /** One non-streaming completion: generated tokens per second of wall time. */

@@ -34,15 +34,15 @@ function body(target: CompletionTarget, prompt: readonly number[], maxTokens: nu
   });
 }
 
-function post(target: CompletionTarget, payload: string, onData: (chunk: string) => void): Promise<number> {
+/**
+ * POSTs `payload` to `url` over `agent`; `onData` sees each piece of the response body as
+ * it arrives. Latin-1 keeps every byte as one character: the markers searched for are ASCII.
+ */
+export function postBody(url: string, payload: string, agent: http.Agent, onData: (chunk: string) => void): Promise<number> {
   return new Promise((resolve, reject) => {
     const request = http.request(
-      `${target.url}/v1/completions`,
-      {
-        method: 'POST',
-        agent: target.keepAlive ? keepAliveAgent : freshAgent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      },
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
       (response) => {
         response.setEncoding('latin1');
         response.on('data', onData);
@@ -53,6 +53,10 @@ function post(target: CompletionTarget, payload: string, onData: (chunk: string)
     request.on('error', reject);
     request.end(payload);
   });
+}
+
+function post(target: CompletionTarget, payload: string, onData: (chunk: string) => void): Promise<number> {
+  return postBody(`${target.url}/v1/completions`, payload, target.keepAlive ? keepAliveAgent : freshAgent, onData);
 }
 
 /** One non-streaming completion: generated tokens per second of wall time. */
