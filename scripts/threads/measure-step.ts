@@ -6,7 +6,6 @@
  *   npx tsx scripts/threads/measure-step.ts <model dir | 135m | 25m | 5m | embedded> [calls] [batch] [past]
  */
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
 import { promptInput } from '../../src/engine/onnx-decoder.js';
@@ -14,15 +13,10 @@ import { emptyKvCache, repackKvCache, type KvRowSource } from '../../src/engine/
 import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
 import type { OrtRuntime, InferenceSession } from '../../src/engine/ort-runtime.js';
 import { readModelDir } from '../../src/runtime/model-dir.js';
-import { randomLlamaFolder, SHAPE_135M, SHAPE_25M, SHAPE_5M } from './random-llama.js';
+import { measuredModelDir } from './random-llama.js';
 
 const [modelArg = 'embedded', callsArg = '200', batchArg = '1', pastArg = '32'] = process.argv.slice(2);
-const modelDir =
-  modelArg === '135m' ? await randomLlamaFolder(SHAPE_135M)
-  : modelArg === '25m' ? await randomLlamaFolder(SHAPE_25M)
-  : modelArg === '5m' ? await randomLlamaFolder(SHAPE_5M)
-  : modelArg === 'embedded' ? fileURLToPath(new URL('../../models/stories260k/', import.meta.url))
-  : modelArg;
+const modelDir = await measuredModelDir(modelArg);
 const calls = Number(callsArg);
 const batch = Number(batchArg);
 const pastLength = Number(pastArg);

@@ -7,19 +7,13 @@
  *   configs: comma-separated threads[:main|worker], e.g. "1,2" or "2:main,2:worker"
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { randomLlamaFolder, SHAPE_135M, SHAPE_25M, SHAPE_5M } from './random-llama.js';
+import { measuredModelDir } from './random-llama.js';
 
 const [modelArg = 'embedded', roundsArg = '7', tokensArg = '32', streamsArg = '1,4', configsArg = '1,2'] = process.argv.slice(2);
-const modelDir =
-  modelArg === '135m' ? await randomLlamaFolder(SHAPE_135M)
-  : modelArg === '25m' ? await randomLlamaFolder(SHAPE_25M)
-  : modelArg === '5m' ? await randomLlamaFolder(SHAPE_5M)
-  : modelArg === 'embedded' ? fileURLToPath(new URL('../../models/stories260k/', import.meta.url))
-  : modelArg;
+const modelDir = await measuredModelDir(modelArg);
 const rounds = Number(roundsArg);
 const tokens = Number(tokensArg);
 const streamCounts = streamsArg.split(',').map(Number);

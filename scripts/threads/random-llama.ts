@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { buildGenerationConfig, buildHfConfig } from '../convert/hf-config.js';
 import { buildLlamaGraph, EXTRA_OPSETS } from '../convert/llama-onnx-graph.js';
 import type { Llama2cCheckpoint } from '../convert/llama2c-checkpoint.js';
@@ -63,4 +64,13 @@ export async function randomLlamaFolder(shape: LlamaShape, seed = 16, parent = j
 if (import.meta.url === `file://${process.argv[1]}`) {
   const shape = process.argv[2] === '25m' ? SHAPE_25M : process.argv[2] === '5m' ? SHAPE_5M : SHAPE_135M;
   console.log(await randomLlamaFolder(shape));
+}
+
+/** The measuring scripts' model argument: a folder path, or 135m / 25m / 5m (built once) or embedded. */
+export async function measuredModelDir(arg: string): Promise<string> {
+  if (arg === '135m') return randomLlamaFolder(SHAPE_135M);
+  if (arg === '25m') return randomLlamaFolder(SHAPE_25M);
+  if (arg === '5m') return randomLlamaFolder(SHAPE_5M);
+  if (arg === 'embedded') return fileURLToPath(EMBEDDED);
+  return arg;
 }
