@@ -15,13 +15,18 @@
  */
 export function estimateGrammarWork(ebnf: string, vocabulary: GrammarVocabulary): number {
   let positions = ebnf.length / 2048;
+  // A grammar repeats few distinct classes many times (a bounded repetition, a digit per position).
+  const weights = new Map<string, number>();
   for (let i = 0; i < ebnf.length; i++) {
     const c = ebnf[i];
     if (c === '"') {
       i = endOfLiteral(ebnf, i);
     } else if (c === '[') {
       const end = endOfClass(ebnf, i);
-      positions += classWeight(ebnf.slice(i + 1, end), vocabulary.firstByteShare);
+      const body = ebnf.slice(i + 1, end);
+      let weight = weights.get(body);
+      if (weight === undefined) weights.set(body, (weight = classWeight(body, vocabulary.firstByteShare)));
+      positions += weight;
       i = end;
     }
   }
