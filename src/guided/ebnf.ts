@@ -72,11 +72,8 @@ export class EbnfGrammar {
   private readonly rules = new Map<string, string | null>();
   private chars = 0;
 
-  /** `maxChars`: the grammar text may not grow past it (GrammarTooComplexError naming `setting`, as soon as it does). */
-  constructor(
-    private readonly maxChars = Infinity,
-    private readonly setting = 'maxGrammarChars',
-  ) {}
+  /** `maxChars`: the grammar text may not grow past it (GrammarTooComplexError naming maxGrammarChars, as soon as it does). */
+  constructor(private readonly maxChars = Infinity) {}
 
   /** Reserves a fresh rule name; define it later with `define` (recursive rules need this). */
   reserve(hint: string): string {
@@ -91,7 +88,7 @@ export class EbnfGrammar {
   define(name: string, body: string): string {
     if (this.rules.get(name) !== null) throw new Error(`rule ${name} is not reserved or already defined`);
     this.chars += name.length + body.length + 6;
-    if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars, this.setting);
+    if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars);
     this.rules.set(name, body);
     return name;
   }
@@ -107,7 +104,7 @@ export class EbnfGrammar {
       this.rules.set(name, null);
       const body = build();
       this.chars += name.length + body.length + 6;
-      if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars, this.setting);
+      if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars);
       this.rules.set(name, body);
     }
     return name;

@@ -41,8 +41,8 @@ import {
  */
 const INTEGER_CAP = 10 ** MAX_INTEGER_DIGITS - 1;
 /** The grammar of the compact JSON texts valid under `schema`; throws GuidedDecodingError when it cannot. */
-export function jsonSchemaToEbnf(schema: unknown, limits: GuidedLimits = DEFAULT_GUIDED_LIMITS, grammarSetting?: string): string {
-  const converter = new SchemaConverter(schema, limits, grammarSetting);
+export function jsonSchemaToEbnf(schema: unknown, limits: GuidedLimits = DEFAULT_GUIDED_LIMITS): string {
+  const converter = new SchemaConverter(schema, limits);
   const root = converter.convert(schema, '#');
   return converter.grammar.toString(root);
 }
@@ -67,9 +67,8 @@ class SchemaConverter {
   constructor(
     private readonly root: unknown,
     private readonly limits: GuidedLimits,
-    grammarSetting?: string,
   ) {
-    this.grammar = new EbnfGrammar(limits.maxGrammarChars, grammarSetting);
+    this.grammar = new EbnfGrammar(limits.maxGrammarChars);
   }
 
   /** An expression matching exactly the compact JSON texts of values valid under `schema`. */

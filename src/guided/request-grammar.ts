@@ -87,13 +87,12 @@ export function requestGrammar(
   vocabularyOrSize: GrammarVocabulary | number | null = null,
 ): RequestGrammar {
   const vocabulary = typeof vocabularyOrSize === 'number' ? uniformGrammarVocabulary(vocabularyOrSize) : vocabularyOrSize;
-  const setting = 'maxGrammarChars';
   const regexLimits = { maxRepetition: limits.maxGuidedRepetition, maxDepth: limits.maxGuidedNestingDepth };
   switch (request.kind) {
     case 'json': {
       const schema = schemaValue(request.schema);
       checkConstraintValue(schema, limits, true);
-      return { ebnf: bounded(jsonSchemaToEbnf(schema, limits, setting), limits, vocabulary), key: `json:${JSON.stringify(schema)}` };
+      return { ebnf: bounded(jsonSchemaToEbnf(schema, limits), limits, vocabulary), key: `json:${JSON.stringify(schema)}` };
     }
     case 'json_object': {
       const g = new EbnfGrammar();
@@ -102,7 +101,7 @@ export function requestGrammar(
     case 'regex': {
       if (typeof request.pattern !== 'string') throw new GuidedDecodingError('the regular expression must be a string');
       checkConstraintValue(request.pattern, limits, false);
-      const g = new EbnfGrammar(limits.maxGrammarChars, setting);
+      const g = new EbnfGrammar(limits.maxGrammarChars);
       const expr = regexToEbnf(parseRegex(request.pattern, regexLimits), 'raw', g, '""');
       return { ebnf: bounded(g.toString(expr), limits, vocabulary), key: `regex:${request.pattern}` };
     }
@@ -112,7 +111,7 @@ export function requestGrammar(
         throw new GuidedDecodingError('the choices must be a non-empty list of strings');
       }
       checkConstraintValue(choices, limits, false);
-      return { ebnf: bounded(new EbnfGrammar(limits.maxGrammarChars, setting).toString(alt(choices.map(literal))), limits, vocabulary), key: `choice:${JSON.stringify(choices)}` };
+      return { ebnf: bounded(new EbnfGrammar(limits.maxGrammarChars).toString(alt(choices.map(literal))), limits, vocabulary), key: `choice:${JSON.stringify(choices)}` };
     }
     default:
       throw new GuidedDecodingError(`unknown guided decoding kind ${JSON.stringify((request as { kind: unknown }).kind)}`);
