@@ -21,16 +21,17 @@ import { createNodeEngine } from '../src/runtime/node-engine.js';
 import type { LocalEngine } from '../src/engine/local-engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
 import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../scripts/convert/llama2c-checkpoint.js';
+import { buildHfConfig, LLAMA2C_RMS_NORM_EPS } from '../scripts/convert/hf-config.js';
 import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../scripts/convert/llama-onnx-graph.js';
 import { encodeOnnxModel } from '../scripts/convert/onnx-writer.js';
-import { randomCheckpoint, type CheckpointDims } from '../test/helpers/byom-fixtures.js';
+import { randomLlamaCheckpoint, type RandomCheckpointShape } from '../scripts/convert/random-checkpoint.js';
 import { formatTable, median } from './stats.js';
 
 const EMBEDDED = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const CHECKPOINT = fileURLToPath(new URL('../../shared/models/stories260K/stories260K.bin', import.meta.url));
-const STORIES_DIMS: CheckpointDims = { dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, seqLen: 512 };
+const STORIES_SHAPE: RandomCheckpointShape = { vocabSize: 512, dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, seqLen: 512 };
 /** ~10 M parameters: attention and MLP of a size where a step is mostly matrix work. */
-const LARGER_DIMS: CheckpointDims = { dim: 384, hiddenDim: 1024, nLayers: 6, nHeads: 6, nKvHeads: 2, seqLen: 512 };
+const LARGER_SHAPE: RandomCheckpointShape = { vocabSize: 512, dim: 384, hiddenDim: 1024, nLayers: 6, nHeads: 6, nKvHeads: 2, seqLen: 512 };
 const WINDOW = 64;
 
 export interface StepGrowthResult {
@@ -68,20 +69,10 @@ async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, 
   const dir = join(root, `${name}-${ops}`);
   // The tokenizer and configs of the embedded folder; its graphs are replaced by the one built here.
   await cp(EMBEDDED, dir, { recursive: true, filter: (source) => !source.endsWith('.onnx') });
-  const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
-  const h = ckpt.header;
-  Object.assign(config, {
-    hidden_size: h.dim,
-    intermediate_size: h.hiddenDim,
-    num_hidden_layers: h.nLayers,
-    num_attention_heads: h.nHeads,
-    num_key_value_heads: h.nKvHeads,
-    head_dim: ckpt.headDim,
-    max_position_embeddings: h.seqLen,
-    tie_word_embeddings: h.sharedClassifier,
-  });
+  const embedded = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown> & { rope_theta: number };
+  const config = { ...embedded, ...buildHfConfig(ckpt, embedded.rope_theta) };
   await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 2));
-  const graph = buildLlamaGraph(ckpt, { rmsNormEps: 1e-5, ops });
+  const graph = buildLlamaGraph(ckpt, { rmsNormEps: LLAMA2C_RMS_NORM_EPS, ops });
   const bytes = encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'bench', producerVersion: '0', graph, extraOpsets: EXTRA_OPSETS[ops] });
   await mkdir(join(dir, 'onnx'), { recursive: true });
   await writeFile(join(dir, 'onnx/model.onnx'), bytes);
@@ -91,9 +82,9 @@ async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, 
 export async function benchStepGrowth(options: { rounds: number; rows: number }): Promise<StepGrowthResult[]> {
   const root = await mkdtemp(join(tmpdir(), 'step-growth-'));
   try {
-    const stories = existsSync(CHECKPOINT) ? readLlama2cCheckpoint(await readFile(CHECKPOINT)) : randomCheckpoint(260, 512, STORIES_DIMS);
+    const stories = existsSync(CHECKPOINT) ? readLlama2cCheckpoint(await readFile(CHECKPOINT)) : randomLlamaCheckpoint(STORIES_SHAPE, 260);
     const storiesName = existsSync(CHECKPOINT) ? 'stories260K' : 'stories260K-shaped (random)';
-    const larger = randomCheckpoint(16, 512, LARGER_DIMS);
+    const larger = randomLlamaCheckpoint(LARGER_SHAPE, 16);
     const models: Array<{ model: string; flavour: string; dir: string }> = [
       { model: 'embedded (as Node serves it)', flavour: 'shipped', dir: EMBEDDED },
     ];
