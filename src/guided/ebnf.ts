@@ -88,7 +88,7 @@ export class EbnfGrammar {
   define(name: string, body: string): string {
     if (this.rules.get(name) !== null) throw new Error(`rule ${name} is not reserved or already defined`);
     this.chars += name.length + body.length + 6;
-    if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars);
+    if (this.chars > this.maxChars) throw grammarTooLarge(this.maxChars);
     this.rules.set(name, body);
     return name;
   }
@@ -104,7 +104,7 @@ export class EbnfGrammar {
       this.rules.set(name, null);
       const body = build();
       this.chars += name.length + body.length + 6;
-      if (this.chars > this.maxChars) throw grammarTooLarge(this.chars, this.maxChars);
+      if (this.chars > this.maxChars) throw grammarTooLarge(this.maxChars);
       this.rules.set(name, body);
     }
     return name;

@@ -14,7 +14,7 @@ export class GuidedDecodingError extends Error {
 export class GrammarTooComplexError extends GuidedDecodingError {}
 
 /** The refusal of a grammar past maxGrammarChars. */
-export function grammarTooLarge(chars: number, limit: number): GrammarTooComplexError {
+export function grammarTooLarge(limit: number): GrammarTooComplexError {
   return new GrammarTooComplexError(
     `it is too complex: its grammar has more than ${limit} characters, the limit (maxGrammarChars); use smaller repetition counts or fewer alternatives`,
   );

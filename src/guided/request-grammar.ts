@@ -68,7 +68,7 @@ function checkConstraintValue(value: unknown, limits: GuidedLimits, isSchema: bo
 
 /** The grammar text, refused when XGrammar's compile of it would take too long. */
 function bounded(ebnf: string, limits: GuidedLimits, vocabulary: GrammarVocabulary | null): string {
-  if (ebnf.length > limits.maxGrammarChars) throw grammarTooLarge(ebnf.length, limits.maxGrammarChars);
+  if (ebnf.length > limits.maxGrammarChars) throw grammarTooLarge(limits.maxGrammarChars);
   if (vocabulary) {
     const work = estimateGrammarWork(ebnf, vocabulary);
     if (work > limits.maxGrammarWork) throw grammarTooMuchWork(work, limits.maxGrammarWork, vocabulary.size);
