@@ -69,7 +69,9 @@ describe('converter flags', () => {
     expect(parseConvertFlags(['--dtype=q4,fp16', '--ops=gqa'])).toEqual({ ops: 'gqa', dtypes: ['q4', 'fp16'] });
     expect(parseConvertFlags(['--dtype=int3'])).toMatch(/unknown dtype int3/);
     expect(parseConvertFlags(['--q4-accuracy=4'])).toMatchObject({ q4AccuracyLevel: 4 });
-    expect(parseConvertFlags(['--q4-accuracy=2'])).toMatch(/unknown option/);
+    expect(parseConvertFlags(['--q4-accuracy=2', '--q4-embedding=float'])).toMatchObject({ q4AccuracyLevel: 2, q4Embedding: 'float' });
+    expect(parseConvertFlags(['--q4-accuracy=5'])).toMatch(/unknown option/);
+    expect(parseConvertFlags(['--q4-embedding=int8'])).toMatch(/unknown option/);
   });
 });
 
