@@ -1,6 +1,6 @@
 /**
  * Converts a llama2.c checkpoint and its tokenizer into a Hugging Face ONNX model folder.
- * Usage: npm run convert -- [--ops=fused|gqa|portable|inplace] [--dtype=fp32,fp16,q4] [--q4-accuracy=0|4]
+ * Usage: npm run convert -- [--ops=fused|gqa|portable|inplace] [--dtype=fp32,fp16,q4] [--q4-accuracy=0..4] [--q4-embedding=blocks|float]
  *          <checkpoint.bin> <tokenizer.bin> <outdir>
  * --dtype takes one or more weight storages (comma-separated), one graph file each
  * (onnx/model.onnx, model_fp16.onnx, model_q4.onnx); fp32 by default.
@@ -12,7 +12,7 @@ import { GRAPH_OPS } from './convert/llama-onnx-graph.js';
 import { WEIGHT_DTYPES } from './convert/weight-dtype.js';
 
 const USAGE =
-  `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0|4] ` +
+  `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0..4] [--q4-embedding=blocks|float] ` +
   '<checkpoint.bin> <tokenizer.bin> <outdir>';
 
 async function main(args: string[]): Promise<void> {

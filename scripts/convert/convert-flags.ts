@@ -1,7 +1,7 @@
 /** The converter CLI's options (scripts/convert-llama2c.ts). */
 import type { ConvertOptions } from './convert-llama2c-model.js';
 import { GRAPH_OPS, type GraphOps } from './llama-onnx-graph.js';
-import { WEIGHT_DTYPES, type WeightDtype } from './weight-dtype.js';
+import { WEIGHT_DTYPES, type Q4AccuracyLevel, type WeightDtype } from './weight-dtype.js';
 
 /** The options, or the reason they are wrong. */
 export function parseConvertFlags(flags: readonly string[]): ConvertOptions | string {
@@ -15,8 +15,10 @@ export function parseConvertFlags(flags: readonly string[]): ConvertOptions | st
       const unknown = dtypes.filter((d) => !(WEIGHT_DTYPES as readonly string[]).includes(d));
       if (unknown.length > 0 || dtypes.length === 0) return `unknown dtype ${unknown.join(', ') || '(empty)'}: use ${WEIGHT_DTYPES.join(', ')}`;
       options.dtypes = [...new Set(dtypes as WeightDtype[])];
-    } else if (name === '--q4-accuracy' && (value === '0' || value === '4')) {
-      options.q4AccuracyLevel = Number(value) as 0 | 4;
+    } else if (name === '--q4-accuracy' && value !== undefined && /^[0-4]$/.test(value)) {
+      options.q4AccuracyLevel = Number(value) as Q4AccuracyLevel;
+    } else if (name === '--q4-embedding' && (value === 'blocks' || value === 'float')) {
+      options.q4Embedding = value;
     } else {
       return `unknown option ${flag}`;
     }
