@@ -12,12 +12,13 @@ import { startLlamaServer, type PeerHandle } from './peer.js';
 
 /** Token arrival times of one streamed greedy /completion of `count` tokens from `prompt`. */
 async function streamStamps(url: string, prompt: readonly number[], count: number): Promise<number[]> {
-  const response = await fetch(`${url}/completion`, {
+  // The OpenAI endpoint: its native /completion refuses a random-weight model's pieces mid-stream.
+  const response = await fetch(`${url}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt, n_predict: count, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true }),
+    body: JSON.stringify({ model: 'bench', prompt, max_tokens: count, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true }),
   });
-  if (!response.ok || response.body === null) throw new Error(`llama-server /completion: HTTP ${response.status}: ${await response.text()}`);
+  if (!response.ok || response.body === null) throw new Error(`llama-server /v1/completions: HTTP ${response.status}: ${await response.text()}`);
   const stamps: number[] = [];
   const decoder = new TextDecoder();
   let pending = '';
@@ -31,12 +32,11 @@ async function streamStamps(url: string, prompt: readonly number[], count: numbe
     while ((end = pending.indexOf('\n\n')) >= 0) {
       const event = pending.slice(0, end);
       pending = pending.slice(end + 2);
-      if (!event.startsWith('data: ')) continue;
-      const data = JSON.parse(event.slice('data: '.length)) as { stop?: boolean; tokens?: number[] };
-      // The last event (stop: true) carries the summary, not a token.
-      if (data.stop === true) continue;
-      const tokens = data.tokens?.length ?? 1;
-      for (let i = 0; i < tokens; i++) stamps.push(now);
+      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+      const data = JSON.parse(event.slice('data: '.length)) as { error?: unknown; choices?: Array<{ finish_reason: string | null }> };
+      if (data.error !== undefined) throw new Error(`llama-server: ${JSON.stringify(data.error)}`);
+      // One event per sampled token; the last one (finish_reason set) closes the stream.
+      if (data.choices?.[0]?.finish_reason == null) stamps.push(now);
     }
   }
   return stamps;
