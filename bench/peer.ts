@@ -28,6 +28,8 @@ export interface PeerConfig {
   parallel: number;
   /** Positions per slot. */
   slotContext: number;
+  /** More llama-server flags (e.g. `--no-kv-unified`), also shown in the label. */
+  extraArgs?: readonly string[];
 }
 
 export interface PeerHandle {
@@ -39,7 +41,7 @@ export interface PeerHandle {
 }
 
 export function peerLabel(config: PeerConfig): string {
-  return `llama.cpp --parallel ${config.parallel} --threads ${config.threads}`;
+  return [`llama.cpp --parallel ${config.parallel} --threads ${config.threads}`, ...(config.extraArgs ?? [])].join(' ');
 }
 
 export async function startLlamaServer(config: PeerConfig): Promise<PeerHandle> {
@@ -56,6 +58,7 @@ export async function startLlamaServer(config: PeerConfig): Promise<PeerHandle> 
     '--port', '0',
     '--alias', 'bench',
     '--no-webui',
+    ...(config.extraArgs ?? []),
   ];
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

@@ -10,7 +10,18 @@
  * weights of its shape) and of a larger seeded random-weight model. Built into a temporary
  * folder, never committed. Flavours are measured in alternation, medians over the rounds.
  *
- * Alone: STEP_GROWTH_ROUNDS (3), STEP_GROWTH_ROWS (32); `BENCH_ONLY=step-growth npm run bench`.
+ * The bound: llama.cpp's server on the same weights as F32 GGUF (written here with the same
+ * tokenizer), the same rows and context, timed from its streamed tokens
+ * (step-growth-peer.ts), its rounds alternating with ours; when llama-server is built and
+ * stories260K's checkpoint and tokenizer are in ../shared (the trained model only: a
+ * random-weight model's streams fail on llama-server). With `-fa off` (STEP_GROWTH_PEER_ARGS): its default, flash
+ * attention auto (on for CPU), grew 18× here (14.6 → 268 ms a step at 32 rows, stories260K),
+ * off 1.4×; its F16 KV cache as by default; STEP_GROWTH_PEER_THREADS threads (1: what our
+ * `auto` gives these models here). Ratios alone flatter a slow step, so the table also shows
+ * what each step gains over the context in milliseconds (last − first).
+ *
+ * Alone: STEP_GROWTH_ROUNDS (3), STEP_GROWTH_ROWS (32), STEP_GROWTH_PEER=0 to skip
+ * llama.cpp; `BENCH_ONLY=step-growth npm run bench`.
  */
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -25,17 +36,24 @@ import { buildHfConfig, LLAMA2C_RMS_NORM_EPS } from '../scripts/convert/hf-confi
 import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../scripts/convert/llama-onnx-graph.js';
 import { encodeOnnxModel } from '../scripts/convert/onnx-writer.js';
 import { randomLlamaCheckpoint, type RandomCheckpointShape } from '../scripts/convert/random-checkpoint.js';
+import { buildLlamaGguf } from '../scripts/convert/llama-gguf.js';
+import { writeGgufFile } from '../scripts/convert/gguf-writer.js';
 import { formatTable, median } from './stats.js';
+import { llamaServerVersion } from './peer.js';
+import { startPeerStepGrowth, type PeerStepGrowthRunner } from './step-growth-peer.js';
 
 const EMBEDDED = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const CHECKPOINT = fileURLToPath(new URL('../../shared/models/stories260K/stories260K.bin', import.meta.url));
+const TOKENIZER = fileURLToPath(new URL('../../shared/models/stories260K/tok512.bin', import.meta.url));
 const STORIES_SHAPE: RandomCheckpointShape = { vocabSize: 512, dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, seqLen: 512 };
 /** ~10 M parameters: attention and MLP of a size where a step is mostly matrix work. */
 const LARGER_SHAPE: RandomCheckpointShape = { vocabSize: 512, dim: 384, hiddenDim: 1024, nLayers: 6, nHeads: 6, nKvHeads: 2, seqLen: 512 };
 const WINDOW = 64;
+const CONTEXT = 512;
 
 export interface StepGrowthResult {
   model: string;
+  /** Our graph flavour, or the peer's configuration (llama.cpp ...). */
   flavour: string;
   rows: number;
   /** Median ms per step over the first / last WINDOW tokens, median over rounds. */
@@ -79,32 +97,65 @@ async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, 
   return dir;
 }
 
+/** One llama-server per model on the same weights, or none when it is not built or stories260K's tokenizer is missing. */
+async function startPeers(
+  root: string,
+  models: ReadonlyArray<{ model: string; ckpt: Llama2cCheckpoint }>,
+  rows: number,
+): Promise<Array<{ model: string; runner: PeerStepGrowthRunner }>> {
+  if (process.env.STEP_GROWTH_PEER === '0' || llamaServerVersion() === null || !existsSync(TOKENIZER)) return [];
+  const tokenizer = await readFile(TOKENIZER);
+  const threads = Number(process.env.STEP_GROWTH_PEER_THREADS ?? 1);
+  const extraArgs = (process.env.STEP_GROWTH_PEER_ARGS ?? '-fa off').split(' ').filter((arg) => arg !== '');
+  const peers: Array<{ model: string; runner: PeerStepGrowthRunner }> = [];
+  for (const [index, { model, ckpt }] of models.entries()) {
+    const gguf = join(root, `peer-${index}.gguf`);
+    writeGgufFile(gguf, buildLlamaGguf(ckpt, tokenizer, { weights: 'F32', name: model, contextLength: CONTEXT }));
+    peers.push({ model, runner: await startPeerStepGrowth({ gguf, rows, threads, context: CONTEXT, window: WINDOW, extraArgs }) });
+  }
+  return peers;
+}
+
 export async function benchStepGrowth(options: { rounds: number; rows: number }): Promise<StepGrowthResult[]> {
   const root = await mkdtemp(join(tmpdir(), 'step-growth-'));
   try {
     const stories = existsSync(CHECKPOINT) ? readLlama2cCheckpoint(await readFile(CHECKPOINT)) : randomLlamaCheckpoint(STORIES_SHAPE, 260);
     const storiesName = existsSync(CHECKPOINT) ? 'stories260K' : 'stories260K-shaped (random)';
     const larger = randomLlamaCheckpoint(LARGER_SHAPE, 16);
+    const largerName = 'random 10M (dim 384, 6 layers)';
     const models: Array<{ model: string; flavour: string; dir: string }> = [
       { model: 'embedded (as Node serves it)', flavour: 'shipped', dir: EMBEDDED },
     ];
     for (const ops of ['fused', 'inplace'] as const) models.push({ model: storiesName, flavour: ops, dir: await modelFolder(root, 'stories', stories, ops) });
-    for (const ops of ['fused', 'inplace'] as const) models.push({ model: 'random 10M (dim 384, 6 layers)', flavour: ops, dir: await modelFolder(root, 'larger', larger, ops) });
+    for (const ops of ['fused', 'inplace'] as const) models.push({ model: largerName, flavour: ops, dir: await modelFolder(root, 'larger', larger, ops) });
     const engines = await Promise.all(models.map(({ dir }) => createNodeEngine({ modelDir: dir, limits: { speculativeDecoding: 'off' } })));
+    // stories260K only, the trained checkpoint: llama-server fails a random-weight model's
+    // streams after a token or two ("output that does not match the expected Content-only format").
+    const peerModels = existsSync(CHECKPOINT) ? [{ model: storiesName, ckpt: stories }] : [];
+    const peers = await startPeers(root, peerModels, options.rows).catch(async (error) => {
+      await Promise.all(engines.map((engine) => engine.dispose()));
+      throw error;
+    });
     try {
       const rounds = models.map(() => [] as Array<{ firstMs: number; lastMs: number }>);
+      const peerRounds = peers.map(() => [] as Array<{ firstMs: number; lastMs: number }>);
       // Warm-up (JIT), then the models in turn each round, so a slow phase of the machine hits them alike.
       for (const engine of engines) await measure(engine, Math.min(options.rows, 8));
       for (let round = 0; round < options.rounds; round++) {
         for (let m = 0; m < models.length; m++) rounds[m].push(await measure(engines[m], options.rows));
+        for (let p = 0; p < peers.length; p++) peerRounds[p].push(await peers[p].runner.measure());
       }
-      return models.map(({ model, flavour }, m) => {
-        const firstMs = median(rounds[m].map((r) => r.firstMs));
-        const lastMs = median(rounds[m].map((r) => r.lastMs));
-        return { model, flavour, rows: options.rows, firstMs, lastMs, ratio: lastMs / firstMs, rounds: rounds[m] };
-      });
+      const summary = (model: string, flavour: string, runs: Array<{ firstMs: number; lastMs: number }>): StepGrowthResult => {
+        const firstMs = median(runs.map((r) => r.firstMs));
+        const lastMs = median(runs.map((r) => r.lastMs));
+        return { model, flavour, rows: options.rows, firstMs, lastMs, ratio: lastMs / firstMs, rounds: runs };
+      };
+      return [
+        ...models.map(({ model, flavour }, m) => summary(model, flavour, rounds[m])),
+        ...peers.map(({ model, runner }, p) => summary(model, runner.label, peerRounds[p])),
+      ];
     } finally {
-      await Promise.all(engines.map((engine) => engine.dispose()));
+      await Promise.all([...engines.map((engine) => engine.dispose()), ...peers.map(({ runner }) => runner.stop())]);
     }
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -119,6 +170,7 @@ export function stepGrowthTable(results: readonly StepGrowthResult[]): string {
       rows: r.rows,
       [`ms/step, first ${WINDOW}`]: r.firstMs.toFixed(2),
       [`ms/step, last ${WINDOW}`]: r.lastMs.toFixed(2),
+      'last − first (ms)': (r.lastMs - r.firstMs).toFixed(2),
       'last / first': r.ratio.toFixed(2),
     })),
   );
