@@ -2,6 +2,7 @@ import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
 import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
+import { freeReplacedKvBuffers } from './free-kv-buffers.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -132,7 +133,10 @@ export class BatchRunner {
     else this.cache = repackKvCache(sources, length, previous, this.padding);
     // Forks copied rows of the previous cache; joining rows, of their prefill's.
     for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) {
-      if (replaced !== this.cache) releaseKvCache(replaced);
+      if (replaced === this.cache) continue;
+      releaseKvCache(replaced);
+      // The runner's in-place store and the prefills' caches were read by no one but this batch.
+      if (this.inPlace) freeReplacedKvBuffers(replaced, this.cache);
     }
   }
 
@@ -148,8 +152,10 @@ export class BatchRunner {
       let needed = 0;
       for (const row of rows) needed = Math.max(needed, row.cachedLength + seqLen);
       if (needed > this.cache.length) {
-        const sources = rows.map((row, index) => ({ cache: this.cache, row: index, realLength: row.cachedLength }));
-        this.cache = compactInPlace(sources, this.cache, needed, this.decoder.spec.maxPositionEmbeddings);
+        const outgrown = this.cache;
+        const sources = rows.map((row, index) => ({ cache: outgrown, row: index, realLength: row.cachedLength }));
+        this.cache = compactInPlace(sources, outgrown, needed, this.decoder.spec.maxPositionEmbeddings);
+        if (!this.forks.some((fork) => fork.cache === outgrown)) freeReplacedKvBuffers(outgrown, this.cache);
       }
     }
     const past = this.cache;

@@ -1,15 +1,18 @@
 /**
  * What `npm start` loads: the Node server runs the model on onnxruntime-node, so
- * onnxruntime-web (and its WebAssembly) must never load there, and XGrammar (its
+ * onnxruntime-web (and its WebAssembly) must never load there, XGrammar (its
  * WebAssembly and vocabulary tables, ~20 MiB) only once a request asks for structured
- * output. Checked on the running server's module loads, so an import re-added anywhere
- * (a static import in our code or in a dependency) fails here.
+ * output, and the pure-JS image codecs (jpeg-js, fast-png with fflate; ~3 MiB) only with
+ * the first image; mp4box never (ffmpeg decodes video under Node). Checked on the running
+ * server's module loads, so an import re-added anywhere (a static import in our code or in
+ * a dependency) fails here.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { smallPng, twoToneJpeg } from '../media/helpers/fixtures.js';
 import { spawnServer } from './spawn-server.js';
 
 const HOOK = fileURLToPath(new URL('./fixtures/module-log.mjs', import.meta.url));
@@ -23,6 +26,25 @@ async function complete(url: string, extra: Record<string, unknown> = {}): Promi
   const body = await response.text();
   expect(response.status, body).toBe(200);
   return (JSON.parse(body) as { choices: Array<{ text: string }> }).choices[0];
+}
+
+function startLogged() {
+  const log = join(mkdtempSync(join(tmpdir(), 'edge-llm-modules-')), 'modules.txt');
+  const loaded = () => readFileSync(log, 'utf8').split('\n').filter((line) => line !== '');
+  const fromPackage = (name: string) => loaded().filter((url) => url.includes(`/node_modules/${name}/`));
+  return { fromPackage, server: spawnServer({ NODE_OPTIONS: `--import=${HOOK}`, LOADED_MODULES_FILE: log }) };
+}
+
+/** A /generate request with an image part: the text-only model refuses it once the image is decoded. */
+async function sendImage(url: string, dataUrl: string): Promise<string> {
+  const response = await fetch(`${url}/generate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: [{ type: 'text', text: 'Describe' }, { type: 'image_url', image_url: dataUrl }], max_tokens: 2 }),
+  });
+  const body = await response.text();
+  expect(response.status, body).toBe(400);
+  return body;
 }
 
 describe('modules the Node server loads', () => {
@@ -42,6 +64,27 @@ describe('modules the Node server loads', () => {
       expect(['yes', 'no']).toContain(guided.text);
       expect(fromPackage('@mlc-ai/web-xgrammar').length).toBeGreaterThan(0);
       expect(fromPackage('onnxruntime-web')).toEqual([]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('loads the image codecs with the first image, and still decodes it; mp4box never', async () => {
+    const { fromPackage, server: starting } = startLogged();
+    const server = await starting;
+    try {
+      await complete(server.url);
+      for (const name of ['fast-png', 'fflate', 'jpeg-js', 'mp4box']) expect(fromPackage(name), name).toEqual([]);
+
+      const png = await sendImage(server.url, `data:image/png;base64,${Buffer.from(smallPng()).toString('base64')}`);
+      expect(png).toMatch(/this model accepts text only; the image was fetched and decoded/);
+      const jpeg = await sendImage(server.url, `data:image/jpeg;base64,${Buffer.from(twoToneJpeg(16, 8, [200, 0, 0], [0, 0, 200])).toString('base64')}`);
+      expect(jpeg).toMatch(/this model accepts text only; the image was fetched and decoded/);
+      const broken = await sendImage(server.url, `data:image/png;base64,${Buffer.from(smallPng().subarray(0, 40)).toString('base64')}`);
+      expect(broken).toMatch(/could not be decoded/);
+      expect(fromPackage('fast-png').length).toBeGreaterThan(0);
+      expect(fromPackage('jpeg-js').length).toBeGreaterThan(0);
+      expect(fromPackage('mp4box')).toEqual([]);
     } finally {
       await server.stop();
     }

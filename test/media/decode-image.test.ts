@@ -6,6 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { decodeJpegImage, decodePngImage } from '../../src/media/decode/image.js';
 import { MediaError } from '../../src/media/errors.js';
 import { SMALL_RGB, smallPng, twoToneJpeg } from './helpers/fixtures.js';
+import { loadImageCodecs } from '../../src/media/decode/codecs.js';
+
+// The server loads the codecs with its first media request (decodeMedia); these tests call the decoders directly.
+await loadImageCodecs();
 
 const LIMITS = { maxPixels: 1_000_000 };
 

@@ -6,6 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { decodeVideo, uniformFrameIndices } from '../../src/media/decode/video.js';
 import { sniffFormat } from '../../src/media/magic.js';
 import { asfStub, avi, flatJpeg, greyLevel, mjpegAvi, mjpegMp4 } from './helpers/video-writers.js';
+import { loadVideoCodecs } from '../../src/media/decode/codecs.js';
+
+// The server loads the codecs with its first media request (decodeVideoWith); these tests call decodeVideo directly.
+await loadVideoCodecs();
 
 const OPTIONS = { maxPixels: 1_000_000, frames: 4 };
 

@@ -6,8 +6,12 @@ import { readFileSync } from 'node:fs';
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadImageCodecs } from '../../src/media/decode/codecs.js';
 import { decodeJpegImage, decodePngImage } from '../../src/media/decode/image.js';
 import type { DecodedImage } from '../../src/media/index.js';
+
+// decodeFixtureImage calls the decoders directly; the server loads them with its first media request.
+await loadImageCodecs();
 
 export const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'multimodal');
 export const SMOLVLM_DIR = join(FIXTURES, 'smolvlm');

@@ -3,11 +3,12 @@
  * The pixel count is checked from the header before any pixel buffer is allocated
  * (decompression bombs: a tiny PNG can declare 100000×100000). Alpha is dropped, as
  * PIL's convert("RGB") does; EXIF orientation is not applied (vLLM does not either).
+ * The decoders load on first use: await loadImageCodecs() (codecs.ts) before calling these.
  */
-import jpeg from 'jpeg-js';
-import { decode as decodePng, type DecodedPng } from 'fast-png';
+import type { DecodedPng } from 'fast-png';
 import { mediaError } from '../errors.js';
 import type { DecodedImage } from '../types.js';
+import { pureJsCodec } from './codecs.js';
 
 export interface ImageLimits {
   maxPixels: number;
@@ -78,7 +79,7 @@ export function decodePngImage(bytes: Uint8Array, limits: ImageLimits): DecodedI
   checkPixels(width, height, limits);
   let png: DecodedPng;
   try {
-    png = decodePng(bytes);
+    png = pureJsCodec('decodePng')(bytes);
   } catch (error) {
     throw mediaError('decode_failed', `the PNG could not be decoded (${(error as Error).message})`);
   }
@@ -88,7 +89,7 @@ export function decodePngImage(bytes: Uint8Array, limits: ImageLimits): DecodedI
 export function decodeJpegImage(bytes: Uint8Array, limits: ImageLimits): DecodedImage {
   let image: { width: number; height: number; data: Uint8Array };
   try {
-    image = jpeg.decode(bytes, {
+    image = pureJsCodec('decodeJpeg')(bytes, {
       useTArray: true,
       formatAsRGBA: false,
       maxResolutionInMP: limits.maxPixels / 1e6,

@@ -5,6 +5,7 @@ import type { MediaConfig } from '../config.js';
 import { MediaError, mediaError } from '../errors.js';
 import type { DecodedMedia, FetchedMedia } from '../types.js';
 import { decodeAudio } from './audio.js';
+import { loadImageCodecs } from './codecs.js';
 import { decodeJpegImage, decodePngImage } from './image.js';
 import { decodeVideoWith, type VideoDecoderBackend } from './video.js';
 import type { VideoSampling } from './frame-sampling.js';
@@ -32,8 +33,10 @@ async function decodeByFormat(media: FetchedMedia, options: DecodeOptions): Prom
   const limits = { maxPixels: options.maxImagePixels };
   switch (media.format) {
     case 'jpeg':
+      await loadImageCodecs();
       return decodeJpegImage(media.bytes, limits);
     case 'png':
+      await loadImageCodecs();
       return decodePngImage(media.bytes, limits);
     case 'wav':
     case 'mp3':

@@ -2,11 +2,14 @@
  * MP4/MOV demuxing with mp4box (GPAC's ISO-BMFF parser in TypeScript): the sample
  * tables (stts/ctts/stsc/stsz/stco, fragments) resolved to byte ranges and times.
  */
-import { createFile, MP4BoxBuffer, type Movie } from 'mp4box';
+import type { Movie } from 'mp4box';
 import { mediaError } from '../errors.js';
+import { pureJsCodec } from './codecs.js';
 import type { DemuxedVideo } from './demuxed-video.js';
 
+/** mp4box loads on first use: await loadVideoCodecs() (codecs.ts) first. */
 export function demuxMp4(bytes: Uint8Array): DemuxedVideo {
+  const { createFile, MP4BoxBuffer } = pureJsCodec('mp4box');
   const file = createFile();
   let movie: Movie | undefined;
   let parseError: string | undefined;

@@ -12,6 +12,7 @@ import type { DecodedImage, DecodedVideo, MediaFormat } from '../types.js';
 import { demuxAvi } from './avi-demux.js';
 import { describeCodec, type DemuxedVideo } from './demuxed-video.js';
 import { sampleFrames, type VideoSampling } from './frame-sampling.js';
+import { loadVideoCodecs } from './codecs.js';
 import { decodeJpegImage, type ImageLimits } from './image.js';
 import { demuxMp4 } from './mp4-demux.js';
 
@@ -51,9 +52,10 @@ export function decodeVideoWith(
   signal?: AbortSignal,
 ): Promise<DecodedVideo> {
   if (backend !== undefined) return backend.decode(bytes, format, options, signal);
-  return Promise.resolve().then(() => decodeVideo(bytes, format, options));
+  return loadVideoCodecs().then(() => decodeVideo(bytes, format, options));
 }
 
+/** The pure-JS path; its codecs load on first use: await loadVideoCodecs() (codecs.ts) first. */
 export function decodeVideo(bytes: Uint8Array, format: VideoFormat, options: VideoOptions): DecodedVideo {
   if (format === 'wmv' || format === 'webm') {
     const what = format === 'wmv' ? 'WMV (ASF container)' : 'WebM/Matroska';
