@@ -1,6 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { COMPANION_GRAPH_BASES, MODEL_FILE_PATHS, type CompanionGraphName, type ModelFiles } from '../engine/model-files.js';
+import { readGraphStructure } from './graph-structure.js';
 import { chooseOnnxFile, companionGraphFile, type OnnxFileSettings } from '../engine/model-variants.js';
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
@@ -32,6 +33,12 @@ export interface ReadModelDirOptions extends OnnxFileSettings {
    * only their paths are known and onnxruntime-node opens them beside the graph.
    */
   readExternalData?: boolean;
+  /**
+   * Hold only the graph's structure in `onnx` (initializers without their data, see
+   * graph-structure.ts), for onnxruntime-node, which opens the graph by path and reads the
+   * weights itself. Not for a graph that is rebuilt in memory (LoRA).
+   */
+  graphStructureOnly?: boolean;
 }
 
 /** Reads a model directory in the Hugging Face ONNX layout (see engine/model-files.ts). */
@@ -41,14 +48,15 @@ export async function readModelDir(dir: string, options: ReadModelDirOptions = {
     // Node's engines keep the KV cache on the CPU: a folder's in-place KV twin is the faster graph there.
     const choice = chooseOnnxFile(listing, { preferInPlaceKv: true, ...options }, 'the model folder');
     const onnxPath = join(dir, choice.file);
-    const [config, generationConfig, tokenizerJson, tokenizerConfig, onnx] = await Promise.all([
+    const [config, generationConfig, tokenizerJson, tokenizerConfig, graph] = await Promise.all([
       readJson(join(dir, MODEL_FILE_PATHS.config)),
       readOptionalJson(join(dir, MODEL_FILE_PATHS.generationConfig)),
       readJson(join(dir, MODEL_FILE_PATHS.tokenizerJson)),
       readJson(join(dir, MODEL_FILE_PATHS.tokenizerConfig)),
-      readFile(onnxPath),
+      options.graphStructureOnly ? readGraphStructure(onnxPath) : readFile(onnxPath),
     ]);
-    let weightBytes = onnx.byteLength;
+    const { structure: onnx, fileBytes } = 'structure' in graph ? graph : { structure: graph, fileBytes: graph.byteLength };
+    let weightBytes = fileBytes;
     const externalData: Array<{ path: string; data: Uint8Array }> = [];
     for (const file of choice.externalDataFiles) {
       const path = join(dir, file);

@@ -52,7 +52,15 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   const modelDir = resolve(options.modelDir);
   // onnxruntime-node opens the graph by path, so its external data resolves beside it;
   // onnxruntime-web has no file system and takes the data files' bytes.
-  const fileSettings = { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' };
+  // The same holds for an inline graph's weights: JS keeps only the graph's structure
+  // (a second copy of a fp32 135M model's weights was a third of its peak RSS), unless
+  // LoRA rebuilds the graph from its bytes.
+  const fileSettings = {
+    dtype: options.dtype,
+    modelFile: options.modelFile,
+    readExternalData: backend === 'wasm',
+    graphStructureOnly: backend === 'native' && options.lora === undefined,
+  };
   let files = await readModelDir(modelDir, fileSettings);
   const plan = planThreads(
     { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
