@@ -1,7 +1,7 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
-import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
+import { localInPlaceKv, type InPlaceKvOps } from './in-place-step.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -51,6 +51,8 @@ export class BatchRunner {
   private speculation: SpeculationOptions;
   /** The graph takes an in-place cache (decoder-contract.ts, kvOutputs "new"). */
   private readonly inPlace: boolean;
+  /** The in-place cache's operations: on this thread's arrays, or messages to the model's worker. */
+  private readonly inPlaceKv: InPlaceKvOps;
   private readonly padding: KvPadding;
 
   constructor(
@@ -59,6 +61,7 @@ export class BatchRunner {
     padding: KvPadding = 'end',
   ) {
     this.inPlace = decoder.contract.kvOutputs === 'new';
+    this.inPlaceKv = decoder.inPlaceKv ?? localInPlaceKv(decoder.spec.maxPositionEmbeddings);
     // An in-place cache keeps each row's real slots first, its free slots after them.
     this.padding = this.inPlace ? 'start' : padding;
     this.cache = this.emptyCache(0);
@@ -128,7 +131,7 @@ export class BatchRunner {
     this.groups = groups;
     const previous = this.cache;
     if (rows.length === 0) this.cache = this.emptyCache(0);
-    else if (this.inPlace) this.cache = compactInPlace(sources, previous, length + 1, this.decoder.spec.maxPositionEmbeddings);
+    else if (this.inPlace) this.cache = this.inPlaceKv.compact(sources, previous, length + 1);
     else this.cache = repackKvCache(sources, length, previous, this.padding);
     // Forks copied rows of the previous cache; joining rows, of their prefill's.
     for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) {
@@ -145,28 +148,18 @@ export class BatchRunner {
     const { rows } = this;
     const batch = rows.length;
     if (this.inPlace) {
-      let needed = 0;
-      for (const row of rows) needed = Math.max(needed, row.cachedLength + seqLen);
-      if (needed > this.cache.length) {
-        const sources = rows.map((row, index) => ({ cache: this.cache, row: index, realLength: row.cachedLength }));
-        this.cache = compactInPlace(sources, this.cache, needed, this.decoder.spec.maxPositionEmbeddings);
-      }
+      const cacheLengths = new Int32Array(batch);
+      for (let index = 0; index < batch; index++) cacheLengths[index] = rows[index].cachedLength;
+      const layout = this.inPlaceKv.layout(this.cache, cacheLengths, seqLen);
+      this.cache = layout.past;
+      return layout;
     }
     const past = this.cache;
     const total = past.length + seqLen;
     const attentionMask = new BigInt64Array(batch * total);
-    const cacheLengths = this.inPlace ? new Int32Array(batch) : undefined;
-    for (let index = 0; index < batch; index++) {
-      const row = rows[index];
-      if (cacheLengths !== undefined) {
-        cacheLengths[index] = row.cachedLength;
-        markInPlaceSlots(attentionMask, index, past.length, row.cachedLength, seqLen);
-      } else {
-        // The real slots: the row's cached ones and the new ones.
-        markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
-      }
-    }
-    return { past, attentionMask, cacheLengths };
+    // The real slots: the row's cached ones and the new ones.
+    for (let index = 0; index < batch; index++) markRealSlots(attentionMask, index, total, rows[index].cachedLength + seqLen, this.padding);
+    return { past, attentionMask };
   }
 
   /** One decode step for every row: feeds each one's last token, then lets each group pick its rows' next tokens. */
@@ -297,6 +290,8 @@ export class BatchRunner {
       // Slots of rejected guesses lie past each row's length: masked, and overwritten next step.
       for (const { row, consumed } of stepRows) row.cachedLength += consumed;
       this.cache = present;
+      // The same buffers here; in worker mode a new handle on them, and the old one goes.
+      if (present !== past) releaseKvCache(past);
       return generated;
     }
 

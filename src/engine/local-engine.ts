@@ -56,18 +56,6 @@ export interface ModelLoadReport {
   threads: string | null;
 }
 
-/**
- * The worker thread keeps the Hugging Face cache contract (present.* outputs); an in-place
- * graph (new_key_values.*, in-place-kv.ts) written into by the main thread's store would
- * be fed stale caches there, so the combination is refused rather than served wrong.
- */
-export class InPlaceKvInWorkerError extends Error {
-  constructor(graphLabel: string) {
-    super(`${graphLabel} keeps its KV cache in place (new_key_values.* outputs), which the model worker thread does not run yet: set modelThread to "main".`);
-    this.name = 'InPlaceKvInWorkerError';
-  }
-}
-
 export interface LocalEngineOptions {
   ort: OrtRuntime;
   files: ModelFiles;
@@ -186,10 +174,6 @@ export class LocalEngine implements Engine {
         graphLabel,
         embedTokens: embedTokens ? { model: companionSource(embedTokens), file: embedTokens.file, sessionOptions: options.sessionOptions ?? {} } : null,
       });
-      if (decoder.contract.kvOutputs === 'new') {
-        await decoder.dispose();
-        throw new InPlaceKvInWorkerError(graphLabel);
-      }
     } else {
       const embedder = embedTokens
         ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)

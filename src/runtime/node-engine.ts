@@ -1,10 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { basename, resolve } from 'node:path';
-import { InPlaceKvInWorkerError, LocalEngine } from '../engine/local-engine.js';
+import { LocalEngine } from '../engine/local-engine.js';
 import { WorkerDecoder } from '../engine/model-thread/worker-decoder.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
-import { IN_PLACE_TWIN, type ModelDtype } from '../engine/model-variants.js';
+import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
 import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
@@ -58,12 +58,6 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
     { weightBytes: files.weightBytes ?? files.onnx.byteLength, cores: availableParallelism(), processes: options.processes, backend },
   );
-  // The worker runs the Hugging Face cache contract only: there the folder's plain graph
-  // stands in for its in-place twin.
-  if (plan.modelThread === 'worker' && files.onnxFile === IN_PLACE_TWIN.file) {
-    files = await readModelDir(modelDir, { ...fileSettings, preferInPlaceKv: false });
-    plan.reasons.push(`${IN_PLACE_TWIN.of} rather than its in-place twin (the worker runs present.* caches)`);
-  }
   const ort = await loadOrt(backend, plan.intraOpNumThreads);
   const create = (modelThread: typeof plan.modelThread, reasons: string[]) => LocalEngine.create({
     ort,
@@ -86,12 +80,5 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     startWorkerDecoder: (start) => WorkerDecoder.create(start),
     threads: reasons.join('; '),
   });
-  try {
-    return await create(plan.modelThread, plan.reasons);
-  } catch (error) {
-    // "auto" chose the worker for a graph it cannot run there: the main thread serves it.
-    const auto = options.modelThread === undefined || options.modelThread === 'auto';
-    if (!(error instanceof InPlaceKvInWorkerError) || !auto) throw error;
-    return create('main', [...plan.reasons.filter((reason) => !reason.includes('worker')), 'model calls on the main thread: the graph keeps its KV cache in place, which the worker does not run']);
-  }
+  return create(plan.modelThread, plan.reasons);
 }
