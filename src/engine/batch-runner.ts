@@ -164,21 +164,42 @@ export class BatchRunner {
 
   /** One decode step for every row: feeds each one's last token, then lets each group pick its rows' next tokens. */
   async step(): Promise<number> {
+    return (await this.launchStep())();
+  }
+
+  /**
+   * A step in two halves: the model call is made (in worker mode: sent to the worker)
+   * before this returns; the promise resolves once it has run, to the second half, which
+   * lets each group pick its rows' next tokens and returns the tokens generated. Between
+   * the halves the batch must not change (no admitAndEvict). Calling the second half as
+   * soon as the promise resolves and then sending the next step before the event loop
+   * runs the consumers is what lets a worker's model call overlap this thread's streaming.
+   */
+  launchStep(): Promise<() => number> {
+    const batch = this.rows.length;
+    if (batch === 0) return Promise.resolve(() => 0);
+    const drafts = this.collectDrafts();
+    if (drafts !== null) return this.launchSpeculative(drafts);
+    return this.launchPlain();
+  }
+
+  private async launchSpeculative(drafts: readonly number[][]): Promise<() => number> {
+    try {
+      const generated = await this.speculativeStep(drafts);
+      return () => generated;
+    } catch (error) {
+      // A model that cannot take several new tokens per row on a cache (some exports
+      // cannot, in a batch) still decodes: the failed call changed nothing, so the
+      // plain step below runs instead, and speculation stays off from now on.
+      console.warn(`speculative decoding turned off: the model failed a multi-token step (${(error as Error).message})`);
+      this.speculation = { ...this.speculation, mode: 'off' };
+      return this.launchPlain();
+    }
+  }
+
+  private launchPlain(): Promise<() => number> {
     const { rows } = this;
     const batch = rows.length;
-    if (batch === 0) return 0;
-    const drafts = this.collectDrafts();
-    if (drafts !== null) {
-      try {
-        return await this.speculativeStep(drafts);
-      } catch (error) {
-        // A model that cannot take several new tokens per row on a cache (some exports
-        // cannot, in a batch) still decodes: the failed call changed nothing, so the
-        // plain step below runs instead, and speculation stays off from now on.
-        console.warn(`speculative decoding turned off: the model failed a multi-token step (${(error as Error).message})`);
-        this.speculation = { ...this.speculation, mode: 'off' };
-      }
-    }
     const { past, attentionMask, cacheLengths } = this.stepLayout(1);
     const inputIds = new BigInt64Array(batch);
     const positionIds = new BigInt64Array(batch);
@@ -188,17 +209,19 @@ export class BatchRunner {
       positionIds[index] = BigInt(row.cachedLength);
     }
     const loraSlots = this.rowLoraSlots();
-    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
-    this.cache = present;
-    if (present !== past) releaseKvCache(past);
-    const vocab = this.decoder.spec.vocabSize;
-    const stepRows: StepRow[] = [];
-    for (let index = 0; index < batch; index++) {
-      const row = rows[index];
-      row.cachedLength += 1;
-      if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
-    }
-    return this.advanceGroups(stepRows, present);
+    const ran = this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
+    return ran.then(({ logits, present }) => () => {
+      this.cache = present;
+      if (present !== past) releaseKvCache(past);
+      const vocab = this.decoder.spec.vocabSize;
+      const stepRows: StepRow[] = [];
+      for (let index = 0; index < batch; index++) {
+        const row = rows[index];
+        row.cachedLength += 1;
+        if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
+      }
+      return this.advanceGroups(stepRows, present);
+    });
   }
 
   /**

@@ -7,6 +7,7 @@ import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
+import { DEFAULT_PIPELINE, type PipelineSettings } from '../engine/model-thread/lanes.js';
 import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
 
 export interface NodeEngineOptions {
@@ -34,6 +35,8 @@ export interface NodeEngineOptions {
   modelFile?: string;
   /** LoRA adapters (see runtime/node-adapters.ts nodeLoraOptions). */
   lora?: LoraOptions;
+  /** Worker mode: overlapped lanes (engine/model-thread/lanes.ts); default DEFAULT_PIPELINE. */
+  pipeline?: PipelineSettings;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -53,7 +56,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   // onnxruntime-node opens the graph by path, so its external data resolves beside it;
   // onnxruntime-web has no file system and takes the data files' bytes.
   const fileSettings = { dtype: options.dtype, modelFile: options.modelFile, readExternalData: backend === 'wasm' };
-  let files = await readModelDir(modelDir, fileSettings);
+  const files = await readModelDir(modelDir, fileSettings);
   const plan = planThreads(
     { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
     { weightBytes: files.weightBytes ?? files.onnx.byteLength, cores: availableParallelism(), processes: options.processes, backend },
@@ -78,6 +81,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     lora: options.lora,
     modelThread,
     startWorkerDecoder: (start) => WorkerDecoder.create(start),
+    pipeline: options.pipeline ?? DEFAULT_PIPELINE,
     threads: reasons.join('; '),
   });
   return create(plan.modelThread, plan.reasons);
