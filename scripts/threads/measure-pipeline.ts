@@ -3,11 +3,13 @@
  * overlapped lanes, on the embedded model: one server process per configuration (what
  * `npm start` runs), this process the load client; rounds alternate the configurations in
  * rotating order, so a loaded machine's swings hit all alike; medians of tok/s and of the
- * paired ratios to the first configuration are printed, with the load average.
+ * paired ratios to the first configuration are printed, with the server's CPU time per
+ * 1000 tokens (all its threads: what the overlap costs) and the load average.
  *
  *   npx tsx scripts/threads/measure-pipeline.ts [rounds] [tokens] [streams,...] [configs]
  *   configs: comma-separated main | worker | worker:<lanes>:<minRows>, e.g. "main,worker:1:0,worker:2:16"
  */
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startServer, type ServerHandle } from '../../bench/http.js';
 import { aggregateTokensPerSecond, completionTokensPerSecond, type CompletionTarget } from '../../bench/load-client.js';
@@ -30,25 +32,38 @@ const prompts = (streams: number) => Array.from({ length: streams }, (_, index) 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const load = () => loadavg().map((value) => value.toFixed(1)).join(' / ');
 
-async function measure(target: CompletionTarget, streams: number): Promise<number> {
+/** The server process's CPU time so far (all its threads), in ms. */
+function cpuMs(server: ServerHandle): number {
+  const fields = readFileSync(`/proc/${server.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** CPU ms the server spent per 1000 generated tokens, per configuration and stream count. */
+const cpuPerKiloToken = configs.map(() => [] as number[]);
+
+async function measure(target: CompletionTarget, streams: number, index = -1): Promise<number> {
+  const cpuBefore = index >= 0 ? cpuMs(servers[index]) : 0;
   // One stream: the bench's "one request" (non-streaming); more: concurrent streams.
-  return streams === 1 ? completionTokensPerSecond(target, prompts(1)[0], tokens) : aggregateTokensPerSecond(target, prompts(streams), tokens);
+  const rate = streams === 1 ? await completionTokensPerSecond(target, prompts(1)[0], tokens) : await aggregateTokensPerSecond(target, prompts(streams), tokens);
+  if (index >= 0) cpuPerKiloToken[index].push(((cpuMs(servers[index]) - cpuBefore) * 1000) / (streams * tokens));
+  return rate;
 }
 
 console.log(`embedded model, ${tokens} tokens per request, ${rounds} rounds; load ${load()} (1 / 5 / 15 min)`);
 try {
   for (const streams of streamCounts) {
     const results = configs.map(() => [] as number[]);
+    for (const list of cpuPerKiloToken) list.length = 0;
     for (const target of targets) await measure(target, streams);
     for (let round = 0; round < rounds; round++) {
       for (let turn = 0; turn < targets.length; turn++) {
         const index = (turn + round) % targets.length;
-        results[index].push(await measure(targets[index], streams));
+        results[index].push(await measure(targets[index], streams, index));
       }
     }
     const cells = configs.map((config, index) => {
       const ratio = index === 0 ? '' : ` (${median(results[index].map((value, round) => value / results[0][round])).toFixed(2)}×)`;
-      return `${config.label} ${median(results[index]).toFixed(0)}${ratio}`;
+      return `${config.label} ${median(results[index]).toFixed(0)}${ratio}, ${median(cpuPerKiloToken[index]).toFixed(0)} CPU ms/1k tok`;
     });
     console.log(`${streams} stream${streams === 1 ? '' : 's'}: ${cells.join(' | ')}; load ${load()}`);
   }

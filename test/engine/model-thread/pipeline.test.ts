@@ -77,7 +77,7 @@ describe('worker mode with two lanes', () => {
       }
       return [...bySequence.entries()].sort(([a], [b]) => a - b);
     };
-    const alone = [];
+    const alone: Array<Array<[number, number[]]>> = [];
     for (const [index, prompt] of prompts.entries()) alone.push(await run(main, prompt, BigInt(index + 1)));
     const together = await Promise.all(prompts.map((prompt, index) => run(lanes, prompt, BigInt(index + 1))));
     together.forEach((sequences, index) => expect(sequences, `request ${index}`).toEqual(alone[index]));
