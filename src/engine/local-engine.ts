@@ -439,7 +439,7 @@ export class LocalEngine implements Engine {
   /**
    * One lane's step loop: admits what this lane takes of the waiting requests, steps its
    * batch, and lets the event loop breathe. A lane with no rows while requests wait for
-   * another lane sleeps until something changes; with no rows and nothing waiting, it ends.
+   * a busy lane sleeps until something changes; with no rows and nothing waiting, it ends.
    *
    * In worker mode a step's successor is sent as soon as its tokens are picked, before the
    * event loop runs their consumers (SSE, HTTP): the worker computes while this thread
@@ -456,7 +456,10 @@ export class LocalEngine implements Engine {
         lane.joining = 0;
         if (runner.size === 0) {
           if (this.waiting.length === 0) return;
-          await this.nextChange();
+          // Requests wait for another lane (it wakes this one when its batch changes), or for
+          // the rows this lane just let go (the next pass admits them, after a yield).
+          const othersBusy = this.lanes.some((other) => other !== lane && (other.runner.size > 0 || other.joining > 0));
+          await (othersBusy ? this.nextChange() : yieldToEventLoop());
           continue;
         }
         launched = runner.launchStep();
