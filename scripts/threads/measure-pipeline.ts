@@ -7,23 +7,18 @@
  * 1000 tokens (all its threads: what the overlap costs) and the load average.
  *
  *   npx tsx scripts/threads/measure-pipeline.ts [rounds] [tokens] [streams,...] [configs]
- *   configs: comma-separated main | worker | worker:<lanes>:<minRows>, e.g. "main,worker:1:0,worker:2:16"
+ *   configs: comma-separated MODEL_THREAD values, "main,worker" (worker: the default lanes, model-thread/lanes.ts)
  */
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startServer, type ServerHandle } from '../../bench/http.js';
 import { aggregateTokensPerSecond, completionTokensPerSecond, type CompletionTarget } from '../../bench/load-client.js';
 
-const [roundsArg = '7', tokensArg = '128', streamsArg = '1,8,32,64', configsArg = 'main,worker:2:16'] = process.argv.slice(2);
+const [roundsArg = '7', tokensArg = '128', streamsArg = '1,8,32,64', configsArg = 'main,worker'] = process.argv.slice(2);
 const rounds = Number(roundsArg);
 const tokens = Number(tokensArg);
 const streamCounts = streamsArg.split(',').map(Number);
-const configs = configsArg.split(',').map((label) => {
-  const [modelThread, lanes, minRows] = label.split(':');
-  const env: Record<string, string> = { MODEL_THREAD: modelThread };
-  if (lanes !== undefined) env.TMP_PIPELINE = `${lanes}:${minRows ?? 0}`;
-  return { label, env };
-});
+const configs = configsArg.split(',').map((label) => ({ label, env: { MODEL_THREAD: label } }));
 
 const servers: ServerHandle[] = [];
 for (const config of configs) servers.push(await startServer(config.env));
