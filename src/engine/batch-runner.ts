@@ -1,8 +1,8 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
-import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
 import { freeReplacedKvBuffers } from './free-kv-buffers.js';
+import { localInPlaceKv, type InPlaceKvOps } from './in-place-step.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
@@ -52,6 +52,8 @@ export class BatchRunner {
   private speculation: SpeculationOptions;
   /** The graph takes an in-place cache (decoder-contract.ts, kvOutputs "new"). */
   private readonly inPlace: boolean;
+  /** The in-place cache's operations: on this thread's arrays, or messages to the model's worker. */
+  private readonly inPlaceKv: InPlaceKvOps;
   private readonly padding: KvPadding;
 
   constructor(
@@ -60,6 +62,7 @@ export class BatchRunner {
     padding: KvPadding = 'end',
   ) {
     this.inPlace = decoder.contract.kvOutputs === 'new';
+    this.inPlaceKv = decoder.inPlaceKv ?? localInPlaceKv(decoder.spec.maxPositionEmbeddings);
     // An in-place cache keeps each row's real slots first, its free slots after them.
     this.padding = this.inPlace ? 'start' : padding;
     this.cache = this.emptyCache(0);
@@ -129,7 +132,7 @@ export class BatchRunner {
     this.groups = groups;
     const previous = this.cache;
     if (rows.length === 0) this.cache = this.emptyCache(0);
-    else if (this.inPlace) this.cache = compactInPlace(sources, previous, length + 1, this.decoder.spec.maxPositionEmbeddings);
+    else if (this.inPlace) this.cache = this.inPlaceKv.compact(sources, previous, length + 1);
     else this.cache = repackKvCache(sources, length, previous, this.padding);
     // Forks copied rows of the previous cache; joining rows, of their prefill's.
     for (const replaced of new Set([previous, ...prefilled, ...joining.map(({ cache }) => cache)])) {
@@ -149,49 +152,60 @@ export class BatchRunner {
     const { rows } = this;
     const batch = rows.length;
     if (this.inPlace) {
-      let needed = 0;
-      for (const row of rows) needed = Math.max(needed, row.cachedLength + seqLen);
-      if (needed > this.cache.length) {
-        const outgrown = this.cache;
-        const sources = rows.map((row, index) => ({ cache: outgrown, row: index, realLength: row.cachedLength }));
-        this.cache = compactInPlace(sources, outgrown, needed, this.decoder.spec.maxPositionEmbeddings);
-        if (!this.forks.some((fork) => fork.cache === outgrown)) freeReplacedKvBuffers(outgrown, this.cache);
-      }
+      const cacheLengths = new Int32Array(batch);
+      for (let index = 0; index < batch; index++) cacheLengths[index] = rows[index].cachedLength;
+      const outgrown = this.cache;
+      const layout = this.inPlaceKv.layout(outgrown, cacheLengths, seqLen);
+      this.cache = layout.past;
+      if (!this.forks.some((fork) => fork.cache === outgrown)) freeReplacedKvBuffers(outgrown, this.cache);
+      return layout;
     }
     const past = this.cache;
     const total = past.length + seqLen;
     const attentionMask = new BigInt64Array(batch * total);
-    const cacheLengths = this.inPlace ? new Int32Array(batch) : undefined;
-    for (let index = 0; index < batch; index++) {
-      const row = rows[index];
-      if (cacheLengths !== undefined) {
-        cacheLengths[index] = row.cachedLength;
-        markInPlaceSlots(attentionMask, index, past.length, row.cachedLength, seqLen);
-      } else {
-        // The real slots: the row's cached ones and the new ones.
-        markRealSlots(attentionMask, index, total, row.cachedLength + seqLen, this.padding);
-      }
-    }
-    return { past, attentionMask, cacheLengths };
+    // The real slots: the row's cached ones and the new ones.
+    for (let index = 0; index < batch; index++) markRealSlots(attentionMask, index, total, rows[index].cachedLength + seqLen, this.padding);
+    return { past, attentionMask };
   }
 
   /** One decode step for every row: feeds each one's last token, then lets each group pick its rows' next tokens. */
   async step(): Promise<number> {
+    return (await this.launchStep())();
+  }
+
+  /**
+   * A step in two halves: the model call is made (in worker mode: sent to the worker)
+   * before this returns; the promise resolves once it has run, to the second half, which
+   * lets each group pick its rows' next tokens and returns the tokens generated. Between
+   * the halves the batch must not change (no admitAndEvict). Calling the second half as
+   * soon as the promise resolves and then sending the next step before the event loop
+   * runs the consumers is what lets a worker's model call overlap this thread's streaming.
+   */
+  launchStep(): Promise<() => number> {
+    const batch = this.rows.length;
+    if (batch === 0) return Promise.resolve(() => 0);
+    const drafts = this.collectDrafts();
+    if (drafts !== null) return this.launchSpeculative(drafts);
+    return this.launchPlain();
+  }
+
+  private async launchSpeculative(drafts: readonly number[][]): Promise<() => number> {
+    try {
+      const generated = await this.speculativeStep(drafts);
+      return () => generated;
+    } catch (error) {
+      // A model that cannot take several new tokens per row on a cache (some exports
+      // cannot, in a batch) still decodes: the failed call changed nothing, so the
+      // plain step below runs instead, and speculation stays off from now on.
+      console.warn(`speculative decoding turned off: the model failed a multi-token step (${(error as Error).message})`);
+      this.speculation = { ...this.speculation, mode: 'off' };
+      return this.launchPlain();
+    }
+  }
+
+  private launchPlain(): Promise<() => number> {
     const { rows } = this;
     const batch = rows.length;
-    if (batch === 0) return 0;
-    const drafts = this.collectDrafts();
-    if (drafts !== null) {
-      try {
-        return await this.speculativeStep(drafts);
-      } catch (error) {
-        // A model that cannot take several new tokens per row on a cache (some exports
-        // cannot, in a batch) still decodes: the failed call changed nothing, so the
-        // plain step below runs instead, and speculation stays off from now on.
-        console.warn(`speculative decoding turned off: the model failed a multi-token step (${(error as Error).message})`);
-        this.speculation = { ...this.speculation, mode: 'off' };
-      }
-    }
     const { past, attentionMask, cacheLengths } = this.stepLayout(1);
     const inputIds = new BigInt64Array(batch);
     const positionIds = new BigInt64Array(batch);
@@ -201,17 +215,19 @@ export class BatchRunner {
       positionIds[index] = BigInt(row.cachedLength);
     }
     const loraSlots = this.rowLoraSlots();
-    const { logits, present } = await this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
-    this.cache = present;
-    if (present !== past) releaseKvCache(past);
-    const vocab = this.decoder.spec.vocabSize;
-    const stepRows: StepRow[] = [];
-    for (let index = 0; index < batch; index++) {
-      const row = rows[index];
-      row.cachedLength += 1;
-      if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
-    }
-    return this.advanceGroups(stepRows, present);
+    const ran = this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
+    return ran.then(({ logits, present }) => () => {
+      this.cache = present;
+      if (present !== past) releaseKvCache(past);
+      const vocab = this.decoder.spec.vocabSize;
+      const stepRows: StepRow[] = [];
+      for (let index = 0; index < batch; index++) {
+        const row = rows[index];
+        row.cachedLength += 1;
+        if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
+      }
+      return this.advanceGroups(stepRows, present);
+    });
   }
 
   /**
@@ -303,6 +319,8 @@ export class BatchRunner {
       // Slots of rejected guesses lie past each row's length: masked, and overwritten next step.
       for (const { row, consumed } of stepRows) row.cachedLength += consumed;
       this.cache = present;
+      // The same buffers here; in worker mode a new handle on them, and the old one goes.
+      if (present !== past) releaseKvCache(past);
       return generated;
     }
 

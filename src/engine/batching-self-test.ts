@@ -11,7 +11,7 @@
  */
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
-import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
+import { localInPlaceKv } from './in-place-step.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }
@@ -155,24 +155,24 @@ async function batchedDifference(
   const steps = runs[0].next.length;
   const inPlace = contract.kvOutputs === 'new';
   const sources = solo.map(({ prefill }, row) => ({ cache: prefill, row: 0, realLength: lengths[row] }));
+  // The in-place step the batch runner takes (in this thread, or in the model's worker).
+  const inPlaceKv = decoder.inPlaceKv ?? localInPlaceKv(spec.maxPositionEmbeddings);
   let past = inPlace
-    ? compactInPlace(
-        sources,
-        emptyKvCache(spec.numLayers, 0, spec.numKeyValueHeads, spec.headDim, contract.kvType),
-        Math.max(...lengths) + steps,
-        spec.maxPositionEmbeddings,
-      )
+    ? inPlaceKv.compact(sources, emptyKvCache(spec.numLayers, 0, spec.numKeyValueHeads, spec.headDim, contract.kvType), Math.max(...lengths) + steps)
     : repackKvCache(sources, Math.max(...lengths), solo[0].prefill, padding);
   let worst = 0;
   for (let step = 0; step < steps; step++) {
     const batch = runs.length;
-    const total = past.length + 1;
-    const attentionMask = new BigInt64Array(batch * total);
-    const cacheLengths = inPlace ? Int32Array.from(lengths, (length) => length + step) : undefined;
-    runs.forEach((_, row) => {
-      if (inPlace) markInPlaceSlots(attentionMask, row, past.length, lengths[row] + step, 1);
-      else markRealSlots(attentionMask, row, total, lengths[row] + step + 1, padding);
-    });
+    let attentionMask: BigInt64Array;
+    let cacheLengths: Int32Array | undefined;
+    if (inPlace) {
+      ({ past, attentionMask, cacheLengths } = inPlaceKv.layout(past, Int32Array.from(lengths, (length) => length + step), 1));
+    } else {
+      const total = past.length + 1;
+      const mask = new BigInt64Array(batch * total);
+      runs.forEach((_, row) => markRealSlots(mask, row, total, lengths[row] + step + 1, padding));
+      attentionMask = mask;
+    }
     const out = await decoder.run({
       batch,
       seqLen: 1,

@@ -13,6 +13,7 @@ import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from
 import type { GpuKvStore } from './gpu-kv-cache.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
+import { laneTakesRequest, NO_PIPELINE, type PipelineSettings } from './model-thread/lanes.js';
 import type { WorkerStart } from './model-thread/protocol.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
@@ -56,18 +57,6 @@ export interface ModelLoadReport {
   threads: string | null;
 }
 
-/**
- * The worker thread keeps the Hugging Face cache contract (present.* outputs); an in-place
- * graph (new_key_values.*, in-place-kv.ts) written into by the main thread's store would
- * be fed stale caches there, so the combination is refused rather than served wrong.
- */
-export class InPlaceKvInWorkerError extends Error {
-  constructor(graphLabel: string) {
-    super(`${graphLabel} keeps its KV cache in place (new_key_values.* outputs), which the model worker thread does not run yet: set modelThread to "main".`);
-    this.name = 'InPlaceKvInWorkerError';
-  }
-}
-
 export interface LocalEngineOptions {
   ort: OrtRuntime;
   files: ModelFiles;
@@ -96,6 +85,20 @@ export interface LocalEngineOptions {
   startWorkerDecoder?: (start: WorkerStart) => Promise<Decoder>;
   /** How the thread settings were resolved, for the startup report. */
   threads?: string;
+  /**
+   * Worker mode: lanes whose steps overlap (model-thread/lanes.ts). Default: one lane
+   * (no overlap); ignored on the main thread, where steps cannot overlap.
+   */
+  pipeline?: PipelineSettings;
+}
+
+/** A batch of the running rows with its own step loop (more than one: model-thread/lanes.ts). */
+interface Lane {
+  index: number;
+  runner: BatchRunner;
+  loop: Promise<void> | null;
+  /** Rows prefilled for this lane and not admitted yet. */
+  joining: number;
 }
 
 /**
@@ -117,8 +120,12 @@ export class LocalEngine implements Engine {
   private readonly waiting: RequestGroup[] = [];
   /** Requests prefilled and not finished yet. */
   private readonly running = new Set<RequestGroup>();
-  private readonly runner: BatchRunner;
-  private loop: Promise<void> | null = null;
+  private readonly lanes: Lane[];
+  private readonly pipelineMinRows: number;
+  /** Worker mode: each step is sent before the last one's tokens are streamed (runLane). */
+  private readonly launchEarly: boolean;
+  /** Resolved when a lane's batch changes or a request arrives: wakes lanes that had nothing to do. */
+  private change: { promise: Promise<void>; resolve: () => void } | null = null;
   private counters = { steps: 0, generatedTokens: 0 };
   /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
   private readonly oneRequestPerStep: boolean;
@@ -136,7 +143,8 @@ export class LocalEngine implements Engine {
     readonly multimodal: VisionLanguageModel | null,
     readonly embeddingSize: number | null,
     lora: EngineLora | null,
-    readonly audio: AudioLanguageModel | null = null,
+    readonly audio: AudioLanguageModel | null,
+    pipeline: PipelineSettings,
   ) {
     this.adapters = lora ?? undefined;
     this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
@@ -145,12 +153,20 @@ export class LocalEngine implements Engine {
     if (multimodal?.processor.videoSampling !== undefined) this.info.videoSampling = multimodal.processor.videoSampling;
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
-    this.runner = new BatchRunner(decoder, {
-      mode: limits.speculativeDecoding,
-      numSpeculativeTokens: limits.numSpeculativeTokens,
-      maxRows: limits.speculativeMaxSequences,
-    }, loadReport.batching.kind === 'batched' ? loadReport.batching.padding : 'end');
     this.oneRequestPerStep = loadReport.batching.kind !== 'batched';
+    const laneCount = this.oneRequestPerStep || loadReport.modelThread !== 'worker' ? 1 : Math.max(1, pipeline.lanes);
+    this.pipelineMinRows = pipeline.minRows;
+    this.launchEarly = loadReport.modelThread === 'worker';
+    this.lanes = Array.from({ length: laneCount }, (_, index) => ({
+      index,
+      runner: new BatchRunner(decoder, {
+        mode: limits.speculativeDecoding,
+        numSpeculativeTokens: limits.numSpeculativeTokens,
+        maxRows: limits.speculativeMaxSequences,
+      }, loadReport.batching.kind === 'batched' ? loadReport.batching.padding : 'end'),
+      loop: null,
+      joining: 0,
+    }));
     this.limits = limits;
   }
 
@@ -186,10 +202,6 @@ export class LocalEngine implements Engine {
         graphLabel,
         embedTokens: embedTokens ? { model: companionSource(embedTokens), file: embedTokens.file, sessionOptions: options.sessionOptions ?? {} } : null,
       });
-      if (decoder.contract.kvOutputs === 'new') {
-        await decoder.dispose();
-        throw new InPlaceKvInWorkerError(graphLabel);
-      }
     } else {
       const embedder = embedTokens
         ? await TokenEmbedder.create(options.ort, companionSource(embedTokens), options.sessionOptions ?? {}, embedTokens.file)
@@ -270,7 +282,7 @@ export class LocalEngine implements Engine {
       threads: options.threads ?? null,
     };
     const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? decoder.embeddingSize ?? null) : null;
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora, audio);
+    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora, audio, options.pipeline ?? NO_PIPELINE);
   }
 
   /**
@@ -316,12 +328,13 @@ export class LocalEngine implements Engine {
   }
 
   stats(): EngineStats {
-    return { ...this.counters, running: this.runner.size + this.waiting.length };
+    return { ...this.counters, running: this.rowsRunning() + this.waiting.length };
   }
 
   async dispose(): Promise<void> {
     for (const group of [...this.waiting, ...this.running]) this.abort(group);
-    await this.loop;
+    this.signalChange();
+    await Promise.all(this.lanes.map((lane) => lane.loop));
     await this.decoder.dispose();
     await this.multimodal?.dispose();
     await this.audio?.dispose();
@@ -383,45 +396,114 @@ export class LocalEngine implements Engine {
   }
 
   private ensureLoop(): void {
-    if (this.loop) return;
-    this.loop = this.runLoop().finally(() => {
-      this.loop = null;
-      if (this.waiting.length > 0) this.ensureLoop();
-    });
+    for (const lane of this.lanes) {
+      if (lane.loop) continue;
+      lane.loop = this.runLane(lane).finally(() => {
+        lane.loop = null;
+        if (this.waiting.length > 0) this.ensureLoop();
+      });
+    }
+    // Lanes that found nothing to take look again.
+    this.signalChange();
   }
 
-  private async runLoop(): Promise<void> {
-    while (this.waiting.length > 0 || this.runner.size > 0) {
-      for (const group of this.running) {
-        if (group.abortRequested && !group.finished) group.abort();
-        if (group.finished) this.running.delete(group);
-      }
-      const joining = await this.prefillWaiting();
-      this.runner.admitAndEvict(joining);
-      if (this.runner.size > 0) {
-        try {
-          this.counters.generatedTokens += await this.runner.step();
-          this.counters.steps += 1;
-        } catch (error) {
-          this.runner.failAll(error);
+  private rowsRunning(): number {
+    let rows = 0;
+    for (const lane of this.lanes) rows += lane.runner.size;
+    return rows;
+  }
+
+  private signalChange(): void {
+    const change = this.change;
+    this.change = null;
+    change?.resolve();
+  }
+
+  private nextChange(): Promise<void> {
+    if (this.change === null) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => (resolve = done));
+      this.change = { promise, resolve };
+    }
+    return this.change.promise;
+  }
+
+  /** Ends aborted requests before the next step, so their rows leave the batch at once. */
+  private endAborted(): void {
+    for (const group of this.running) {
+      if (group.abortRequested && !group.finished) group.abort();
+      if (group.finished) this.running.delete(group);
+    }
+  }
+
+  /**
+   * One lane's step loop: admits what this lane takes of the waiting requests, steps its
+   * batch, and lets the event loop breathe. A lane with no rows while requests wait for
+   * a busy lane sleeps until something changes; with no rows and nothing waiting, it ends.
+   *
+   * In worker mode a step's successor is sent as soon as its tokens are picked, before the
+   * event loop runs their consumers (SSE, HTTP): the worker computes while this thread
+   * streams. Only a step that admits requests waits for the yield first (its prefills).
+   */
+  private async runLane(lane: Lane): Promise<void> {
+    const { runner } = lane;
+    let launched: Promise<() => number> | null = null;
+    for (;;) {
+      if (launched === null) {
+        this.endAborted();
+        const joining = await this.prefillWaiting(lane);
+        runner.admitAndEvict(joining);
+        lane.joining = 0;
+        if (runner.size === 0) {
+          if (this.waiting.length === 0) return;
+          // Requests wait for another lane (it wakes this one when its batch changes), or for
+          // the rows this lane just let go (the next pass admits them, after a yield).
+          const othersBusy = this.lanes.some((other) => other !== lane && (other.runner.size > 0 || other.joining > 0));
+          await (othersBusy ? this.nextChange() : yieldToEventLoop());
+          continue;
         }
+        launched = runner.launchStep();
       }
+      try {
+        const pickTokens = await launched;
+        this.counters.generatedTokens += pickTokens();
+        this.counters.steps += 1;
+      } catch (error) {
+        runner.failAll(error);
+      }
+      launched = null;
+      if (this.launchEarly && this.waiting.length === 0) {
+        this.endAborted();
+        runner.admitAndEvict([]);
+        if (runner.size > 0) launched = runner.launchStep();
+      }
+      if (this.lanes.length > 1) this.signalChange();
       await yieldToEventLoop();
     }
   }
 
-  private async prefillWaiting(): Promise<JoiningRow[]> {
+  /** Whether `lane` takes the next waiting request (one lane: always). */
+  private laneTakes(lane: Lane): boolean {
+    if (this.lanes.length === 1) return true;
+    const loads = this.lanes.map((each) => each.runner.size + each.joining);
+    return laneTakesRequest(lane.index, loads, this.pipelineMinRows);
+  }
+
+  private async prefillWaiting(lane: Lane): Promise<JoiningRow[]> {
     this.refuseOverdue();
+    const { runner } = lane;
     const joining: JoiningRow[] = [];
     // Every running sequence costs one token in the coming step; prompts share the rest.
-    let budget = this.limits.maxBatchedTokens - this.runner.size;
+    let budget = this.limits.maxBatchedTokens - runner.size;
     while (this.waiting.length > 0) {
       const next = this.waiting[0];
-      const idle = this.runner.size === 0 && joining.length === 0;
+      const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
+      const idle = rowsNow === 0;
       if (this.oneRequestPerStep && !idle) break;
+      if (!idle && !this.laneTakes(lane)) break;
       // An idle engine always takes one request, so a prompt longer than the budget, or a
       // request with more sequences than the batch holds, still runs.
-      if (!idle && this.runner.size + joining.length + next.width > this.limits.maxRunningSequences) break;
+      if (!idle && rowsNow + next.width > this.limits.maxRunningSequences) break;
       if (!idle && next.promptTokenIds.length > budget) break;
       // Its adapter needs a slot; with every slot held by running requests' adapters it
       // waits (in order: the requests behind it wait too).
@@ -432,14 +514,17 @@ export class LocalEngine implements Engine {
       }
       this.waiting.shift();
       budget -= next.promptTokenIds.length;
+      // Counted while its prefill runs, so the other lanes balance against it.
+      lane.joining += next.width;
       try {
-        const { logits, cache } = await this.runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
+        const { logits, cache } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
         this.placeholders.delete(next);
         this.counters.steps += 1;
         const { rows, generated } = next.start(logits);
         this.counters.generatedTokens += generated;
         if (!next.finished) this.running.add(next);
         for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
+        lane.joining = joining.length;
       } catch (error) {
         next.fail(error);
       }

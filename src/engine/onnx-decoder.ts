@@ -5,6 +5,7 @@ import { EngineRequestError } from './errors.js';
 import { float16Bits, float32Of, float32ToFloat16 } from './float16.js';
 import type { KvArray, KvCache } from './kv-cache.js';
 import { appendNewSlots, writeNewSlots } from './in-place-kv.js';
+import type { InPlaceKvOps } from './in-place-step.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
 import type { PlaceholderEmbeds } from './types.js';
@@ -82,6 +83,8 @@ export interface Decoder {
   run(input: DecoderInput): Promise<DecoderOutput>;
   /** Why the decoder cannot run any more (its worker thread died), or null. */
   brokenReason?(): string | null;
+  /** Where the decoder keeps an in-place cache elsewhere (its worker thread), the operations on it; absent: this thread's arrays. */
+  readonly inPlaceKv?: InPlaceKvOps;
   attachLora(model: Uint8Array, slots: LoraSlots, options?: InferenceSession.SessionOptions): Promise<void>;
   dispose(): Promise<void>;
 }

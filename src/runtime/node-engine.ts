@@ -1,12 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { basename, resolve } from 'node:path';
-import { InPlaceKvInWorkerError, LocalEngine } from '../engine/local-engine.js';
+import { LocalEngine } from '../engine/local-engine.js';
 import { WorkerDecoder } from '../engine/model-thread/worker-decoder.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
-import { IN_PLACE_TWIN, type ModelDtype } from '../engine/model-variants.js';
+import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
+import { DEFAULT_PIPELINE, type PipelineSettings } from '../engine/model-thread/lanes.js';
 import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
 
 export interface NodeEngineOptions {
@@ -34,6 +35,8 @@ export interface NodeEngineOptions {
   modelFile?: string;
   /** LoRA adapters (see runtime/node-adapters.ts nodeLoraOptions). */
   lora?: LoraOptions;
+  /** Worker mode: overlapped lanes (engine/model-thread/lanes.ts); default DEFAULT_PIPELINE. */
+  pipeline?: PipelineSettings;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -61,17 +64,11 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     readExternalData: backend === 'wasm',
     graphStructureOnly: backend === 'native' && options.lora === undefined,
   };
-  let files = await readModelDir(modelDir, fileSettings);
+  const files = await readModelDir(modelDir, fileSettings);
   const plan = planThreads(
     { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
     { weightBytes: files.weightBytes ?? files.onnx.byteLength, cores: availableParallelism(), processes: options.processes, backend },
   );
-  // The worker runs the Hugging Face cache contract only: there the folder's plain graph
-  // stands in for its in-place twin.
-  if (plan.modelThread === 'worker' && files.onnxFile === IN_PLACE_TWIN.file) {
-    files = await readModelDir(modelDir, { ...fileSettings, preferInPlaceKv: false });
-    plan.reasons.push(`${IN_PLACE_TWIN.of} rather than its in-place twin (the worker runs present.* caches)`);
-  }
   const ort = await loadOrt(backend, plan.intraOpNumThreads);
   const create = (modelThread: typeof plan.modelThread, reasons: string[]) => LocalEngine.create({
     ort,
@@ -92,14 +89,8 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     lora: options.lora,
     modelThread,
     startWorkerDecoder: (start) => WorkerDecoder.create(start),
+    pipeline: options.pipeline ?? DEFAULT_PIPELINE,
     threads: reasons.join('; '),
   });
-  try {
-    return await create(plan.modelThread, plan.reasons);
-  } catch (error) {
-    // "auto" chose the worker for a graph it cannot run there: the main thread serves it.
-    const auto = options.modelThread === undefined || options.modelThread === 'auto';
-    if (!(error instanceof InPlaceKvInWorkerError) || !auto) throw error;
-    return create('main', [...plan.reasons.filter((reason) => !reason.includes('worker')), 'model calls on the main thread: the graph keeps its KV cache in place, which the worker does not run']);
-  }
+  return create(plan.modelThread, plan.reasons);
 }

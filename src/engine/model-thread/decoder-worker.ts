@@ -9,6 +9,7 @@ import { LoraSlots } from '../../adapters/lora-slots.js';
 import { EngineRequestError } from '../errors.js';
 import { emptyKvCache, repackKvCache, type KvCache, type KvRowSource } from '../kv-cache.js';
 import { OnnxDecoder } from '../onnx-decoder.js';
+import { localInPlaceKv, type InPlaceKvOps } from '../in-place-step.js';
 import type { OrtRuntime } from '../ort-runtime.js';
 import { TokenEmbedder } from '../token-embedder.js';
 import { EMPTY_CACHE, type FromWorker, type ToWorker, type WireError, type WorkerStart } from './protocol.js';
@@ -18,6 +19,8 @@ const start = workerData as WorkerStart;
 const caches = new Map<number, KvCache>();
 let decoder: OnnxDecoder | null = null;
 let loraSlots: LoraSlots | null = null;
+/** In-place graphs: the worker owns the cache's buffers, so it makes each step's layout. */
+const inPlaceKv: InPlaceKvOps = localInPlaceKv(start.spec.maxPositionEmbeddings);
 
 function send(message: FromWorker, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -44,12 +47,16 @@ async function handle(message: ToWorker): Promise<void> {
     case 'run': {
       const { input, call } = message;
       try {
-        const past = cacheOf(input.past.id, input.past);
-        const { logits, present } = await decoder!.run({ ...input, past });
+        let past = cacheOf(input.past.id, input.past);
+        let { attentionMask } = input;
+        if (input.cacheLengths !== undefined) ({ past, attentionMask } = inPlaceKv.layout(past, input.cacheLengths, input.seqLen));
+        const { logits, present } = await decoder!.run({ ...input, past, attentionMask });
         caches.set(message.present, present);
-        // A copy the main thread can own: the output's buffer is onnxruntime's.
-        const owned = logits.slice();
-        send({ type: 'ran', call, logits: owned, presentLength: present.length, embeddingSize: decoder!.embeddingSize }, [owned.buffer]);
+        // The main thread takes the logits' buffer when they fill it alone; else a copy it can own.
+        const { buffer } = logits;
+        const whole = logits.byteOffset === 0 && logits.byteLength === buffer.byteLength && buffer instanceof ArrayBuffer;
+        const owned = whole ? logits : logits.slice();
+        send({ type: 'ran', call, logits: owned, presentLength: present.length, embeddingSize: decoder!.embeddingSize }, [owned.buffer as ArrayBuffer]);
       } catch (error) {
         send({ type: 'failed', call, error: wireError(error) });
       }
@@ -63,6 +70,16 @@ async function handle(message: ToWorker): Promise<void> {
       } catch (error) {
         // The run that reads the target fails ("no KV cache"), which fails that batch's requests.
         console.error(`model worker: a KV repack failed: ${(error as Error).message}`);
+      }
+      return;
+    }
+    case 'compact': {
+      try {
+        const shape = { batch: 0, heads: message.heads, headDim: message.headDim };
+        const sources: KvRowSource[] = message.sources.map((source) => ({ ...source, cache: cacheOf(source.id, { ...shape, batch: 1 }) }));
+        caches.set(message.target, inPlaceKv.compact(sources, cacheOf(message.current, shape), message.needed));
+      } catch (error) {
+        console.error(`model worker: a KV compaction failed: ${(error as Error).message}`);
       }
       return;
     }

@@ -40,6 +40,11 @@ export interface WireRunInput {
   logitsToKeep?: number;
   placeholders?: readonly PlaceholderEmbeds[];
   loraSlots?: number[];
+  /**
+   * In-place graphs: each row's real slots. The worker then makes the step's layout itself
+   * (in-place-step.ts: room for the fed tokens, the mask; `attentionMask` is empty).
+   */
+  cacheLengths?: Int32Array;
   /** The past's id, and its shape (an empty past has no storage, only a shape). */
   past: { id: number; batch: number; length: number; heads: number; headDim: number };
 }
@@ -47,6 +52,8 @@ export interface WireRunInput {
 export type ToWorker =
   | { type: 'run'; call: number; input: WireRunInput; present: number }
   | { type: 'repack'; target: number; sources: WireRowSource[]; length: number; heads: number; headDim: number; padding: KvPadding }
+  /** compactInPlace (in-place graphs) of the sources into `target`; `current` is the batch's cache so far. */
+  | { type: 'compact'; target: number; current: number; sources: WireRowSource[]; needed: number; heads: number; headDim: number }
   | { type: 'release'; id: number }
   | { type: 'attachLora'; call: number; model: Uint8Array; layout: LoraGraphLayout; sessionOptions: InferenceSession.SessionOptions }
   /** The main thread's adapter tables changed (a slot was loaded): the worker's copy follows before the next run. */

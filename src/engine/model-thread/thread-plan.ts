@@ -22,7 +22,10 @@ export const MULTI_THREAD_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
 /**
  * Bytes from which the model call moves to a worker thread: from here a batch-1 step is
  * ~10 ms or more here, a stall HTTP I/O should not wait out, against a message round trip
- * of ~30 µs. Smaller models' steps (0.2–2 ms) gain nothing from a worker.
+ * of ~30 µs. Smaller models' steps (0.2–2 ms) gain nothing from a worker: with the
+ * overlap (lanes.ts), the embedded model over HTTP ran 0.75× / 0.83× / 1.08× as fast at
+ * 1 / 32 / 64 streams on this shared machine (README "Threads"), its extra CPU costing
+ * more than the second core gave.
  */
 export const WORKER_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
 

@@ -14,7 +14,8 @@ import type { ModelSpec } from '../model-spec.js';
 import type { Decoder, DecoderInput, DecoderOutput } from '../onnx-decoder.js';
 import type { InferenceSession } from '../ort-runtime.js';
 import type { FromWorker, ToWorker, WireError, WorkerStart } from './protocol.js';
-import { RemoteKvStore, remoteIdOf } from './remote-kv.js';
+import { RemoteKvStore, remoteIdOf, remoteInPlaceKv } from './remote-kv.js';
+import type { InPlaceKvOps } from '../in-place-step.js';
 
 interface Pending {
   resolve(message: FromWorker): void;
@@ -48,6 +49,8 @@ export class WorkerDecoder implements Decoder {
   /** Resolves once the worker thread has exited (after dispose, or a crash). */
   readonly exited: Promise<number>;
   readonly kv: RemoteKvStore;
+  /** In-place graphs: the worker owns the cache's buffers; compactions and step layouts happen there. */
+  readonly inPlaceKv?: InPlaceKvOps;
 
   private constructor(
     private readonly worker: Worker,
@@ -57,6 +60,7 @@ export class WorkerDecoder implements Decoder {
   ) {
     this.exited = exited;
     this.kv = new RemoteKvStore((message) => this.post(message));
+    if (contract.kvOutputs === 'new') this.inPlaceKv = remoteInPlaceKv(this.kv);
     worker.on('message', (message: FromWorker) => {
       if (!('call' in message)) return;
       const pending = this.pending.get(message.call);
@@ -128,6 +132,7 @@ export class WorkerDecoder implements Decoder {
         logitsToKeep: input.logitsToKeep,
         placeholders: input.placeholders,
         loraSlots: input.loraSlots === undefined ? undefined : Array.from(input.loraSlots),
+        cacheLengths: input.cacheLengths === undefined ? undefined : Int32Array.from(input.cacheLengths),
         past: { id: pastId, batch: past.batch, length: past.length, heads: past.heads, headDim: past.headDim },
       },
     })).catch((error: unknown) => {

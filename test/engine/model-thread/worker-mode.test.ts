@@ -268,23 +268,29 @@ describe('disposing a worker-mode engine', () => {
 });
 
 describe('worker mode and the in-place KV graph', () => {
-  it('serves the plain graph in the worker when the folder also has an in-place twin, and the twin on the main thread', async () => {
-    const worker = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'worker' });
-    const main = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'main' });
-    try {
-      expect(worker.loadReport.file).toBe('onnx/model.onnx');
-      expect(main.loadReport.file).toBe('onnx/model.inplace.onnx');
-      const greedy = { temperature: 0, maxTokens: 40, ignoreEos: true };
-      expect((await collectGeneration(worker, golden.prompt_ids, greedy)).tokenIds).toEqual(golden.completion_ids.slice(0, 40));
-    } finally {
-      await worker.dispose();
-      await main.dispose();
-    }
+  it('runs the folder’s in-place twin in the worker, which owns the cache: main mode’s greedy tokens alone, batched and joining', async () => {
+    expect(worker.loadReport.file).toBe('onnx/model.inplace.onnx');
+    expect(worker.loadReport.contract).toBe(main.loadReport.contract);
+    expect(worker.loadReport.batching).toEqual(main.loadReport.batching);
+    // Rows outgrowing the cache's slots (slotRoom's blocks of 64) make the worker grow its buffers mid-generation.
+    const long = { temperature: 0, maxTokens: 150, ignoreEos: true };
+    const solo: number[][] = [];
+    for (const prompt of prompts) solo.push((await collectGeneration(main, prompt, long)).tokenIds);
+    const together = await Promise.all(prompts.map((prompt) => collectGeneration(worker, prompt, long)));
+    together.forEach((result, index) => expect(result.tokenIds, `prompt ${index} batched`).toEqual(solo[index]));
+    const joining = await collectJoiningMidway(worker, [...prompts].reverse(), long);
+    joining.forEach((result, index) => expect(result.tokenIds, `prompt ${index} joining`).toEqual(solo[prompts.length - 1 - index]));
+    await vi.waitFor(() => expect(workerKv(worker).liveCaches).toBe(0));
   });
 
-  it('refuses an in-place graph named explicitly with modelThread "worker", naming the setting', async () => {
-    await expect(createNodeEngine({ modelDir: MODEL_DIR, modelFile: 'onnx/model.inplace.onnx', modelThread: 'worker' })).rejects.toThrow(
-      /onnx\/model\.inplace\.onnx keeps its KV cache in place .* set modelThread to "main"/,
-    );
+  it('serves the plain graph named explicitly in the worker too', async () => {
+    const plain = await createNodeEngine({ modelDir: MODEL_DIR, modelFile: 'onnx/model.onnx', modelThread: 'worker' });
+    try {
+      expect(plain.loadReport.file).toBe('onnx/model.onnx');
+      const greedy = { temperature: 0, maxTokens: 40, ignoreEos: true };
+      expect((await collectGeneration(plain, golden.prompt_ids, greedy)).tokenIds).toEqual(golden.completion_ids.slice(0, 40));
+    } finally {
+      await plain.dispose();
+    }
   });
 });
