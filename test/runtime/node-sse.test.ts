@@ -32,7 +32,7 @@ function app(): Hono {
   return hono;
 }
 
-function listen(fetch: (request: Request, env: never) => Response | Promise<Response>): Promise<{ server: ServerType; url: string }> {
+function listen(fetch: Parameters<typeof serve>[0]['fetch']): Promise<{ server: ServerType; url: string }> {
   return new Promise((resolve) => {
     const server = serve({ fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) =>
       resolve({ server, url: `http://127.0.0.1:${info.port}` }),

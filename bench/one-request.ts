@@ -1,0 +1,51 @@
+/**
+ * One request at a time against running servers, alternating (argv[2]: comma-separated
+ * URLs, a `peer:` prefix marks llama-server, which gets a fresh connection per request and
+ * cache_prompt false): the stories260K "one request" figure of the size bench (16-token
+ * prompt as ids, 32 tokens, greedy, ignore_eos), non-streaming and streaming, medians.
+ * For profiling the fixed cost per request and per token, run the server under --cpu-prof.
+ *   npx tsx bench/one-request.ts http://127.0.0.1:PORT[,peer:http://127.0.0.1:PORT2] [rounds] [max_tokens]
+ */
+import { completionTokensPerSecond, streamTiming, type CompletionTarget } from './load-client.js';
+import { loadavg } from 'node:os';
+
+const targets: CompletionTarget[] = process.argv[2].split(',').map((spec) =>
+  spec.startsWith('peer:')
+    ? { label: 'llama-server', url: spec.slice(5), model: 'bench', keepAlive: false, extraBody: { cache_prompt: false } }
+    : { label: `ours ${spec}`, url: spec, model: 'bench', keepAlive: true },
+);
+const rounds = Number(process.argv[3] ?? 200);
+const maxTokens = Number(process.argv[4] ?? 32);
+const streaming = process.env.NO_STREAM !== '1';
+// STREAM_ONLY=1: streamed requests only (for a profile of the SSE path).
+const plain = process.env.STREAM_ONLY !== '1';
+const prompt = (seed: number) => Array.from({ length: 16 }, (_, i) => 259 + ((seed * 31 + i * 17) % 253));
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+const samples = targets.map(() => ({ single: [] as number[], stream: [] as number[], ttft: [] as number[] }));
+for (let round = 0; round < rounds; round++) {
+  for (let k = 0; k < targets.length; k++) {
+    const i = (k + round) % targets.length;
+    if (plain) samples[i].single.push(await completionTokensPerSecond(targets[i], prompt(round), maxTokens));
+    if (!streaming) continue;
+    const timing = await streamTiming(targets[i], prompt(round + 7), maxTokens);
+    samples[i].stream.push((maxTokens / timing.totalMs) * 1000);
+    samples[i].ttft.push(timing.ttftMs);
+  }
+}
+for (const [i, target] of targets.entries()) {
+  const s = samples[i];
+  console.log(
+    `${target.label}: one request ${plain ? median(s.single).toFixed(0) : '–'} tok/s` +
+      (streaming ? `, streaming ${median(s.stream).toFixed(0)} tok/s, TTFT ${median(s.ttft).toFixed(2)} ms` : ''),
+  );
+}
+if (targets.length === 2) {
+  // Paired: each round measured both servers back to back, so the ratio of a round cancels most of the machine's drift.
+  const ratio = (key: 'single' | 'stream' | 'ttft') => median(samples[1][key].map((value, round) => value / samples[0][key][round]));
+  console.log(
+    `second ÷ first, median of per-round ratios: one request ${plain ? ratio('single').toFixed(3) : '–'}` +
+      (streaming ? `, streaming ${ratio('stream').toFixed(3)}, TTFT ${ratio('ttft').toFixed(3)}` : ''),
+  );
+}
+console.log(`load ${loadavg().map((l) => l.toFixed(2)).join(' / ')}`);
