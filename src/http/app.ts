@@ -1,5 +1,4 @@
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
@@ -7,6 +6,7 @@ import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
+import { bodySizeLimit } from './body-size-limit.js';
 import { corsMiddleware } from './cors.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
 import type { GuideCompiler } from './guided-decoding.js';
@@ -108,13 +108,9 @@ export function createApp(deps: AppDeps): Hono {
   // Bodies past maxRequestBytes are refused before parsing (request-bounds.ts).
   const maxBodyBytes = requestBoundsOf(deps.config).maxRequestBytes;
   app.use(
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: () =>
-        errorResponse(
-          new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${maxBodyBytes} bytes (maxRequestBytes).`),
-        ),
-    }),
+    bodySizeLimit(maxBodyBytes, () =>
+      errorResponse(new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${maxBodyBytes} bytes (maxRequestBytes).`)),
+    ),
   );
 
   if (deps.routesBefore !== undefined) app.route('/', deps.routesBefore);

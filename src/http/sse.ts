@@ -13,35 +13,83 @@ export function sseEvent(data: string): string {
 }
 
 /**
+ * The framed events of one SSE response, for a home that writes them to its socket itself
+ * (Node: straight into the ServerResponse, without the web-stream layers between).
+ */
+export interface SseEvents {
+  /** The next framed event, or undefined at the end. An exception from the source becomes a last error event. */
+  next(): Promise<string | undefined>;
+  /** The client went away before the end: stop the generation behind the stream. */
+  cancel(): Promise<void>;
+}
+
+/** Streams not yet read, by body: a home may take one over once (sseEventsOf). */
+const unread = new WeakMap<ReadableStream<Uint8Array>, SseEvents>();
+
+/**
+ * The events behind an `sseResponse` body that nobody has read yet, taken over by the
+ * caller: the body must then never be read. Undefined for any other body.
+ */
+export function takeSseEvents(body: ReadableStream<Uint8Array> | null): SseEvents | undefined {
+  if (body === null) return undefined;
+  const events = unread.get(body);
+  unread.delete(body);
+  return events;
+}
+
+function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void): SseEvents {
+  const iterator = payloads[Symbol.asyncIterator]();
+  let finished = false;
+  return {
+    async next() {
+      if (finished) return undefined;
+      try {
+        const next = await iterator.next();
+        if (!next.done) return sseEvent(next.value);
+      } catch (error) {
+        finished = true;
+        // The serving modules report their own errors in-stream; this is the backstop
+        // so a failure never tears the connection down without a word.
+        return sseEvent(streamingErrorPayload(error));
+      }
+      finished = true;
+      return undefined;
+    },
+    async cancel() {
+      finished = true;
+      onCancel();
+      await iterator.return?.();
+    },
+  };
+}
+
+/**
  * Streams `payloads` as SSE events, pulling the next one only when the client has
  * taken the previous (backpressure). `onCancel` runs when the consumer goes away
  * before the end (client disconnect): it must stop the generation behind the stream.
  */
 export function sseResponse(payloads: AsyncIterable<string>, onCancel: () => void = () => {}): Response {
+  const events = framedEvents(payloads, onCancel);
   const encoder = new TextEncoder();
-  const iterator = payloads[Symbol.asyncIterator]();
   // After cancel() the controller is closed; a pull still waiting on the source must not touch it.
   let cancelled = false;
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const next = await iterator.next();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        unread.delete(body);
+        const event = await events.next();
         if (cancelled) return;
-        if (next.done) controller.close();
-        else controller.enqueue(encoder.encode(sseEvent(next.value)));
-      } catch (error) {
-        if (cancelled) return;
-        // The serving modules report their own errors in-stream; this is the backstop
-        // so a failure never tears the connection down without a word.
-        controller.enqueue(encoder.encode(sseEvent(streamingErrorPayload(error))));
-        controller.close();
-      }
+        if (event === undefined) controller.close();
+        else controller.enqueue(encoder.encode(event));
+      },
+      async cancel() {
+        cancelled = true;
+        await events.cancel();
+      },
     },
-    async cancel() {
-      cancelled = true;
-      onCancel();
-      await iterator.return?.();
-    },
-  });
+    // No read ahead: nothing is pulled before a reader asks, so a home can still take the events over.
+    { highWaterMark: 0 },
+  );
+  unread.set(body, events);
   return new Response(body, { status: 200, headers: SSE_HEADERS });
 }

@@ -29,6 +29,7 @@ import { createNodeEngine } from './node-engine.js';
 import { nodeLoraOptions } from './node-adapters.js';
 import { nodeGuideCompiler } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
+import { writingSseDirectly } from './node-sse.js';
 
 /** After the grace period, how long cut streams get to send their error event before connections are closed. */
 const CUT_FLUSH_MS = 1000;
@@ -67,7 +68,7 @@ function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promis
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
     };
     // Without createServer, @hono/node-server makes a node:http server.
-    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
+    const server = serve({ fetch: writingSseDirectly(app.fetch), hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       resolve({ server, url: `http://${host}:${info.port}` });

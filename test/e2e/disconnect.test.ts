@@ -2,28 +2,37 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
+import { writingSseDirectly } from '../../src/runtime/node-sse.js';
 import { MODEL, golden, loadEngine, testApp } from '../http/helpers.js';
 
 // The real HTTP stack in-process, so the test can watch the engine's counters.
 let engine: Engine;
-let server: ServerType;
-let url: string;
+// Twice: as @hono/node-server serves web streams, and as `npm start` serves SSE (src/runtime/node-sse.ts).
+const servers: ServerType[] = [];
+const urls: Record<string, string> = {};
 
 beforeAll(async () => {
   engine = await loadEngine();
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: testApp(engine).fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
-      url = `http://127.0.0.1:${info.port}`;
-      resolve();
+  const app = testApp(engine);
+  const fetchers = { 'web streams': app.fetch, 'SSE written directly': writingSseDirectly(app.fetch) };
+  for (const [mode, fetch] of Object.entries(fetchers)) {
+    await new Promise<void>((resolve) => {
+      const server = serve({ fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
+        urls[mode] = `http://127.0.0.1:${info.port}`;
+        resolve();
+      });
+      servers.push(server);
     });
-  });
+  }
 });
 afterAll(async () => {
-  await new Promise((resolve) => {
-    server.close(resolve);
-    // fetch keeps connections alive; don't wait for them to time out.
-    if ('closeAllConnections' in server) server.closeAllConnections();
-  });
+  for (const server of servers) {
+    await new Promise((resolve) => {
+      server.close(resolve);
+      // fetch keeps connections alive; don't wait for them to time out.
+      if ('closeAllConnections' in server) server.closeAllConnections();
+    });
+  }
   await engine.dispose();
 });
 
@@ -39,7 +48,12 @@ async function waitUntilIdle(timeoutMs = 5000): Promise<void> {
 
 const MAX_TOKENS = 500;
 
-describe('client disconnect', () => {
+describe.each(['web streams', 'SSE written directly'])('client disconnect (%s)', (mode) => {
+  let url: string;
+  beforeAll(() => {
+    url = urls[mode]!;
+  });
+
   it.each([
     ['/v1/completions', { model: MODEL, prompt: golden.prompt }],
     ['/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: golden.prompt }] }],

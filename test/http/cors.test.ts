@@ -55,4 +55,18 @@ describe('CORS', () => {
     const response = await app.request('/v1/models', { headers: { origin: ORIGIN } });
     expect(response.headers.get('access-control-allow-origin')).toBe(ORIGIN);
   });
+
+  it('on an actual request: the allowed origin, credentials and Vary: Origin; nothing for another origin', async () => {
+    const app = testApp(engine, { corsAllowedOrigins: [ORIGIN], corsAllowCredentials: true });
+    const allowed = await app.request('/v1/models', { headers: { origin: ORIGIN } });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(allowed.headers.get('access-control-allow-credentials')).toBe('true');
+    expect(allowed.headers.get('vary')).toBe('Origin');
+    const other = await app.request('/v1/models', { headers: { origin: 'https://evil.example' } });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    expect(other.headers.get('vary')).toBe('Origin');
+    const open = await testApp(engine).request('/v1/models', { headers: { origin: ORIGIN } });
+    expect(open.headers.get('vary')).toBeNull();
+  });
 });
