@@ -17,6 +17,8 @@ export function parseConvertFlags(flags: readonly string[]): ConvertOptions | st
       options.dtypes = [...new Set(dtypes as WeightDtype[])];
     } else if (name === '--q4-accuracy' && (value === '0' || value === '4')) {
       options.q4AccuracyLevel = Number(value) as 0 | 4;
+    } else if (name === '--all-logits' && value === undefined) {
+      options.logitsToKeep = false;
     } else {
       return `unknown option ${flag}`;
     }
