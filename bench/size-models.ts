@@ -28,8 +28,8 @@ export const SMOLLM2_135M_SHAPE = {
   ropeTheta: 100000,
 } as const;
 
-/** Bump when the weights, vocabulary or file layout change: a new cache folder is built. */
-const FORMAT = 1;
+/** Bump when the weights, vocabulary or file layout change (v2: graphs take num_logits_to_keep): a new cache folder is built. */
+const FORMAT = 2;
 export const SEED = 135;
 
 export interface BenchModelFiles {
