@@ -31,8 +31,9 @@ export const SMOLLM2_135M_SHAPE = {
 /**
  * Bump when the weights, vocabulary or file layout change: a new cache folder is built.
  * 2: the q4 graph at MatMulNBits accuracy level 4 with a 4-bit (GatherBlockQuantized) embedding.
+ * 3: the graphs take num_logits_to_keep.
  */
-const FORMAT = 2;
+const FORMAT = 3;
 export const SEED = 135;
 
 export interface BenchModelFiles {

@@ -249,7 +249,7 @@ async function stories260kGguf(weights: 'F32' | 'Q4_0'): Promise<string> {
  */
 export async function stories260kQ4Greedy(): Promise<GreedyCheck> {
   const dir = sharedStoriesDir();
-  const onnxDir = join(benchModelCache(), 'stories260k-q4-v2');
+  const onnxDir = join(benchModelCache(), 'stories260k-q4-v3');
   if (!existsSync(join(onnxDir, 'onnx', 'model_q4.onnx'))) {
     const files = convertLlama2cModel(await readFile(join(dir, 'stories260K.bin')), await readFile(join(dir, 'tok512.bin')), { dtypes: ['q4'] });
     await writeConvertedFiles(onnxDir, files);

@@ -1,9 +1,11 @@
 /**
  * Converts a llama2.c checkpoint and its tokenizer into a Hugging Face ONNX model folder.
  * Usage: npm run convert -- [--ops=fused|gqa|portable|inplace] [--dtype=fp32,fp16,q4] [--q4-accuracy=0..4] [--q4-embedding=blocks|float]
- *          <checkpoint.bin> <tokenizer.bin> <outdir>
+ *          [--all-logits] <checkpoint.bin> <tokenizer.bin> <outdir>
  * --dtype takes one or more weight storages (comma-separated), one graph file each
  * (onnx/model.onnx, model_fp16.onnx, model_q4.onnx); fp32 by default.
+ * The graphs take num_logits_to_keep (logits for the last N positions only, 0: all), as
+ * transformers.js' exports of some models do; --all-logits leaves it out (Optimum's inputs only).
  */
 import { readFile } from 'node:fs/promises';
 import { convertLlama2cModel, writeConvertedFiles } from './convert/convert-llama2c-model.js';
@@ -12,7 +14,7 @@ import { GRAPH_OPS } from './convert/llama-onnx-graph.js';
 import { WEIGHT_DTYPES } from './convert/weight-dtype.js';
 
 const USAGE =
-  `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0..4] [--q4-embedding=blocks|float] ` +
+  `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0..4] [--q4-embedding=blocks|float] [--all-logits] ` +
   '<checkpoint.bin> <tokenizer.bin> <outdir>';
 
 async function main(args: string[]): Promise<void> {

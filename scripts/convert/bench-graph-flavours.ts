@@ -37,6 +37,7 @@ function decodeFeeds(ort: Ort, ckpt: Llama2cCheckpoint, batch: number, past: num
     input_ids: new ort.Tensor('int64', new BigInt64Array(batch).fill(5n), [batch, 1]),
     attention_mask: new ort.Tensor('int64', new BigInt64Array(batch * (past + 1)).fill(1n), [batch, past + 1]),
     position_ids: new ort.Tensor('int64', new BigInt64Array(batch).fill(BigInt(past)), [batch, 1]),
+    num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
   };
   const size = batch * nKvHeads * past * ckpt.headDim;
   for (let layer = 0; layer < nLayers; layer++) {

@@ -19,6 +19,8 @@ export function parseConvertFlags(flags: readonly string[]): ConvertOptions | st
       options.q4AccuracyLevel = Number(value) as Q4AccuracyLevel;
     } else if (name === '--q4-embedding' && (value === 'blocks' || value === 'float')) {
       options.q4Embedding = value;
+    } else if (name === '--all-logits' && value === undefined) {
+      options.logitsToKeep = false;
     } else {
       return `unknown option ${flag}`;
     }

@@ -24,6 +24,8 @@ export interface ConvertOptions extends WeightDtypeOptions {
   ops?: GraphOps;
   /** Weight storage of the graphs to write, one file each (weight-dtype.ts); `['fp32']` by default. */
   dtypes?: readonly WeightDtype[];
+  /** false: graphs without the num_logits_to_keep input (logits-to-keep.ts); true by default. */
+  logitsToKeep?: boolean;
 }
 
 export function convertLlama2cModel(
@@ -41,7 +43,7 @@ export function convertCheckpoint(ckpt: Llama2cCheckpoint, tokenizer: Uint8Array
   const ropeTheta = inferRopeTheta(ckpt.freqCisReal, ckpt.freqCisImag, seqLen, ckpt.headDim);
   const graphs: ConvertedFiles = {};
   for (const dtype of options.dtypes ?? ['fp32']) {
-    const graph = applyWeightDtype(buildLlamaGraph(checkpointOnWeightGrid(ckpt, dtype), { rmsNormEps: LLAMA2C_RMS_NORM_EPS, ops }), dtype, options);
+    const graph = applyWeightDtype(buildLlamaGraph(checkpointOnWeightGrid(ckpt, dtype), { rmsNormEps: LLAMA2C_RMS_NORM_EPS, ops, logitsToKeep: options.logitsToKeep }), dtype, options);
     graphs[ONNX_FILE_OF_DTYPE[dtype]] = encodeOnnxModel({
       extraOpsets: dtype === 'q4' ? { ...EXTRA_OPSETS[ops], [MS_DOMAIN]: 1 } : EXTRA_OPSETS[ops],
       irVersion: ONNX_IR_VERSION,

@@ -5,6 +5,7 @@ import { buildFusedLlamaGraph } from './llama-graph-fused.js';
 import { buildGqaLlamaGraph } from './llama-graph-gqa.js';
 import { buildInplaceLlamaGraph } from './llama-graph-inplace.js';
 import { buildPortableLlamaGraph } from './llama-graph-portable.js';
+import { withLogitsToKeep } from './logits-to-keep.js';
 
 /**
  * Graph flavours; all have the same interface and logits. A decode step of this model costs
@@ -28,6 +29,11 @@ export const GRAPH_OPS: readonly GraphOps[] = ['fused', 'gqa', 'portable', 'inpl
 export interface LlamaGraphOptions {
   rmsNormEps: number;
   ops: GraphOps;
+  /**
+   * Adds the num_logits_to_keep input (logits-to-keep.ts; default true): an export for
+   * runtimes that feed only the Optimum inputs leaves it out and gets every position's logits.
+   */
+  logitsToKeep?: boolean;
 }
 
 /** Operator set domains (besides ai.onnx) each flavour's nodes use. */
@@ -40,5 +46,6 @@ export const EXTRA_OPSETS: Record<GraphOps, Record<string, number>> = {
 
 export function buildLlamaGraph(ckpt: Llama2cCheckpoint, options: LlamaGraphOptions): OnnxGraph {
   const build = { fused: buildFusedLlamaGraph, gqa: buildGqaLlamaGraph, portable: buildPortableLlamaGraph, inplace: buildInplaceLlamaGraph }[options.ops];
-  return build(ckpt, options.rmsNormEps);
+  const graph = build(ckpt, options.rmsNormEps);
+  return options.logitsToKeep === false ? graph : withLogitsToKeep(graph);
 }

@@ -80,10 +80,10 @@ describe('convert-llama2c CLI', () => {
     expect(generation).toEqual({ bos_token_id: 1, eos_token_id: [2, 1] });
   });
 
-  it('exposes the Optimum decoder-with-past interface', async () => {
+  it('exposes the Optimum decoder-with-past interface, plus transformers.js\' num_logits_to_keep', async () => {
     const session = await ort.InferenceSession.create(join(outDir, 'onnx', 'model.onnx'));
     const kv = (prefix: string) => [0, 1, 2, 3, 4].flatMap((i) => [`${prefix}.${i}.key`, `${prefix}.${i}.value`]);
-    expect(session.inputNames).toEqual(['input_ids', 'attention_mask', 'position_ids', ...kv('past_key_values')]);
+    expect(session.inputNames).toEqual(['input_ids', 'attention_mask', 'position_ids', ...kv('past_key_values'), 'num_logits_to_keep']);
     expect(session.outputNames).toEqual(['logits', ...kv('present')]);
     const meta = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
     expect(meta).toMatchObject({ isTensor: true, type: 'float32', shape: ['batch_size', 4, 'past_sequence_length', 8] });

@@ -21,6 +21,8 @@ export interface StepInput {
   /** Defaults to past + index for every row. */
   positionIds?: number[][];
   past?: Map<string, Tensor>;
+  /** num_logits_to_keep, for graphs that take it: logits of the last N positions; 0 (default): all. */
+  logitsToKeep?: number;
 }
 
 export interface StepOutput {
@@ -56,6 +58,9 @@ export class DecoderHarness {
       attention_mask: this.int64(mask),
       position_ids: this.int64(positions),
     };
+    if (this.session.inputNames.includes('num_logits_to_keep')) {
+      feeds.num_logits_to_keep = new this.ort.Tensor('int64', BigInt64Array.of(BigInt(input.logitsToKeep ?? 0)), []);
+    }
     for (let i = 0; i < LAYERS; i++) {
       for (const kind of ['key', 'value']) {
         const name = `past_key_values.${i}.${kind}`;

@@ -141,9 +141,17 @@ export interface FixtureFolderOptions {
   generationConfig?: Record<string, unknown> | null;
 }
 
-export function buildFixtureGraph(graph: FixtureGraph = 'fused', layout: DecoderLayoutOptions = {}): OnnxGraph {
+/**
+ * The graph in an exporter's layout. Like Optimum's exports, it has no num_logits_to_keep
+ * input unless `layout.logitsToKeep` adds one (after the lm_head) or `converterLogitsToKeep`
+ * keeps the converter's own (before it, scripts/convert/logits-to-keep.ts).
+ */
+export function buildFixtureGraph(graph: FixtureGraph = 'fused', layout: DecoderLayoutOptions = {}, converterLogitsToKeep = false): OnnxGraph {
   const ckpt = fixtureCheckpoint();
-  const base = graph === 'gqa-genai' ? buildGenaiGqaLlamaGraph(ckpt, 1e-5) : buildLlamaGraph(ckpt, { rmsNormEps: 1e-5, ops: graph });
+  const base =
+    graph === 'gqa-genai'
+      ? buildGenaiGqaLlamaGraph(ckpt, 1e-5)
+      : buildLlamaGraph(ckpt, { rmsNormEps: 1e-5, ops: graph, logitsToKeep: converterLogitsToKeep });
   return rewriteDecoderLayout(base, layout);
 }
 
