@@ -47,8 +47,9 @@ export interface OnnxFileSettings {
   modelFile?: string;
   /**
    * Take the folder's in-place KV twin of onnx/model.onnx (onnx/model.inplace.onnx, the
-   * converter's `inplace` flavour, IN_PLACE_TWIN) when it has one and neither dtype nor
-   * modelFile is set. For homes whose engine runs the cache on the CPU (Node: native and
+   * converter's `inplace` flavour, IN_PLACE_TWIN) when it has one and no modelFile names a
+   * graph: with no dtype or dtype fp32 (the twin is that graph's fp32 weights in another
+   * cache wiring, so asking for fp32 must not cost the faster one). For homes whose engine runs the cache on the CPU (Node: native and
    * WASM); the page's WebGPU engine keeps the graph with present.* outputs, whose cache it
    * keeps on the GPU.
    */
@@ -137,8 +138,10 @@ export function chooseOnnxFile(files: readonly string[], settings: OnnxFileSetti
     return choose(file, dtypeOfFile(file));
   }
 
+  const inPlaceTwin = settings.preferInPlaceKv && present.has(IN_PLACE_TWIN.file) && variants.some((variant) => variant.file === IN_PLACE_TWIN.of);
   if (settings.dtype !== undefined) {
     const wanted = variants.find((variant) => variant.dtype === settings.dtype);
+    if (wanted?.file === IN_PLACE_TWIN.of && inPlaceTwin) return choose(IN_PLACE_TWIN.file, 'fp32');
     if (wanted) return choose(wanted.file, wanted.dtype);
     const expected = candidatePaths(settings.dtype).slice(0, 2).join(' or ');
     throw new Error(
@@ -149,9 +152,7 @@ export function chooseOnnxFile(files: readonly string[], settings: OnnxFileSetti
     );
   }
 
-  if (settings.preferInPlaceKv && present.has(IN_PLACE_TWIN.file) && variants.some((variant) => variant.file === IN_PLACE_TWIN.of)) {
-    return choose(IN_PLACE_TWIN.file, 'fp32');
-  }
+  if (inPlaceTwin) return choose(IN_PLACE_TWIN.file, 'fp32');
   if (variants.length === 1) return choose(variants[0].file, variants[0].dtype);
   const fp32 = variants.find((variant) => variant.dtype === 'fp32');
   if (fp32) return choose(fp32.file, 'fp32');

@@ -15,10 +15,13 @@ describe('choosing the ONNX file of a model folder', () => {
     expect(choose(['onnx/model_fp16.onnx', 'onnx/model.onnx', 'onnx/model_q4.onnx'])).toMatchObject({ file: 'onnx/model.onnx', dtype: 'fp32' });
   });
 
-  it("takes the in-place KV twin of onnx/model.onnx where the home asks for it, unless dtype or modelFile says otherwise", () => {
+  it("takes the in-place KV twin of onnx/model.onnx where the home asks for it, also for dtype fp32, unless another dtype or modelFile says otherwise", () => {
     const folder = ['onnx/model.onnx', 'onnx/model.inplace.onnx', 'onnx/model_q4.onnx'];
     expect(choose(folder, { preferInPlaceKv: true })).toMatchObject({ file: 'onnx/model.inplace.onnx', dtype: 'fp32' });
     expect(choose(folder)).toMatchObject({ file: 'onnx/model.onnx', dtype: 'fp32' });
+    // MODEL_DTYPE=fp32 asks for the weights, not for the slower cache wiring.
+    expect(choose(folder, { preferInPlaceKv: true, dtype: 'fp32' })).toMatchObject({ file: 'onnx/model.inplace.onnx', dtype: 'fp32' });
+    expect(choose(folder, { dtype: 'fp32' }).file).toBe('onnx/model.onnx');
     expect(choose(folder, { preferInPlaceKv: true, dtype: 'q4' }).file).toBe('onnx/model_q4.onnx');
     expect(choose(folder, { preferInPlaceKv: true, modelFile: 'onnx/model.onnx' }).file).toBe('onnx/model.onnx');
     // A twin without the graph it twins is no model of its own.
