@@ -32,8 +32,9 @@ export const SMOLLM2_135M_SHAPE = {
  * Bump when the weights, vocabulary or file layout change: a new cache folder is built.
  * 2: the q4 graph at MatMulNBits accuracy level 4 with a 4-bit (GatherBlockQuantized) embedding.
  * 3: the graphs take num_logits_to_keep.
+ * 4: the fp32 graph's in-place KV twin beside it.
  */
-const FORMAT = 3;
+const FORMAT = 4;
 export const SEED = 135;
 
 export interface BenchModelFiles {
@@ -117,6 +118,10 @@ export async function ensureBenchModel(log: (line: string) => void = console.log
   }
   // q4 as the converter writes it by default (weight-dtype.ts): what `--dtype q4` users run.
   await writeConvertedFiles(files.onnxDir, convertCheckpoint(ckpt, tokenizer, { dtypes: ['fp32', 'q4'] }));
+  // The fp32 graph's in-place KV twin, as the embedded model ships one: Node serves it (the
+  // cache is not copied in and out of every step), the worker thread included.
+  const inPlace = convertCheckpoint(ckpt, tokenizer, { dtypes: ['fp32'], ops: 'inplace' })['onnx/model.onnx'];
+  writeFileSync(join(files.onnxDir, 'onnx', 'model.inplace.onnx'), inPlace);
   writeFileSync(done, `${new Date().toISOString()}\n`);
   log(`built in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   return files;
