@@ -57,6 +57,30 @@ export async function collectGeneration(
 }
 
 /**
+ * A long greedy request (up to 400 tokens, EOS ignored) aborted once it has streamed
+ * `abortAfter` tokens: the tokens it got and its finish reason.
+ */
+export async function generateUntilAborted(
+  engine: Engine,
+  promptTokenIds: number[],
+  abortAfter = 5,
+): Promise<{ tokens: number[]; finishReason: string | null | undefined }> {
+  const controller = new AbortController();
+  const tokens: number[] = [];
+  let finishReason: string | null | undefined;
+  for await (const delta of engine.generate({
+    promptTokenIds,
+    params: defaultSamplingParams({ temperature: 0, maxTokens: 400, ignoreEos: true }),
+    signal: controller.signal,
+  })) {
+    tokens.push(...delta.tokenIds);
+    finishReason = delta.finishReason;
+    if (tokens.length === abortAfter) controller.abort();
+  }
+  return { tokens, finishReason };
+}
+
+/**
  * Runs one request per prompt, each submitted once the one before it has streamed its first
  * token, so every later request joins a batch that is already decoding. Arrival is tied to
  * the engine's progress rather than to a timer: on a fast machine a timer-staggered request

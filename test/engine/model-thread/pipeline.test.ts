@@ -12,7 +12,7 @@ import { laneTakesRequest } from '../../../src/engine/model-thread/lanes.js';
 import type { WorkerDecoder } from '../../../src/engine/model-thread/worker-decoder.js';
 import { createNodeEngine } from '../../../src/runtime/node-engine.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
-import { collectGeneration, collectJoiningMidway, golden, MODEL_DIR } from '../../helpers/model.js';
+import { collectGeneration, collectJoiningMidway, generateUntilAborted, golden, MODEL_DIR } from '../../helpers/model.js';
 import { MODEL, testApp } from '../../http/helpers.js';
 
 let main: LocalEngine;
@@ -85,21 +85,7 @@ describe('worker mode with two lanes', () => {
 
   it('stops an aborted request’s row while the other lane’s and its own lane’s rows go on', async () => {
     const solo = (await collectGeneration(main, prompts[2], { ...greedy, maxTokens: 120 })).tokenIds;
-    const controller = new AbortController();
-    const aborted = (async () => {
-      const tokens: number[] = [];
-      let finishReason: string | null | undefined;
-      for await (const delta of lanes.generate({
-        promptTokenIds: golden.prompt_ids,
-        params: defaultSamplingParams({ temperature: 0, maxTokens: 400, ignoreEos: true }),
-        signal: controller.signal,
-      })) {
-        tokens.push(...delta.tokenIds);
-        finishReason = delta.finishReason;
-        if (tokens.length === 5) controller.abort();
-      }
-      return { tokens, finishReason };
-    })();
+    const aborted = generateUntilAborted(lanes, golden.prompt_ids);
     const others = Promise.all([0, 1, 2].map(() => collectGeneration(lanes, prompts[2], { ...greedy, maxTokens: 120 })));
     const stopped = await aborted;
     expect(stopped.finishReason).toBe('abort');

@@ -17,7 +17,7 @@ import { createNodeEngine } from '../../../src/runtime/node-engine.js';
 import { readAdapterDir } from '../../../src/runtime/node-adapters.js';
 import { argmax, Llama2cReference } from '../../convert/llama2c-reference.js';
 import { loadSharedCheckpoint } from '../../convert/model-paths.js';
-import { collectGeneration, collectJoiningMidway, golden, MODEL_DIR } from '../../helpers/model.js';
+import { collectGeneration, collectJoiningMidway, generateUntilAborted, golden, MODEL_DIR } from '../../helpers/model.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
 import { mergeAdapter, randomAdapter, writeAdapterDir } from '../../helpers/lora-fixtures.js';
 import { postJson } from '../../http/helpers.js';
@@ -83,18 +83,7 @@ describe('worker mode', () => {
   });
 
   it('stops a generation on abort and serves the next request', async () => {
-    const controller = new AbortController();
-    const tokens: number[] = [];
-    let finishReason: string | null | undefined;
-    for await (const delta of worker.generate({
-      promptTokenIds: golden.prompt_ids,
-      params: defaultSamplingParams({ temperature: 0, maxTokens: 400, ignoreEos: true }),
-      signal: controller.signal,
-    })) {
-      tokens.push(...delta.tokenIds);
-      finishReason = delta.finishReason;
-      if (tokens.length === 5) controller.abort();
-    }
+    const { tokens, finishReason } = await generateUntilAborted(worker, golden.prompt_ids);
     expect(tokens.length).toBeGreaterThanOrEqual(5);
     expect(tokens.length).toBeLessThan(400);
     expect(finishReason).toBe('abort');
