@@ -3,9 +3,10 @@
  * random weights; references computed there with PIL, numpy and torch).
  */
 import { readFileSync } from 'node:fs';
-import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { loadImageCodecs } from '../../src/media/decode/codecs.js';
 import { decodeJpegImage, decodePngImage } from '../../src/media/decode/image.js';
 import type { DecodedImage } from '../../src/media/index.js';
@@ -67,6 +68,23 @@ export const SMOLVLM2_VIDEO_TEMPLATE =
   "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}{% else %}{{': '}}{% endif %}" +
   "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}{{ '<image>' }}{% elif line['type'] == 'video' %}{{ '<video>' }}{% endif %}{% endfor %}<end_of_utterance>\n{% endfor %}" +
   "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+
+/**
+ * For a describe block whose tests each break one file of a fixture folder: a function that
+ * makes a fresh temporary copy of `source`; every copy is removed after the block.
+ */
+export function temporaryFolderCopies(prefix: string): (source: string) => Promise<string> {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+  return async (source) => {
+    const dir = await mkdtemp(join(tmpdir(), prefix));
+    dirs.push(dir);
+    await cp(source, dir, { recursive: true });
+    return dir;
+  };
+}
 
 /**
  * A temporary copy of the SmolVLM fixture as a SmolVLM2 folder (model_type "smolvlm", the

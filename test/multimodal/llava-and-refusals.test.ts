@@ -2,8 +2,7 @@
  * The second family (LLaVA: one fixed-size image, <image> × N) over HTTP against its torch
  * reference, and the startup refusals of vision-language folders the engine cannot serve.
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
@@ -13,7 +12,7 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { postJson } from '../http/helpers.js';
-import { imageDataUrl, LLAVA_DIR, reference, SMOLVLM_DIR } from './fixtures.js';
+import { imageDataUrl, LLAVA_DIR, reference, SMOLVLM_DIR, temporaryFolderCopies } from './fixtures.js';
 
 describe('LLaVA folder', () => {
   const expected = reference('llava');
@@ -51,16 +50,8 @@ describe('LLaVA folder', () => {
 });
 
 describe('vision-language folders the engine cannot serve are refused at startup', () => {
-  const dirs: string[] = [];
-  afterAll(async () => {
-    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
-  });
-  async function copyOfSmolvlm(): Promise<string> {
-    const dir = await mkdtemp(join(tmpdir(), 'vlm-'));
-    dirs.push(dir);
-    await cp(SMOLVLM_DIR, dir, { recursive: true });
-    return dir;
-  }
+  const copyOf = temporaryFolderCopies('vlm-');
+  const copyOfSmolvlm = () => copyOf(SMOLVLM_DIR);
 
   it('a decoder taking inputs_embeds without embed_tokens.onnx', async () => {
     const dir = await copyOfSmolvlm();

@@ -5,8 +5,7 @@
  * spliced prefill, and the output equals the torch reference of
  * scripts/multimodal/build_audio_fixtures.py.
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
@@ -20,6 +19,7 @@ import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { pcm16Wav } from '../media/helpers/fixtures.js';
+import { temporaryFolderCopies } from './fixtures.js';
 import { AUDIO_DIR, audioBytes, audioDataUrl, audioFormat, audioReference, QWEN2_AUDIO_DIR, type AudioReferenceGeneration } from './audio-fixtures.js';
 
 const MODEL = 'qwen2-audio';
@@ -234,16 +234,8 @@ describe('Qwen2-Audio folder', () => {
 });
 
 describe('audio-language folders the engine cannot serve are refused at startup', () => {
-  const dirs: string[] = [];
-  afterAll(async () => {
-    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
-  });
-  async function copy(): Promise<string> {
-    const dir = await mkdtemp(join(tmpdir(), 'alm-'));
-    dirs.push(dir);
-    await cp(QWEN2_AUDIO_DIR, dir, { recursive: true });
-    return dir;
-  }
+  const copyOf = temporaryFolderCopies('alm-');
+  const copy = () => copyOf(QWEN2_AUDIO_DIR);
 
   it('an audio encoder that needs an input the engine does not feed, by name', async () => {
     const dir = await copy();
@@ -275,9 +267,7 @@ describe('audio-language folders the engine cannot serve are refused at startup'
   });
 
   it('an audio encoder beside a decoder that takes input_ids: features would have nowhere to go', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'alm-'));
-    dirs.push(dir);
-    await cp('models/stories260k', dir, { recursive: true });
+    const dir = await copyOf('models/stories260k');
     await cp(join(QWEN2_AUDIO_DIR, 'onnx', 'audio_encoder.onnx'), join(dir, 'onnx', 'audio_encoder.onnx'));
     await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(/audio_encoder\.onnx is present, but .* takes input_ids, so audio features have nowhere to go/);
   });
