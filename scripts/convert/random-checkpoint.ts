@@ -3,17 +3,11 @@
  * 135M-shaped model and the thread measurements all build theirs here, so one seed gives
  * one set of weights wherever it is used.
  */
-import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cHeader } from './llama2c-checkpoint.js';
 import { seededRandom } from '../seeded-random.js';
 
-export interface RandomCheckpointShape {
-  dim: number;
-  hiddenDim: number;
-  nLayers: number;
-  nHeads: number;
-  nKvHeads: number;
-  vocabSize: number;
-  seqLen: number;
+/** A llama2.c header's sizes; whether the classifier is shared is `tiedClassifier`. */
+export interface RandomCheckpointShape extends Omit<Llama2cHeader, 'sharedClassifier'> {
   /** RoPE base (10000 unless the shape's family says otherwise). */
   ropeTheta?: number;
   /**
