@@ -12,10 +12,9 @@ import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { readAdapterDir } from '../../src/runtime/node-adapters.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { argmax, Llama2cReference } from '../convert/llama2c-reference.js';
+import { referenceGreedyIds } from '../convert/llama2c-reference.js';
 import { fixtureCheckpoint, removeFixtureFolders, writeFixtureFolder, type FixtureFolderOptions } from '../helpers/byom-fixtures.js';
 import { mergeAdapter, randomAdapter, writeAdapterDir, type RandomAdapter } from '../helpers/lora-fixtures.js';
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
 
 let dir: string;
 let adapter: RandomAdapter;
@@ -31,18 +30,6 @@ afterAll(async () => {
   await removeFixtureFolders();
   await rm(dir, { recursive: true, force: true });
 });
-
-function greedy(ckpt: Llama2cCheckpoint, prompt: readonly number[], count: number): number[] {
-  const model = new Llama2cReference(ckpt);
-  let logits: Float32Array = new Float32Array();
-  prompt.forEach((token, pos) => (logits = model.forward(token, pos)));
-  const out: number[] = [];
-  for (let i = 0; i < count; i++) {
-    out.push(argmax(logits));
-    logits = model.forward(out[i], prompt.length + i);
-  }
-  return out;
-}
 
 async function run(engine: LocalEngine, prompt: number[], name?: string): Promise<number[]> {
   const ids: number[] = [];
@@ -67,12 +54,12 @@ describe('LoRA on brought-model layouts', () => {
       try {
         const prompt = [5, 70, 80, 90, 100];
         const short = [7, 8];
-        const expected = greedy(mergeAdapter(fixtureCheckpoint(), adapter), prompt, 12);
+        const expected = referenceGreedyIds(mergeAdapter(fixtureCheckpoint(), adapter), prompt, 12);
         expect(await run(engine, prompt, 'a')).toEqual(expected);
         const [base, withAdapter, other] = await Promise.all([run(engine, prompt), run(engine, prompt, 'a'), run(engine, short, 'a')]);
-        expect(base).toEqual(greedy(fixtureCheckpoint(), prompt, 12));
+        expect(base).toEqual(referenceGreedyIds(fixtureCheckpoint(), prompt, 12));
         expect(withAdapter).toEqual(expected);
-        expect(other).toEqual(greedy(mergeAdapter(fixtureCheckpoint(), adapter), short, 12));
+        expect(other).toEqual(referenceGreedyIds(mergeAdapter(fixtureCheckpoint(), adapter), short, 12));
         expect(withAdapter).not.toEqual(base);
       } finally {
         await engine.dispose();

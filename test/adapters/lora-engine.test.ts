@@ -13,7 +13,7 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { readAdapterDir } from '../../src/runtime/node-adapters.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { argmax, Llama2cReference } from '../convert/llama2c-reference.js';
+import { referenceGreedyIds } from '../convert/llama2c-reference.js';
 import { loadSharedCheckpoint } from '../convert/model-paths.js';
 import { golden, MODEL_DIR } from '../helpers/model.js';
 import { mergeAdapter, randomAdapter, writeAdapterDir, type RandomAdapter } from '../helpers/lora-fixtures.js';
@@ -42,19 +42,6 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function referenceGreedy(checkpoint: Llama2cCheckpoint, prompt: readonly number[], count: number): number[] {
-  const model = new Llama2cReference(checkpoint);
-  let logits: Float32Array = new Float32Array();
-  prompt.forEach((token, pos) => (logits = model.forward(token, pos)));
-  const out: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const next = argmax(logits);
-    out.push(next);
-    logits = model.forward(next, prompt.length + i);
-  }
-  return out;
-}
-
 async function generate(prompt: number[], adapter: string | undefined, maxTokens = 24) {
   const tokenIds: number[] = [];
   const logprobs: number[] = [];
@@ -71,7 +58,7 @@ describe('LoRA adapters in the engine', () => {
   it('greedy ids with an adapter equal the merged checkpoint on the llama2.c reference', async () => {
     for (const name of ['story', 'tale', 'fable']) {
       const { tokenIds } = await generate(golden.prompt_ids, name);
-      expect(tokenIds, name).toEqual(referenceGreedy(mergeAdapter(ckpt, adapters[name]), golden.prompt_ids, 24));
+      expect(tokenIds, name).toEqual(referenceGreedyIds(mergeAdapter(ckpt, adapters[name]), golden.prompt_ids, 24));
     }
     const base = await generate(golden.prompt_ids, undefined);
     expect(base.tokenIds).toEqual(golden.completion_ids.slice(0, 24));

@@ -83,6 +83,19 @@ export class Llama2cReference {
   }
 }
 
+/** The greedy continuation of `prompt` (`count` tokens) by a fresh reference model of `ckpt`. */
+export function referenceGreedyIds(ckpt: Llama2cCheckpoint, prompt: readonly number[], count: number): number[] {
+  const model = new Llama2cReference(ckpt);
+  let logits: Float32Array = new Float32Array(0);
+  prompt.forEach((token, pos) => (logits = model.forward(token, pos)));
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    out.push(argmax(logits));
+    if (i + 1 < count) logits = model.forward(out[i], prompt.length + i);
+  }
+  return out;
+}
+
 export function argmax(values: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { writeConvertedFiles } from '../../scripts/convert/convert-llama2c-model.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { Llama2cReference } from './llama2c-reference.js';
+import { Llama2cReference, referenceGreedyIds } from './llama2c-reference.js';
 import { loadSharedCheckpoint, sharedModelFile } from './model-paths.js';
 import { DecoderHarness, logitsAt, maxAbsDiff, type Ort } from './onnx-decoder-harness.js';
 
@@ -144,18 +144,7 @@ describe('the q4 graph file', () => {
   });
 });
 
-function referenceGreedy(ckpt: Llama2cCheckpoint, count: number): number[] {
-  const reference = new Llama2cReference(ckpt);
-  let logits = PROMPT.map((t, pos) => reference.forward(t, pos)).at(-1)!;
-  const out: number[] = [];
-  for (let i = 0; i < count; i++) {
-    let best = 0;
-    for (let j = 1; j < logits.length; j++) if (logits[j] > logits[best]) best = j;
-    out.push(best);
-    logits = reference.forward(best, PROMPT.length + i);
-  }
-  return out;
-}
+const referenceGreedy = (ckpt: Llama2cCheckpoint, count: number) => referenceGreedyIds(ckpt, PROMPT, count);
 
 describe('a converted folder with fp32 and q4 graphs', () => {
   it('is served in q4 with MODEL_DTYPE q4, greedy ids as the reference on Q4_0 weights gives them', async () => {

@@ -15,7 +15,7 @@ import { createApp } from '../../../src/http/app.js';
 import { parseServerConfig } from '../../../src/config/server-config.js';
 import { createNodeEngine } from '../../../src/runtime/node-engine.js';
 import { readAdapterDir } from '../../../src/runtime/node-adapters.js';
-import { argmax, Llama2cReference } from '../../convert/llama2c-reference.js';
+import { referenceGreedyIds } from '../../convert/llama2c-reference.js';
 import { loadSharedCheckpoint } from '../../convert/model-paths.js';
 import { collectGeneration, collectJoiningMidway, generateUntilAborted, golden, MODEL_DIR } from '../../helpers/model.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
@@ -150,17 +150,7 @@ describe('worker mode with LoRA adapters', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function referenceGreedy(name: string, prompt: readonly number[], count: number): number[] {
-    const model = new Llama2cReference(mergeAdapter(ckpt, adapters[name]));
-    let logits: Float32Array = new Float32Array();
-    prompt.forEach((token, pos) => (logits = model.forward(token, pos)));
-    const out: number[] = [];
-    for (let i = 0; i < count; i++) {
-      out.push(argmax(logits));
-      logits = model.forward(out[i], prompt.length + i);
-    }
-    return out;
-  }
+  const referenceGreedy = (name: string, prompt: readonly number[], count: number) => referenceGreedyIds(mergeAdapter(ckpt, adapters[name]), prompt, count);
 
   it('each adapter gives the merged checkpoint’s greedy ids, alone and mixed with others and the base model', async () => {
     const generate = async (prompt: number[], adapter?: string) => {
