@@ -16,6 +16,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const PLAYGROUND_ENTRY = `${ROOT}src/runtime/browser-playground.ts`;
 export const PLAYGROUND_OUT_DIR = `${ROOT}dist/playground`;
 export const SERVICE_WORKER_ENTRY = `${ROOT}src/runtime/browser-service-worker.ts`;
+/** The browsers the page and its service worker are built for (WebGPU-era releases). */
+const BROWSER_TARGETS = ['es2022', 'chrome113', 'firefox115', 'safari16.4'];
 /** public/ files the page loads as they are (the service worker keeps them with the bundle). */
 const PUBLIC_SHELL_FILES = ['playground.css', 'icon.svg'];
 
@@ -43,7 +45,7 @@ export async function buildPlayground(options: { minify?: boolean; outDir?: stri
     splitting: true,
     format: 'esm',
     platform: 'browser',
-    target: ['es2022', 'chrome113', 'firefox115', 'safari16.4'],
+    target: BROWSER_TARGETS,
     minify: options.minify ?? true,
     sourcemap: 'linked',
     metafile: true,
@@ -62,7 +64,7 @@ export async function buildPlayground(options: { minify?: boolean; outDir?: stri
     bundle: true,
     format: 'iife',
     platform: 'browser',
-    target: ['es2022', 'chrome113', 'firefox115', 'safari16.4'],
+    target: BROWSER_TARGETS,
     minify: options.minify ?? true,
     metafile: true,
     logLevel: 'warning',
