@@ -157,7 +157,8 @@ export class BatchRunner {
       const outgrown = this.cache;
       const layout = this.inPlaceKv.layout(outgrown, cacheLengths, seqLen);
       this.cache = layout.past;
-      if (!this.forks.some((fork) => fork.cache === outgrown)) freeReplacedKvBuffers(outgrown, this.cache);
+      // Grown into new buffers: the old ones are garbage unless a fork still reads them.
+      if (this.cache !== outgrown && !this.forks.some((fork) => fork.cache === outgrown)) freeReplacedKvBuffers(outgrown, this.cache);
       return layout;
     }
     const past = this.cache;
