@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { basename, resolve } from 'node:path';
 import { LocalEngine } from '../engine/local-engine.js';
 import { WorkerDecoder } from '../engine/model-thread/worker-decoder.js';
+import { loadOnnxruntimeNode } from '../engine/ort-native.js';
 import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
@@ -40,7 +41,7 @@ export interface NodeEngineOptions {
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
-  if (backend === 'native') return (await import('onnxruntime-node')) as unknown as OrtRuntime;
+  if (backend === 'native') return loadOnnxruntimeNode();
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
   return ort as unknown as OrtRuntime;

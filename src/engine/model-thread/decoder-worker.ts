@@ -10,7 +10,7 @@ import { EngineRequestError } from '../errors.js';
 import { emptyKvCache, repackKvCache, type KvCache, type KvRowSource } from '../kv-cache.js';
 import { OnnxDecoder } from '../onnx-decoder.js';
 import { localInPlaceKv, type InPlaceKvOps } from '../in-place-step.js';
-import type { OrtRuntime } from '../ort-runtime.js';
+import { loadOnnxruntimeNode } from '../ort-native.js';
 import { TokenEmbedder } from '../token-embedder.js';
 import { EMPTY_CACHE, type FromWorker, type ToWorker, type WireError, type WorkerStart } from './protocol.js';
 
@@ -111,7 +111,7 @@ async function handle(message: ToWorker): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const ort = (await import('onnxruntime-node')) as unknown as OrtRuntime;
+  const ort = await loadOnnxruntimeNode();
   let embedder: TokenEmbedder | null = null;
   try {
     const { embedTokens } = start;
