@@ -17,7 +17,7 @@ import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
 import { formatTable, median } from './stats.js';
 
-const CHECKPOINT = fileURLToPath(new URL('../../shared/models/stories260K/stories260K.bin', import.meta.url));
+const CHECKPOINT = fileURLToPath(new URL('../test/fixtures/stories260K/stories260K.bin', import.meta.url));
 const STREAMS = 8;
 
 export interface LoraBenchResult {

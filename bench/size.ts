@@ -227,13 +227,13 @@ async function modelRow(
   }
 }
 
-function sharedStoriesDir(): string {
-  return join(fileURLToPath(new URL('../', import.meta.url)), '..', 'shared', 'models', 'stories260K');
+function storiesSourceDir(): string {
+  return fileURLToPath(new URL('../test/fixtures/stories260K/', import.meta.url));
 }
 
 /** stories260K's GGUF from the same checkpoint and tokenizer the embedded ONNX model was converted from. */
 async function stories260kGguf(weights: 'F32' | 'Q4_0'): Promise<string> {
-  const dir = sharedStoriesDir();
+  const dir = storiesSourceDir();
   const out = join(benchModelCache(), `stories260k-${weights.toLowerCase()}-v1.gguf`);
   if (!existsSync(out)) {
     mkdirSync(benchModelCache(), { recursive: true });
@@ -248,7 +248,7 @@ async function stories260kGguf(weights: 'F32' | 'Q4_0'): Promise<string> {
  * graph of stories260K against llama.cpp on its Q4_0 GGUF.
  */
 export async function stories260kQ4Greedy(): Promise<GreedyCheck> {
-  const dir = sharedStoriesDir();
+  const dir = storiesSourceDir();
   const onnxDir = join(benchModelCache(), 'stories260k-q4-v3');
   if (!existsSync(join(onnxDir, 'onnx', 'model_q4.onnx'))) {
     const files = convertLlama2cModel(await readFile(join(dir, 'stories260K.bin')), await readFile(join(dir, 'tok512.bin')), { dtypes: ['q4'] });

@@ -6,14 +6,14 @@
  * copy of the whole cache; the `inplace` flavour writes only the new slots.
  *
  * Models: the embedded one as Node serves it (its in-place twin, onnx/model.inplace.onnx), then the converter's `fused` and `inplace` graphs of
- * the same weights (the llama2.c checkpoint from ../shared when present, else seeded random
+ * the same weights (the llama2.c checkpoint in test/fixtures/stories260K/ when present, else seeded random
  * weights of its shape) and of a larger seeded random-weight model. Built into a temporary
  * folder, never committed. Flavours are measured in alternation, medians over the rounds.
  *
  * The bound: llama.cpp's server on the same weights as F32 GGUF (written here with the same
  * tokenizer), the same rows and context, timed from its streamed tokens
  * (step-growth-peer.ts), its rounds alternating with ours; when llama-server is built and
- * stories260K's checkpoint and tokenizer are in ../shared (the trained model only: a
+ * stories260K's checkpoint and tokenizer are in test/fixtures/stories260K/ (the trained model only: a
  * random-weight model's streams fail on llama-server). With `-fa off` (STEP_GROWTH_PEER_ARGS): its default, flash
  * attention auto (on for CPU), grew 18× here (14.6 → 268 ms a step at 32 rows, stories260K),
  * off 1.4×; its F16 KV cache as by default; STEP_GROWTH_PEER_THREADS threads (1: what our
@@ -43,8 +43,8 @@ import { llamaServerVersion } from './peer.js';
 import { startPeerStepGrowth, type PeerStepGrowthRunner } from './step-growth-peer.js';
 
 const EMBEDDED = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
-const CHECKPOINT = fileURLToPath(new URL('../../shared/models/stories260K/stories260K.bin', import.meta.url));
-const TOKENIZER = fileURLToPath(new URL('../../shared/models/stories260K/tok512.bin', import.meta.url));
+const CHECKPOINT = fileURLToPath(new URL('../test/fixtures/stories260K/stories260K.bin', import.meta.url));
+const TOKENIZER = fileURLToPath(new URL('../test/fixtures/stories260K/tok512.bin', import.meta.url));
 const STORIES_SHAPE: RandomCheckpointShape = { vocabSize: 512, dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, seqLen: 512 };
 /** ~10 M parameters: attention and MLP of a size where a step is mostly matrix work. */
 const LARGER_SHAPE: RandomCheckpointShape = { vocabSize: 512, dim: 384, hiddenDim: 1024, nLayers: 6, nHeads: 6, nKvHeads: 2, seqLen: 512 };

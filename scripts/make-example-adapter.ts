@@ -4,10 +4,11 @@
  * shows the format and moves the model's output. Usage: npx tsx scripts/make-example-adapter.ts [outdir]
  */
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { readLlama2cCheckpoint } from './convert/llama2c-checkpoint.js';
 import { randomAdapter, writeAdapterDir } from './adapters/random-peft-adapter.js';
 
-const SOURCE = '../shared/models/stories260K/stories260K.bin';
+const SOURCE = fileURLToPath(new URL('../test/fixtures/stories260K/stories260K.bin', import.meta.url));
 
 async function main(outDir = 'adapters/story'): Promise<void> {
   const ckpt = readLlama2cCheckpoint(await readFile(SOURCE));

@@ -17,7 +17,7 @@ import { encodeOnnxModel } from './onnx-writer.js';
 
 type Ort = typeof ortNode;
 
-const DEFAULT_CHECKPOINT = new URL('../../../shared/models/stories260K/stories260K.bin', import.meta.url);
+const DEFAULT_CHECKPOINT = new URL('../../test/fixtures/stories260K/stories260K.bin', import.meta.url);
 
 function encodeFlavour(ckpt: Llama2cCheckpoint, ops: GraphOps): Uint8Array {
   return encodeOnnxModel({

@@ -1,4 +1,8 @@
-/** Where the tests find the shared source model and the committed converted one. */
+/**
+ * Where the tests find the stories260K source files (llama2.c checkpoint and tokenizer,
+ * committed under test/fixtures/stories260K/) and the committed converted model. The names
+ * say "shared" for the folder these files came from; they read only the repository.
+ */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -6,19 +10,16 @@ import { join } from 'node:path';
 import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** CI checks out shared/ beside the repository clone. */
-export const SHARED_MODEL_DIR = join(REPO_ROOT, '..', 'shared', 'models', 'stories260K');
+/** The source files as published (MIT; see the README there). */
+export const SHARED_MODEL_DIR = join(REPO_ROOT, 'test', 'fixtures', 'stories260K');
 export const COMMITTED_MODEL_DIR = join(REPO_ROOT, 'models', 'stories260k');
 export const COMMITTED_ONNX = join(COMMITTED_MODEL_DIR, 'onnx', 'model.onnx');
+const GOLDEN_PATH = join(REPO_ROOT, 'test', 'fixtures', 'golden-greedy.json');
 
-export function sharedModelFile(name: 'stories260K.bin' | 'tok512.bin' | 'golden-greedy.json'): string {
-  const path = join(SHARED_MODEL_DIR, name);
-  if (!existsSync(path)) {
-    throw new Error(
-      `shared model file missing: ${path}. These tests need the stories260K source files in ` +
-        `../shared/models/stories260K/ relative to the repository root.`,
-    );
-  }
+export function sharedModelFile(name: 'stories260K.bin' | 'tok512.bin' | 'stories260K.gguf' | 'golden-greedy.json'): string {
+  // The golden output lives one folder up, where the engine and workerd tests have always read it.
+  const path = name === 'golden-greedy.json' ? GOLDEN_PATH : join(SHARED_MODEL_DIR, name);
+  if (!existsSync(path)) throw new Error(`test fixture missing: ${path} (committed with the repository; is the clone complete?)`);
   return path;
 }
 
@@ -32,7 +33,7 @@ export interface GoldenGreedy {
   completion_ids: number[];
 }
 
-/** The committed fixture (same content as the shared golden-greedy.json). */
+/** The reference implementation's greedy output, as published beside the checkpoint. */
 export async function loadGolden(): Promise<GoldenGreedy> {
-  return JSON.parse(await readFile(join(REPO_ROOT, 'test', 'fixtures', 'golden-greedy.json'), 'utf8')) as GoldenGreedy;
+  return JSON.parse(await readFile(GOLDEN_PATH, 'utf8')) as GoldenGreedy;
 }

@@ -4,7 +4,7 @@ import { compileGuide } from '../../src/guided/index.js';
 import { estimateGrammarWork, grammarVocabulary, uniformGrammarVocabulary } from '../../src/guided/grammar-work.js';
 import { requestGrammar } from '../../src/guided/request-grammar.js';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
-import { readLlama2SentencepieceModel } from '../tokenizer/helpers/paths.js';
+import { readSentencepiece32kModel } from '../tokenizer/helpers/paths.js';
 import { readSentencepiecePieces, toLlama2cTokenizerBin } from '../tokenizer/helpers/sentencepiece-model.js';
 
 const ascii = (text: string) => new TextEncoder().encode(text);
@@ -37,8 +37,8 @@ describe('estimated XGrammar compile work', () => {
     expect(estimateGrammarWork(manyProperties, v32k)).toBeLessThan(estimateGrammarWork(wide(200), v32k) / 5);
   });
 
-  it("lets an ordinary schema compile for Llama 2's 32 000 tokens by default, and refuses a wide repetition naming the setting", async () => {
-    const bin = toLlama2cTokenizerBin(readSentencepiecePieces(readLlama2SentencepieceModel()));
+  it('lets an ordinary schema compile for a 32 000-token sentencepiece vocabulary (Llama 2 shaped) by default, and refuses a wide repetition naming the setting', async () => {
+    const bin = toLlama2cTokenizerBin(readSentencepiecePieces(readSentencepiece32kModel()));
     const { tokenizerJson, tokenizerConfig } = convertLlama2cTokenizer(bin);
     const tokenizer = HfTokenizer.fromJson(tokenizerJson, tokenizerConfig);
     const person = {

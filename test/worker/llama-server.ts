@@ -9,11 +9,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { SHARED_MODEL_DIR } from '../convert/model-paths.js';
 
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** CI checks out shared/ beside the repository clone (as test/convert/model-paths.ts says). */
-export const GGUF_PATH = join(REPO_ROOT, '..', 'shared', 'models', 'stories260K', 'stories260K.gguf');
+/** llama.cpp's own conversion of the stories260K checkpoint, committed beside it. */
+export const GGUF_PATH = join(SHARED_MODEL_DIR, 'stories260K.gguf');
 
 /** Where the build script puts it (its LLAMA_SERVER_CACHE / XDG_CACHE_HOME logic). */
 export function llamaServerBinary(): string {

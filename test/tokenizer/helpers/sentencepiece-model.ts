@@ -2,7 +2,7 @@
  * Reads a sentencepiece .model file (protobuf ModelProto) just far enough to get its pieces
  * and scores, and writes them in the llama2.c tokenizer layout, as llama2.c's export script
  * does (▁ stored as a space, BOS/EOS wrapped in newlines). Lets the tests run the converter
- * on the real 32,000-piece Llama 2 vocabulary.
+ * on a 32,000-piece vocabulary (test/fixtures/sentencepiece-32k/).
  */
 
 interface Cursor {
