@@ -2,14 +2,15 @@
  * Node side of the third-party upstream tests: llama.cpp's server (built by
  * scripts/peer/build-llama-server.sh into a cache outside the repository) on the same
  * stories260K weights as GGUF, on a free loopback port. When the binary or the weights
- * are missing, `start` says why instead of throwing, so the tests that need it fail
- * with that reason while every other workerd test still runs; .ci/run builds it first.
+ * are missing, `start` builds it (scripts/peer/build-llama-server.sh) or says why instead of
+ * throwing, so the tests that need it fail with that reason while every other workerd test
+ * still runs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { SHARED_MODEL_DIR } from '../convert/model-paths.js';
+import { REPO_ROOT, SHARED_MODEL_DIR } from '../convert/model-paths.js';
 
 /** llama.cpp's own conversion of the stories260K checkpoint, committed beside it. */
 export const GGUF_PATH = join(SHARED_MODEL_DIR, 'stories260K.gguf');
@@ -29,9 +30,34 @@ export const LLAMA_SLOT_CONTEXT = 2048;
 
 export type LlamaServer = { url: string; stop(): Promise<void> } | { error: string };
 
+const BUILD_SCRIPT = join(REPO_ROOT, 'scripts', 'peer', 'build-llama-server.sh');
+
+/**
+ * The first `npm test` on a machine builds the binary (minutes, once: it is cached outside the
+ * repository), so `npm install && npm test` is the whole set-up; the README names the Debian
+ * build tools it needs. Its progress goes to the terminal; a failure becomes the reason the
+ * llama-server tests fail with.
+ */
+async function buildLlamaServer(binary: string): Promise<string | undefined> {
+  console.error(`[test setup] llama.cpp's server is not built at ${binary}: building it once with scripts/peer/build-llama-server.sh (several minutes)...`);
+  const outcome = await new Promise<number | Error | null>((resolve) => {
+    spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'ignore', 'inherit'] })
+      .once('error', resolve)
+      .once('close', resolve);
+  });
+  if (outcome === 0 && existsSync(binary)) return undefined;
+  return (
+    `scripts/peer/build-llama-server.sh could not build llama-server at ${binary} ` +
+    `(${outcome instanceof Error ? outcome.message : `exit ${outcome}`}); it needs cmake, ninja-build, g++ and git (see the README, "Tests").`
+  );
+}
+
 export async function startLlamaServer(): Promise<LlamaServer> {
   const binary = llamaServerBinary();
-  if (!existsSync(binary)) return { error: `llama-server is not built at ${binary}: run scripts/peer/build-llama-server.sh (.ci/run does).` };
+  if (!existsSync(binary)) {
+    const buildError = await buildLlamaServer(binary);
+    if (buildError) return { error: buildError };
+  }
   if (!existsSync(GGUF_PATH)) return { error: `The GGUF weights are missing at ${GGUF_PATH}.` };
   const args = [
     '-m', GGUF_PATH,
