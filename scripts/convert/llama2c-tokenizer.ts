@@ -93,7 +93,7 @@ export function hfPiece(raw: string): string {
  * vocab pieces becomes a merge, ranked by the merged piece's score (highest first). Ties:
  * lower merged id first, then lower left-part id, so the list is deterministic.
  */
-function deriveMerges(pieces: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): string[] {
+export function deriveMerges(pieces: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): string[] {
   const idOf = new Map<string, number>();
   pieces.forEach((piece, id) => {
     if (mergeable(id)) idOf.set(piece, id);

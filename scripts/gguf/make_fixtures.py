@@ -8,6 +8,9 @@ package, llama.cpp's own reader/writer and the reference for ggml's dequantizati
   Q6_K as a Q4_K_M file does, untied head, GQA, rope theta 500000;
 - tiny-llama-legacy.gguf: the same shape in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
   across its tensors, tied head, rope theta 10000;
+- tiny-llama-kquants-f32.gguf: tiny-llama-kquants.gguf with every tensor replaced by the
+  gguf package's dequantization of it, stored as F32: the same model for llama.cpp's float
+  path, where neither engine quantizes activations;
 - corrupt files are made by the tests themselves from these.
 
 The vocabulary is stories260K's llama2.c tokenizer (512 SentencePiece pieces with scores and
@@ -98,9 +101,10 @@ CHAT_TEMPLATE = (
 DIM, N_HEADS, N_KV_HEADS, HIDDEN, N_LAYERS, CONTEXT = 256, 4, 2, 256, 2, 512
 
 
-def matrix(writer, name, rows, cols, type_name, scale):
-    """A [rows, cols] nn.Linear weight (ggml dims [cols, rows]) stored as `type_name`."""
+def matrix(writer, name, rows, cols, type_name, scale, row_scale=None):
+    """A [rows, cols] nn.Linear weight (ggml dims [cols, rows]) stored as `type_name`, row r scaled by row_scale[r]."""
     qtype = T[type_name]
+    row_scale = np.ones(rows, dtype=np.float32) if row_scale is None else row_scale
     if type_name in ('Q4_K', 'Q5_K', 'Q6_K'):
         # No Python quantizer for K-quants: random blocks, centred (dmin ~ 7.5 d) and scaled
         # so an element is about `scale`.
@@ -109,6 +113,7 @@ def matrix(writer, name, rows, cols, type_name, scale):
         unit = {'Q4_K': 31 * 7.5, 'Q5_K': 31 * 15.5, 'Q6_K': 64 * 32}[type_name]
         raw = random_blocks(type_name, n_blocks, 0)
         d = np.abs(rng.standard_normal(n_blocks) * 0.3 + 1).astype(np.float32) * scale / unit
+        d *= np.repeat(row_scale, cols // block_size)
         if type_name == 'Q6_K':
             raw[:, 208:210] = d.astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
         else:
@@ -117,7 +122,7 @@ def matrix(writer, name, rows, cols, type_name, scale):
             raw[:, 2:4] = (d * centre).astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
         writer.add_tensor(name, raw.reshape(rows, -1), raw_dtype=qtype)
         return
-    values = (rng.standard_normal((rows, cols)) * scale).astype(np.float32)
+    values = (rng.standard_normal((rows, cols)) * scale * row_scale[:, None]).astype(np.float32)
     if type_name == 'F32':
         writer.add_tensor(name, values)
     elif type_name == 'F16':
@@ -163,10 +168,14 @@ def write_model(path, types, *, rope_theta, tied, file_type, name):
 
     # Large embedding and head weights: logits far apart, so greedy choices do not hinge on
     # the last bits of either engine's arithmetic.
-    matrix(writer, 'token_embd.weight', vocab, DIM, types['token_embd'], 1.0)
+    # Byte tokens get small rows: their logits stay low, so greedy text is whole UTF-8
+    # (llama-server answers 500 to a completion that is not).
+    rows = np.ones(vocab, dtype=np.float32)
+    rows[[i for i, t in enumerate(token_types) if t == 6]] = 0.05
+    matrix(writer, 'token_embd.weight', vocab, DIM, types['token_embd'], 1.0, rows)
     vector(writer, 'output_norm.weight', DIM)
     if not tied:
-        matrix(writer, 'output.weight', vocab, DIM, types['output'], 0.5)
+        matrix(writer, 'output.weight', vocab, DIM, types['output'], 1.0, rows)
     for i in range(N_LAYERS):
         t = lambda key: types[key][i] if isinstance(types[key], list) else types[key]
         vector(writer, f'blk.{i}.attn_norm.weight', DIM)
@@ -178,6 +187,35 @@ def write_model(path, types, *, rope_theta, tied, file_type, name):
         matrix(writer, f'blk.{i}.ffn_gate.weight', HIDDEN, DIM, t('ffn_gate'), 0.1)
         matrix(writer, f'blk.{i}.ffn_down.weight', DIM, HIDDEN, t('ffn_down'), 0.1)
         matrix(writer, f'blk.{i}.ffn_up.weight', HIDDEN, DIM, t('ffn_up'), 0.1)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def write_f32_twin(source, target):
+    reader = gguf.GGUFReader(source)
+    writer = gguf.GGUFWriter(target, 'llama')
+    for field in reader.fields.values():
+        if field.name.startswith('GGUF.') or field.name == 'general.architecture':
+            continue
+        kind = field.types[0]
+        if kind == gguf.GGUFValueType.ARRAY:
+            item = field.types[1]
+            if item == gguf.GGUFValueType.STRING:
+                value = [bytes(field.parts[i]).decode('utf-8') for i in field.data]
+            else:
+                value = [field.parts[i][0].item() for i in field.data]
+            writer.add_key_value(field.name, value, kind, sub_type=item)
+        elif kind == gguf.GGUFValueType.STRING:
+            writer.add_key_value(field.name, bytes(field.parts[field.data[0]]).decode('utf-8'), kind)
+        elif field.name == 'general.file_type':
+            writer.add_key_value(field.name, 0, kind)
+        else:
+            writer.add_key_value(field.name, field.parts[field.data[0]][0].item(), kind)
+    for tensor in reader.tensors:
+        values = quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        writer.add_tensor(tensor.name, values.reshape([int(n) for n in reversed(tensor.shape)]))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -198,6 +236,7 @@ def main():
         'attn_output': ['F16', 'Q5_1'], 'ffn_gate': ['BF16', 'Q4_0'], 'ffn_up': ['Q5_0', 'Q8_0'],
         'ffn_down': ['F32', 'Q4_1'],
     }, rope_theta=10000.0, tied=True, file_type=7, name='tiny-llama-legacy')
+    write_f32_twin(os.path.join(OUT, 'tiny-llama-kquants.gguf'), os.path.join(OUT, 'tiny-llama-kquants-f32.gguf'))
 
 
 if __name__ == '__main__':

@@ -64,7 +64,7 @@ const FIXED_SIZES: Partial<Record<ValueType, number>> = {
 /** Sequential reads through a window, so tens of thousands of small fields cost few reads. */
 class Cursor {
   position = 0;
-  private window = new Uint8Array(0);
+  private window: Uint8Array = new Uint8Array(0);
   private windowStart = 0;
   private readonly decoder = new TextDecoder('utf-8', { fatal: false });
 
