@@ -106,8 +106,8 @@ def matrix(writer, name, rows, cols, type_name, scale, row_scale=None):
     qtype = T[type_name]
     row_scale = np.ones(rows, dtype=np.float32) if row_scale is None else row_scale
     if type_name in ('Q4_K', 'Q5_K', 'Q6_K'):
-        # No Python quantizer for K-quants: random blocks, centred (dmin ~ 7.5 d) and scaled
-        # so an element is about `scale`.
+        # No Python quantizer for K-quants: random blocks, centred and scaled so an element
+        # is about `scale`.
         block_size, _ = gguf.GGML_QUANT_SIZES[qtype]
         n_blocks = rows * cols // block_size
         unit = {'Q4_K': 31 * 7.5, 'Q5_K': 31 * 15.5, 'Q6_K': 64 * 32}[type_name]
@@ -118,6 +118,11 @@ def matrix(writer, name, rows, cols, type_name, scale, row_scale=None):
             raw[:, 208:210] = d.astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
         else:
             centre = {'Q4_K': 7.5, 'Q5_K': 15.5}[type_name]
+            # Each sub-block's min equal to its scale (bytes 4..7 = 0..3, high nibbles of
+            # 8..11 = low ones), so with dmin = centre * d every sub-block is centred:
+            # d sc (q - centre), a well-conditioned random model.
+            raw[:, 8:12] = (raw[:, 8:12] & 0x0F) | ((raw[:, 8:12] & 0x0F) << 4)
+            raw[:, 4:8] = raw[:, 0:4]
             raw[:, 0:2] = d.astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
             raw[:, 2:4] = (d * centre).astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
         writer.add_tensor(name, raw.reshape(rows, -1), raw_dtype=qtype)
