@@ -11,6 +11,9 @@ package, llama.cpp's own reader/writer and the reference for ggml's dequantizati
 - tiny-llama-kquants-f32.gguf: tiny-llama-kquants.gguf with every tensor replaced by the
   gguf package's dequantization of it, stored as F32: the same model for llama.cpp's float
   path, where neither engine quantizes activations;
+- tiny-llama-bpe.gguf: a small F32 `llama` model with a byte-level BPE vocabulary
+  (tokenizer.ggml.model gpt2, pre-tokenizer llama-bpe, Llama 3's), trained here with the
+  `tokenizers` package on a few paragraphs, ChatML special tokens and template;
 - corrupt files are made by the tests themselves from these.
 
 The vocabulary is stories260K's llama2.c tokenizer (512 SentencePiece pieces with scores and
@@ -227,6 +230,93 @@ def write_f32_twin(source, target):
     writer.close()
 
 
+BPE_CORPUS = """Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.
+One day, she saw a big dog in the park. The dog was friendly and wagged its tail! "Hello," said Lily.
+They played together until 5 o'clock, then 6, then 1234 minutes later they'd gone home. It's late, isn't it?
+Tom and Lily went to the store to buy 3 apples, 12 eggs and 250 grams of butter.
+Numbers: 0 1 2 3 4 5 6 7 8 9 10 100 1000 2026. Symbols: a+b=c, (x), [y], {z}, #tag, @name, 50% off!
+Café, naïve, über, 日本語のテキスト, emoji 🙂 and tabs\tand\nnew lines.
+"""
+
+BPE_SPECIALS = ['<|begin_of_text|>', '<|end_of_text|>', '<|im_start|>', '<|im_end|>']
+
+CHATML_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def write_bpe_model(path):
+    import json
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=BPE_SPECIALS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator([BPE_CORPUS] * 3, trainer)
+    model = json.loads(tokenizer.to_str())['model']
+    vocab = sorted(model['vocab'].items(), key=lambda item: item[1])
+    pieces = [piece for piece, _ in vocab]
+    merges = [m if isinstance(m, str) else ' '.join(m) for m in model['merges']]
+    dim, heads, kv_heads, hidden, layers = 64, 4, 2, 128, 2
+    writer = gguf.GGUFWriter(path, 'llama')
+    writer.add_name('tiny-llama-bpe')
+    writer.add_file_type(0)
+    writer.add_vocab_size(len(pieces))
+    writer.add_context_length(CONTEXT)
+    writer.add_embedding_length(dim)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(hidden)
+    writer.add_rope_dimension_count(dim // heads)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(500000.0)
+    writer.add_tokenizer_model('gpt2')
+    writer.add_tokenizer_pre('llama-bpe')
+    writer.add_token_list(pieces)
+    writer.add_token_types([3 if p in BPE_SPECIALS else 1 for p in pieces])
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(pieces.index('<|begin_of_text|>'))
+    writer.add_eos_token_id(pieces.index('<|end_of_text|>'))
+    writer.add_eot_token_id(pieces.index('<|im_end|>'))
+    writer.add_add_bos_token(True)
+    writer.add_chat_template(CHATML_TEMPLATE)
+    kv_dim = dim // heads * kv_heads
+    # Special tokens and pieces that are not whole printable UTF-8 get small rows, as byte
+    # tokens in the llama files: greedy text stays text (llama-server refuses other output).
+    alphabet = [c for c in range(ord('!'), ord('~') + 1)] + [c for c in range(0xA1, 0xAD)] + [c for c in range(0xAE, 0x100)]
+    codes = alphabet + [256 + n for n in range(256 - len(alphabet))]
+    byte_of = {chr(code): byte for code, byte in zip(codes, alphabet + [b for b in range(256) if b not in alphabet])}
+
+    def printable(piece):
+        try:
+            text = bytes(byte_of[c] for c in piece).decode('utf-8')
+        except (KeyError, UnicodeDecodeError):
+            return False
+        return all(c == '\n' or c >= ' ' for c in text)
+
+    rows = np.array([1.0 if p not in BPE_SPECIALS and printable(p) else 0.05 for p in pieces], dtype=np.float32)
+    matrix(writer, 'token_embd.weight', len(pieces), dim, 'F32', 1.0, rows)
+    vector(writer, 'output_norm.weight', dim)
+    matrix(writer, 'output.weight', len(pieces), dim, 'F32', 1.0, rows)
+    for i in range(layers):
+        vector(writer, f'blk.{i}.attn_norm.weight', dim)
+        matrix(writer, f'blk.{i}.attn_q.weight', dim, dim, 'F32', 0.3)
+        matrix(writer, f'blk.{i}.attn_k.weight', kv_dim, dim, 'F32', 0.3)
+        matrix(writer, f'blk.{i}.attn_v.weight', kv_dim, dim, 'F32', 0.2)
+        matrix(writer, f'blk.{i}.attn_output.weight', dim, dim, 'F32', 0.2)
+        vector(writer, f'blk.{i}.ffn_norm.weight', dim)
+        matrix(writer, f'blk.{i}.ffn_gate.weight', hidden, dim, 'F32', 0.2)
+        matrix(writer, f'blk.{i}.ffn_down.weight', dim, hidden, 'F32', 0.2)
+        matrix(writer, f'blk.{i}.ffn_up.weight', hidden, dim, 'F32', 0.2)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main():
     write_block_fixtures()
     # As llama.cpp's Q4_K_M recipe: Q6_K for the head and half the attn_v / ffn_down, Q4_K elsewhere.
@@ -242,6 +332,7 @@ def main():
         'ffn_down': ['F32', 'Q4_1'],
     }, rope_theta=10000.0, tied=True, file_type=7, name='tiny-llama-legacy')
     write_f32_twin(os.path.join(OUT, 'tiny-llama-kquants.gguf'), os.path.join(OUT, 'tiny-llama-kquants-f32.gguf'))
+    write_bpe_model(os.path.join(OUT, 'tiny-llama-bpe.gguf'))
 
 
 if __name__ == '__main__':
