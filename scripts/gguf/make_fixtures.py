@@ -14,6 +14,8 @@ package, llama.cpp's own reader/writer and the reference for ggml's dequantizati
 - tiny-llama-bpe.gguf: a small F32 `llama` model with a byte-level BPE vocabulary
   (tokenizer.ggml.model gpt2, pre-tokenizer llama-bpe, Llama 3's), trained here with the
   `tokenizers` package on a few paragraphs, ChatML special tokens and template;
+- tiny-qwen2.gguf: the same with architecture `qwen2` (q/k/v biases, NEOX rope, rope theta
+  1e6) and the qwen2 pre-tokenizer;
 - corrupt files are made by the tests themselves from these.
 
 The vocabulary is stories260K's llama2.c tokenizer (512 SentencePiece pieces with scores and
@@ -247,7 +249,7 @@ CHATML_TEMPLATE = (
 )
 
 
-def write_bpe_model(path):
+def write_bpe_model(path, arch='llama', pre='llama-bpe'):
     import json
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
     tokenizer = Tokenizer(models.BPE())
@@ -260,8 +262,8 @@ def write_bpe_model(path):
     pieces = [piece for piece, _ in vocab]
     merges = [m if isinstance(m, str) else ' '.join(m) for m in model['merges']]
     dim, heads, kv_heads, hidden, layers = 64, 4, 2, 128, 2
-    writer = gguf.GGUFWriter(path, 'llama')
-    writer.add_name('tiny-llama-bpe')
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(os.path.basename(path)[:-5])
     writer.add_file_type(0)
     writer.add_vocab_size(len(pieces))
     writer.add_context_length(CONTEXT)
@@ -272,9 +274,9 @@ def write_bpe_model(path):
     writer.add_head_count(heads)
     writer.add_head_count_kv(kv_heads)
     writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_freq_base(500000.0)
+    writer.add_rope_freq_base(500000.0 if arch == 'llama' else 1000000.0)
     writer.add_tokenizer_model('gpt2')
-    writer.add_tokenizer_pre('llama-bpe')
+    writer.add_tokenizer_pre(pre)
     writer.add_token_list(pieces)
     writer.add_token_types([3 if p in BPE_SPECIALS else 1 for p in pieces])
     writer.add_token_merges(merges)
@@ -306,6 +308,9 @@ def write_bpe_model(path):
         matrix(writer, f'blk.{i}.attn_q.weight', dim, dim, 'F32', 0.3)
         matrix(writer, f'blk.{i}.attn_k.weight', kv_dim, dim, 'F32', 0.3)
         matrix(writer, f'blk.{i}.attn_v.weight', kv_dim, dim, 'F32', 0.2)
+        if arch == 'qwen2':
+            for part, size in (('q', dim), ('k', kv_dim), ('v', kv_dim)):
+                writer.add_tensor(f'blk.{i}.attn_{part}.bias', (0.5 * rng.standard_normal(size)).astype(np.float32))
         matrix(writer, f'blk.{i}.attn_output.weight', dim, dim, 'F32', 0.2)
         vector(writer, f'blk.{i}.ffn_norm.weight', dim)
         matrix(writer, f'blk.{i}.ffn_gate.weight', hidden, dim, 'F32', 0.2)
@@ -333,6 +338,7 @@ def main():
     }, rope_theta=10000.0, tied=True, file_type=7, name='tiny-llama-legacy')
     write_f32_twin(os.path.join(OUT, 'tiny-llama-kquants.gguf'), os.path.join(OUT, 'tiny-llama-kquants-f32.gguf'))
     write_bpe_model(os.path.join(OUT, 'tiny-llama-bpe.gguf'))
+    write_bpe_model(os.path.join(OUT, 'tiny-qwen2.gguf'), arch='qwen2', pre='qwen2')
 
 
 if __name__ == '__main__':

@@ -34,8 +34,8 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     if (tokens > shape.vocabSize) throw new Error(`the tokenizer has ${tokens} tokens, the embedding only ${shape.vocabSize} rows`);
   }
   const config = {
-    architectures: ['LlamaForCausalLM'],
-    model_type: 'llama',
+    architectures: [shape.architecture === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    model_type: shape.architecture,
     hidden_size: shape.dim,
     intermediate_size: shape.hiddenDim,
     num_hidden_layers: shape.nLayers,
@@ -71,7 +71,7 @@ export function encodeGgufGraph(graph: OnnxGraph, ops: GraphOps, model: GgufMode
     opsetVersion: ONNX_OPSET,
     producerName: 'edge-llm gguf',
     producerVersion: String(GGUF_CONVERSION_VERSION),
-    docString: `Llama decoder built from the GGUF "${model.shape.name ?? 'unnamed'}", weights dequantized to float32 as ggml does.`,
+    docString: `${model.shape.architecture} decoder built from the GGUF "${model.shape.name ?? 'unnamed'}", weights dequantized to float32 as ggml does.`,
     graph,
   });
 }

@@ -10,14 +10,31 @@
  * map one to one. Every weight is dequantized to float32 with ggml's own arithmetic
  * (ggml-types.ts): the graph computes with exactly the weights llama.cpp dequantizes.
  *
+ * `qwen2` is the same decoder with q/k/v projection biases, its q/k rows in the HF
+ * rotate-half order (llama.cpp's NEOX rope: its converter does not permute them), put back
+ * into the adjacent-pairs order here.
+ *
  * Anything the graph cannot express exactly is refused by name: other architectures,
  * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
  */
 import type { Llama2cCheckpoint, Llama2cLayer } from '../../scripts/convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
+import { hfRowSource } from '../../scripts/convert/rope.js';
 
-export const SUPPORTED_ARCHITECTURES = ['llama'] as const;
+/** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
+function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
+  const out = new Float32Array(w.length);
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < headDim; j++) {
+      const from = (h * headDim + j) * cols;
+      out.set(w.subarray(from, from + cols), (h * headDim + hfRowSource(j, headDim)) * cols);
+    }
+  }
+  return out;
+}
+
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2'] as const;
 
 /** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
 export const MAX_GGUF_CONTEXT = 32768;
@@ -47,6 +64,9 @@ export interface GgufLlamaShape {
   /** rope_freqs.weight (Llama 3.1 scaling) divides each pair's frequency; linear scaling divides positions. */
   ropeScaling: { kind: 'none' } | { kind: 'linear'; factor: number } | { kind: 'llama3-freqs' };
   tiedEmbeddings: boolean;
+  /** qwen2: q/k/v biases, q/k rows in rotate-half order. */
+  qkvBias: boolean;
+  ropeOrder: 'adjacent-pairs' | 'rotate-half';
   /** Tensor counts by ggml type name, for the startup report. */
   tensorTypes: Map<string, number>;
 }
@@ -122,6 +142,11 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
       ffn_norm: [dim], ffn_gate: [dim, hiddenDim], ffn_down: [hiddenDim, dim], ffn_up: [dim, hiddenDim],
     };
     for (const part of LAYER_TENSORS) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
+    if (architecture === 'qwen2') {
+      expected.set(`blk.${i}.attn_q.bias`, [dim]);
+      expected.set(`blk.${i}.attn_k.bias`, [kvDim]);
+      expected.set(`blk.${i}.attn_v.bias`, [kvDim]);
+    }
   }
 
   let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
@@ -161,6 +186,8 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     ropeTheta: metaNumber(file, `${a}.rope.freq_base`, 10000),
     ropeScaling,
     tiedEmbeddings: !output,
+    qkvBias: architecture === 'qwen2',
+    ropeOrder: architecture === 'qwen2' ? 'rotate-half' : 'adjacent-pairs',
     tensorTypes,
   };
 }
@@ -201,12 +228,24 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape)
   const read = (name: string) => floats(file, byName.get(name)!);
   const tokenEmbedding = await read('token_embd.weight');
   const layers: Llama2cLayer[] = [];
+  const { nHeads, nKvHeads, headDim, dim } = shape;
+  const pairs = (w: Float32Array, heads: number, cols: number) =>
+    shape.ropeOrder === 'rotate-half' ? rotateHalfToAdjacentPairs(w, heads, headDim, cols) : w;
   for (let i = 0; i < shape.nLayers; i++) {
     const p = `blk.${i}.`;
     layers.push({
+      ...(shape.qkvBias
+        ? {
+            attentionBias: {
+              q: pairs(await read(`${p}attn_q.bias`), nHeads, 1),
+              k: pairs(await read(`${p}attn_k.bias`), nKvHeads, 1),
+              v: await read(`${p}attn_v.bias`),
+            },
+          }
+        : {}),
       rmsAtt: await read(`${p}attn_norm.weight`),
-      wq: await read(`${p}attn_q.weight`),
-      wk: await read(`${p}attn_k.weight`),
+      wq: pairs(await read(`${p}attn_q.weight`), nHeads, dim),
+      wk: pairs(await read(`${p}attn_k.weight`), nKvHeads, dim),
       wv: await read(`${p}attn_v.weight`),
       wo: await read(`${p}attn_output.weight`),
       rmsFfn: await read(`${p}ffn_norm.weight`),

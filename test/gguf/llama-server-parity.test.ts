@@ -14,6 +14,7 @@
  * - tiny-llama-bpe.gguf: a byte-level BPE vocabulary (gpt2 model, llama-bpe pre-tokenizer,
  *   ChatML template), F32 weights: tokens equal; greedy text as above (llama.cpp's float
  *   kernels round differently from onnxruntime's: a near tie there may go either way).
+ * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, qwen2 pre-tokenizer), F32.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -141,6 +142,7 @@ beforeAll(async () => {
     startPair('tiny-llama-kquants.gguf'),
     startPair('tiny-llama-legacy.gguf'),
     startPair('tiny-llama-bpe.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
+    startPair('tiny-qwen2.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
   ]);
   for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
   const failed = started.find((result) => result.status === 'rejected');
@@ -156,6 +158,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
   it.each([
     ['tiny-llama-kquants.gguf', 'SentencePiece scores, byte fallback', TOKENIZE_TEXTS],
     ['tiny-llama-bpe.gguf', 'byte-level BPE merges, llama-bpe pre-tokenizer', BPE_TOKENIZE_TEXTS],
+    ['tiny-qwen2.gguf', 'byte-level BPE merges, qwen2 pre-tokenizer', BPE_TOKENIZE_TEXTS],
   ])('%s: tokenizes as llama.cpp does (%s, special tokens, BOS)', async (file, _kind, texts) => {
     const { ours, llama, model } = pairs[file];
     for (const text of texts) {
@@ -190,7 +193,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
     expect(mine).toEqual(reference);
   });
 
-  for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf']) {
+  for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf']) {
     it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, async () => {
       const { ours, llama, model } = pairs[file];
       let matched = 0;
