@@ -15,14 +15,12 @@
  * when it parses special tokens (its server does for prompts); user-defined tokens are
  * added tokens too. add_bos / add_eos come from the file (llama.cpp's defaults when absent).
  */
-import { deriveMerges } from '../../scripts/convert/llama2c-tokenizer.js';
+import { deriveMerges, sentencepieceTokenizerJson } from '../../scripts/convert/llama2c-tokenizer.js';
 import type { GgufFile, GgufMetadataValue } from './gguf-file.js';
 import { GgufModelError } from './llama-checkpoint.js';
 
 /** llama_token_type. */
 const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
-
-const SENTENCEPIECE_SPACE = '\u2581';
 
 /**
  * llama.cpp's pre-tokenizer regexes (llama-vocab.cpp) by `tokenizer.ggml.pre`, each as one
@@ -128,43 +126,14 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
     const scores = numbers(file.metadata.get('tokenizer.ggml.scores'));
     if (!scores || scores.length !== tokens.length) throw new GgufModelError('tokenizer.ggml.scores is missing or not one per token');
     const mergeable = (id: number) => types[id] === TokenType.NORMAL || types[id] === TokenType.USER_DEFINED;
-    const unkToken = unk !== undefined ? tokens[unk] : null;
-    tokenizerJson = {
-      version: '1.0',
-      truncation: null,
-      padding: null,
-      added_tokens: addedTokens,
-      normalizer: {
-        type: 'Sequence',
-        normalizers: [
-          ...(addSpacePrefix ? [{ type: 'Prepend', prepend: SENTENCEPIECE_SPACE }] : []),
-          { type: 'Replace', pattern: { String: ' ' }, content: SENTENCEPIECE_SPACE },
-        ],
-      },
-      pre_tokenizer: null,
-      post_processor: postProcessor(),
-      decoder: {
-        type: 'Sequence',
-        decoders: [
-          { type: 'Replace', pattern: { String: SENTENCEPIECE_SPACE }, content: ' ' },
-          { type: 'ByteFallback' },
-          { type: 'Fuse' },
-          ...(addSpacePrefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : []),
-        ],
-      },
-      model: {
-        type: 'BPE',
-        dropout: null,
-        unk_token: unkToken,
-        continuing_subword_prefix: null,
-        end_of_word_suffix: null,
-        fuse_unk: true,
-        byte_fallback: true,
-        ignore_merges: false,
-        vocab,
-        merges: deriveMerges(tokens, scores, mergeable),
-      },
-    };
+    tokenizerJson = sentencepieceTokenizerJson({
+      addedTokens,
+      postProcessor: postProcessor(),
+      unkToken: unk !== undefined ? tokens[unk] : null,
+      vocab,
+      merges: deriveMerges(tokens, scores, mergeable),
+      addSpacePrefix,
+    });
   } else {
     const merges = strings(file.metadata.get('tokenizer.ggml.merges'), 'tokenizer.ggml.merges');
     const pre = String(file.metadata.get('tokenizer.ggml.pre') ?? 'gpt2');
