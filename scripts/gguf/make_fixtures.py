@@ -15,7 +15,8 @@ package, llama.cpp's own reader/writer and the reference for ggml's dequantizati
   (tokenizer.ggml.model gpt2, pre-tokenizer llama-bpe, Llama 3's), trained here with the
   `tokenizers` package on a few paragraphs, ChatML special tokens and template;
 - tiny-qwen2.gguf: the same with architecture `qwen2` (q/k/v biases, NEOX rope, rope theta
-  1e6) and the qwen2 pre-tokenizer;
+  1e6, linear rope scaling 4) and the qwen2 pre-tokenizer;
+- tiny-llama3-rope-freqs.gguf: tiny-llama-bpe's shape with Llama 3.1's rope_freqs.weight;
 - corrupt files are made by the tests themselves from these.
 
 The vocabulary is stories260K's llama2.c tokenizer (512 SentencePiece pieces with scores and
@@ -249,7 +250,7 @@ CHATML_TEMPLATE = (
 )
 
 
-def write_bpe_model(path, arch='llama', pre='llama-bpe'):
+def write_bpe_model(path, arch='llama', pre='llama-bpe', rope_freqs=False, linear_rope=None):
     import json
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
     tokenizer = Tokenizer(models.BPE())
@@ -275,6 +276,9 @@ def write_bpe_model(path, arch='llama', pre='llama-bpe'):
     writer.add_head_count_kv(kv_heads)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(500000.0 if arch == 'llama' else 1000000.0)
+    if linear_rope is not None:
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(linear_rope)
     writer.add_tokenizer_model('gpt2')
     writer.add_tokenizer_pre(pre)
     writer.add_token_list(pieces)
@@ -303,6 +307,9 @@ def write_bpe_model(path, arch='llama', pre='llama-bpe'):
     matrix(writer, 'token_embd.weight', len(pieces), dim, 'F32', 1.0, rows)
     vector(writer, 'output_norm.weight', dim)
     matrix(writer, 'output.weight', len(pieces), dim, 'F32', 1.0, rows)
+    if rope_freqs:
+        # Llama 3.1's scaling as llama.cpp stores it: one divisor per rotary pair.
+        writer.add_tensor('rope_freqs.weight', np.linspace(1, 8, dim // heads // 2).astype(np.float32))
     for i in range(layers):
         vector(writer, f'blk.{i}.attn_norm.weight', dim)
         matrix(writer, f'blk.{i}.attn_q.weight', dim, dim, 'F32', 0.3)
@@ -338,7 +345,8 @@ def main():
     }, rope_theta=10000.0, tied=True, file_type=7, name='tiny-llama-legacy')
     write_f32_twin(os.path.join(OUT, 'tiny-llama-kquants.gguf'), os.path.join(OUT, 'tiny-llama-kquants-f32.gguf'))
     write_bpe_model(os.path.join(OUT, 'tiny-llama-bpe.gguf'))
-    write_bpe_model(os.path.join(OUT, 'tiny-qwen2.gguf'), arch='qwen2', pre='qwen2')
+    write_bpe_model(os.path.join(OUT, 'tiny-qwen2.gguf'), arch='qwen2', pre='qwen2', linear_rope=4.0)
+    write_bpe_model(os.path.join(OUT, 'tiny-llama3-rope-freqs.gguf'), rope_freqs=True)
 
 
 if __name__ == '__main__':

@@ -14,7 +14,8 @@
  * - tiny-llama-bpe.gguf: a byte-level BPE vocabulary (gpt2 model, llama-bpe pre-tokenizer,
  *   ChatML template), F32 weights: tokens equal; greedy text as above (llama.cpp's float
  *   kernels round differently from onnxruntime's: a near tie there may go either way).
- * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, qwen2 pre-tokenizer), F32.
+ * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, linear rope scaling, qwen2
+ *   pre-tokenizer), F32; tiny-llama3-rope-freqs.gguf: Llama 3.1's rope_freqs divisors, F32.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -143,6 +144,7 @@ beforeAll(async () => {
     startPair('tiny-llama-legacy.gguf'),
     startPair('tiny-llama-bpe.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
     startPair('tiny-qwen2.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
+    startPair('tiny-llama3-rope-freqs.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
   ]);
   for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
   const failed = started.find((result) => result.status === 'rejected');
@@ -173,6 +175,8 @@ describe('a GGUF served beside llama-server on the same file', () => {
     expect(output).toMatch(/GGUF: architecture llama \("tiny-llama-kquants"\), 2 layers, 4 heads \/ 2 key-value heads, rope theta 500000, untied output head/);
     expect(output).toMatch(/GGUF tensors: .*Q4_K ×12.*Q6_K ×3.*Q5_K ×1.*dequantized at load exactly as ggml/);
     expect(output).toMatch(/GGUF tokenizer: llama \(SentencePiece, byte fallback\), 512 tokens/);
+    expect(pairs['tiny-qwen2.gguf'].ours.output()).toMatch(/GGUF: architecture qwen2 .*rope scaling linear/);
+    expect(pairs['tiny-llama3-rope-freqs.gguf'].ours.output()).toMatch(/GGUF: architecture llama .*rope scaling llama3-freqs/);
   });
 
   it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', async () => {
@@ -193,7 +197,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
     expect(mine).toEqual(reference);
   });
 
-  for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf']) {
+  for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
     it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, async () => {
       const { ours, llama, model } = pairs[file];
       let matched = 0;
