@@ -6,18 +6,45 @@
  * (onnx/model.onnx, model_fp16.onnx, model_q4.onnx); fp32 by default.
  * The graphs take num_logits_to_keep (logits for the last N positions only, 0: all), as
  * transformers.js' exports of some models do; --all-logits leaves it out (Optimum's inputs only).
+ *
+ *        npm run convert -- --from-gguf [--ops=...] <model.gguf> <outdir>
+ * writes the model folder the server builds for a GGUF (src/gguf/): onnx/model.onnx in the
+ * chosen flavour and its in-place KV twin onnx/model.inplace.onnx, weights dequantized to
+ * float32 as ggml does, in external data files beside each graph.
  */
 import { readFile } from 'node:fs/promises';
 import { convertLlama2cModel, writeConvertedFiles } from './convert/convert-llama2c-model.js';
 import { parseConvertFlags } from './convert/convert-flags.js';
 import { GRAPH_OPS } from './convert/llama-onnx-graph.js';
 import { WEIGHT_DTYPES } from './convert/weight-dtype.js';
+import { openGgufModelAt, writeGgufModelFolder } from '../src/gguf/node-gguf.js';
 
 const USAGE =
-  `usage: npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0..4] [--q4-embedding=blocks|float] [--all-logits] ` +
+  `usage: npm run convert -- --from-gguf [--ops=...] <model.gguf> <outdir>\n` +
+  `       npm run convert -- [--ops=${GRAPH_OPS.join('|')}] [--dtype=${WEIGHT_DTYPES.join(',')}] [--q4-accuracy=0..4] [--q4-embedding=blocks|float] [--all-logits] ` +
   '<checkpoint.bin> <tokenizer.bin> <outdir>';
 
+async function fromGguf(args: string[]): Promise<void> {
+  const flags = args.filter((a) => a.startsWith('--') && a !== '--from-gguf');
+  const positional = args.filter((a) => !a.startsWith('--'));
+  const options = parseConvertFlags(flags);
+  if (typeof options === 'string' || positional.length !== 2 || flags.some((flag) => !flag.startsWith('--ops='))) {
+    console.error(`${typeof options === 'string' ? `${options}\n` : ''}usage: npm run convert -- --from-gguf [--ops=${GRAPH_OPS.join('|')}] <model.gguf> <outdir>`);
+    process.exitCode = 2;
+    return;
+  }
+  const [ggufPath, outDir] = positional;
+  const model = await openGgufModelAt(ggufPath);
+  const ops = options.ops ?? 'fused';
+  await writeGgufModelFolder(ggufPath, model, outDir, [
+    { file: 'onnx/model.onnx', ops },
+    ...(ops === 'inplace' ? [] : [{ file: 'onnx/model.inplace.onnx', ops: 'inplace' as const }]),
+  ]);
+  console.log(`${outDir}: ${model.shape.architecture}, ${[...model.shape.tensorTypes.keys()].join('/')} dequantized to float32, graphs onnx/model.onnx (${ops})${ops === 'inplace' ? '' : ' and onnx/model.inplace.onnx'}`);
+}
+
 async function main(args: string[]): Promise<void> {
+  if (args.includes('--from-gguf')) return fromGguf(args);
   const options = parseConvertFlags(args.filter((a) => a.startsWith('--')));
   const positional = args.filter((a) => !a.startsWith('--'));
   if (typeof options === 'string') {

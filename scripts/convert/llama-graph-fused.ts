@@ -58,7 +58,16 @@ export function fusedAttentionParts(g: GraphBuilder, ckpt: Llama2cCheckpoint, in
     const k = permuteRowsForHfRope(layer.wk, nKvHeads, headDim, dim);
     const qkvWeight = concatColumns([transpose(q, dim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)], dim);
     const qkvW = g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, dim + 2 * kvDim], qkvWeight);
-    const qkv = g.op('MatMul', [xNorm, qkvW], scope, undefined, 'qkv_proj/MatMul');
+    const projected = g.op('MatMul', [xNorm, qkvW], scope, undefined, 'qkv_proj/MatMul');
+    // Biases get the rows' own re-layout: q's permuted and pre-scaled, k's permuted.
+    const bias = layer.attentionBias;
+    const qkv = bias
+      ? g.op('Add', [projected, g.floats(`${prefix}.self_attn.qkv_proj.bias`, [dim + 2 * kvDim], Float32Array.from([
+          ...permuteRowsForHfRope(bias.q, nHeads, headDim, 1).map((x) => x * scale),
+          ...permuteRowsForHfRope(bias.k, nKvHeads, headDim, 1),
+          ...bias.v,
+        ]))], scope, undefined, 'qkv_proj/Add')
+      : projected;
     const qkvHeads = g.op('Reshape', [qkv, qkvShape], scope);
     const headsFirst = g.op('Transpose', [qkvHeads], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
     const [qk, v] = g.node('Split', [headsFirst, qkvSplit], {

@@ -46,6 +46,9 @@ export const EXTRA_OPSETS: Record<GraphOps, Record<string, number>> = {
 
 export function buildLlamaGraph(ckpt: Llama2cCheckpoint, options: LlamaGraphOptions): OnnxGraph {
   const build = { fused: buildFusedLlamaGraph, gqa: buildGqaLlamaGraph, portable: buildPortableLlamaGraph, inplace: buildInplaceLlamaGraph }[options.ops];
+  if (ckpt.layers.some((layer) => layer.attentionBias) && options.ops !== 'fused' && options.ops !== 'inplace') {
+    throw new Error(`q/k/v projection biases are built in the fused and inplace flavours only, not ${options.ops}`);
+  }
   const graph = build(ckpt, options.rmsNormEps);
   return options.logitsToKeep === false ? graph : withLogitsToKeep(graph);
 }

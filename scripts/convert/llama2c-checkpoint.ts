@@ -26,6 +26,8 @@ export interface Llama2cLayer {
   w1: Float32Array; // [hidden, dim]
   w2: Float32Array; // [dim, hidden]
   w3: Float32Array; // [hidden, dim]
+  /** q/k/v projection biases (Qwen2 layouts; llama2.c has none), q and k in the rows' order of wq / wk. */
+  attentionBias?: { q: Float32Array; k: Float32Array; v: Float32Array };
 }
 
 export interface Llama2cCheckpoint {

@@ -93,7 +93,7 @@ export function hfPiece(raw: string): string {
  * vocab pieces becomes a merge, ranked by the merged piece's score (highest first). Ties:
  * lower merged id first, then lower left-part id, so the list is deterministic.
  */
-function deriveMerges(pieces: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): string[] {
+export function deriveMerges(pieces: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): string[] {
   const idOf = new Map<string, number>();
   pieces.forEach((piece, id) => {
     if (mergeable(id)) idOf.set(piece, id);
@@ -121,6 +121,58 @@ function addedToken(id: number, content: string) {
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
 }
 
+/**
+ * tokenizer.json of a SentencePiece vocabulary as BPE with byte fallback: the dummy prefix
+ * (unless `addSpacePrefix` is false) and "▁" for spaces, exactly as HF's Llama 2 (legacy)
+ * conversion. Shared with the GGUF tokenizer bridge (src/gguf/gguf-tokenizer.ts).
+ */
+export function sentencepieceTokenizerJson(parts: {
+  addedTokens: readonly object[];
+  postProcessor: object;
+  unkToken: string | null;
+  vocab: Record<string, number>;
+  merges: string[];
+  addSpacePrefix?: boolean;
+}): Record<string, unknown> {
+  const prefix = parts.addSpacePrefix ?? true;
+  return {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: parts.addedTokens,
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [
+        ...(prefix ? [{ type: 'Prepend', prepend: SENTENCEPIECE_SPACE }] : []),
+        { type: 'Replace', pattern: { String: ' ' }, content: SENTENCEPIECE_SPACE },
+      ],
+    },
+    pre_tokenizer: null,
+    post_processor: parts.postProcessor,
+    decoder: {
+      type: 'Sequence',
+      decoders: [
+        { type: 'Replace', pattern: { String: SENTENCEPIECE_SPACE }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+        ...(prefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : []),
+      ],
+    },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: parts.unkToken,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: true,
+      byte_fallback: true,
+      ignore_merges: false,
+      vocab: parts.vocab,
+      merges: parts.merges,
+    },
+  };
+}
+
 export function convertLlama2cTokenizer(tokBin: Uint8Array): { tokenizerJson: object; tokenizerConfig: object } {
   const { entries } = parseLlama2cTokenizer(tokBin);
   const pieces = entries.map((entry) => hfPiece(entry.raw));
@@ -146,21 +198,9 @@ export function convertLlama2cTokenizer(tokBin: Uint8Array): { tokenizerJson: ob
 
   const addedTokens = [addedToken(0, UNK), addedToken(1, BOS), addedToken(2, EOS)];
 
-  const tokenizerJson = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: addedTokens,
-    // The dummy prefix and "▁" for spaces, exactly as HF's Llama 2 (legacy) conversion.
-    normalizer: {
-      type: 'Sequence',
-      normalizers: [
-        { type: 'Prepend', prepend: SENTENCEPIECE_SPACE },
-        { type: 'Replace', pattern: { String: ' ' }, content: SENTENCEPIECE_SPACE },
-      ],
-    },
-    pre_tokenizer: null,
-    post_processor: {
+  const tokenizerJson = sentencepieceTokenizerJson({
+    addedTokens,
+    postProcessor: {
       type: 'TemplateProcessing',
       single: [{ SpecialToken: { id: BOS, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
       pair: [
@@ -171,28 +211,10 @@ export function convertLlama2cTokenizer(tokBin: Uint8Array): { tokenizerJson: ob
       ],
       special_tokens: { [BOS]: { id: BOS, ids: [1], tokens: [BOS] } },
     },
-    decoder: {
-      type: 'Sequence',
-      decoders: [
-        { type: 'Replace', pattern: { String: SENTENCEPIECE_SPACE }, content: ' ' },
-        { type: 'ByteFallback' },
-        { type: 'Fuse' },
-        { type: 'Strip', content: ' ', start: 1, stop: 0 },
-      ],
-    },
-    model: {
-      type: 'BPE',
-      dropout: null,
-      unk_token: UNK,
-      continuing_subword_prefix: null,
-      end_of_word_suffix: null,
-      fuse_unk: true,
-      byte_fallback: true,
-      ignore_merges: false,
-      vocab,
-      merges,
-    },
-  };
+    unkToken: UNK,
+    vocab,
+    merges,
+  });
 
   const tokenizerConfig = {
     add_bos_token: true,

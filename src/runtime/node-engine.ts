@@ -7,6 +7,7 @@ import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
+import { ggufModelFolder, isGgufPath } from '../gguf/node-gguf.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
 import { DEFAULT_PIPELINE, type PipelineSettings } from '../engine/model-thread/lanes.js';
 import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCountSetting } from '../engine/model-thread/thread-plan.js';
@@ -53,7 +54,10 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   if (backend === 'wasm' && options.modelThread === 'worker') {
     throw new Error('modelThread "worker" needs the native backend (onnxruntime-node); the wasm backend runs on the main thread.');
   }
-  const modelDir = resolve(options.modelDir);
+  // A .gguf (MODEL_DIR naming the file, or MODEL_FILE inside MODEL_DIR) becomes a model folder first (gguf/node-gguf.ts).
+  const ggufPath = isGgufPath(options.modelDir) ? options.modelDir : isGgufPath(options.modelFile) ? resolve(options.modelDir, options.modelFile) : undefined;
+  const gguf = ggufPath === undefined ? undefined : await ggufModelFolder(ggufPath);
+  const modelDir = gguf?.dir ?? resolve(options.modelDir);
   // onnxruntime-node opens the graph by path, so its external data resolves beside it;
   // onnxruntime-web has no file system and takes the data files' bytes.
   // The same holds for an inline graph's weights: JS keeps only the graph's structure
@@ -61,7 +65,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   // LoRA rebuilds the graph from its bytes.
   const fileSettings = {
     dtype: options.dtype,
-    modelFile: options.modelFile,
+    modelFile: gguf ? undefined : options.modelFile,
     readExternalData: backend === 'wasm',
     graphStructureOnly: backend === 'native' && options.lora === undefined,
   };
@@ -74,7 +78,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   const create = (modelThread: typeof plan.modelThread, reasons: string[]) => LocalEngine.create({
     ort,
     files,
-    servedModelName: options.servedModelName ?? basename(modelDir),
+    servedModelName: options.servedModelName ?? basename(ggufPath ?? modelDir),
     loadFromPath: backend === 'native',
     sessionOptions:
       backend === 'native'
@@ -93,5 +97,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     pipeline: options.pipeline ?? DEFAULT_PIPELINE,
     threads: reasons.join('; '),
   });
-  return create(plan.modelThread, plan.reasons);
+  const engine = await create(plan.modelThread, plan.reasons);
+  if (gguf) engine.loadReport.notes.unshift(...gguf.notes);
+  return engine;
 }

@@ -52,23 +52,34 @@ async function buildLlamaServer(binary: string): Promise<string | undefined> {
   );
 }
 
-export async function startLlamaServer(): Promise<LlamaServer> {
+export interface LlamaServerOptions {
+  /** A GGUF file; the stories260K weights by default. */
+  model?: string;
+  alias?: string;
+  /** Arguments in place of the context override, slots and metrics the gateway tests use. */
+  args?: string[];
+}
+
+export async function startLlamaServer(options: LlamaServerOptions = {}): Promise<LlamaServer> {
   const binary = llamaServerBinary();
+  const model = options.model ?? GGUF_PATH;
   if (!existsSync(binary)) {
     const buildError = await buildLlamaServer(binary);
     if (buildError) return { error: buildError };
   }
-  if (!existsSync(GGUF_PATH)) return { error: `The GGUF weights are missing at ${GGUF_PATH}.` };
+  if (!existsSync(model)) return { error: `The GGUF weights are missing at ${model}.` };
   const args = [
-    '-m', GGUF_PATH,
-    '--override-kv', `llama.context_length=int:${LLAMA_SLOT_CONTEXT}`,
-    '-c', String(LLAMA_SLOT_CONTEXT * LLAMA_PARALLEL),
-    '--parallel', String(LLAMA_PARALLEL),
+    '-m', model,
+    ...(options.args ?? [
+      '--override-kv', `llama.context_length=int:${LLAMA_SLOT_CONTEXT}`,
+      '-c', String(LLAMA_SLOT_CONTEXT * LLAMA_PARALLEL),
+      '--parallel', String(LLAMA_PARALLEL),
+      '--metrics',
+    ]),
     '--threads', '1',
     '--host', '127.0.0.1',
     '--port', '0',
-    '--alias', 'stories260k',
-    '--metrics',
+    '--alias', options.alias ?? 'stories260k',
   ];
   const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

@@ -1,0 +1,279 @@
+/**
+ * A GGUF of architecture `llama` (Llama 2/3, TinyLlama, SmolLM, Mistral-style dense
+ * models) as the converter's checkpoint (scripts/convert/llama2c-checkpoint.ts): the same
+ * decoder the project's ONNX graphs are built from, so a GGUF gets this project's own graph
+ * (in-place KV, num_logits_to_keep, fused projections).
+ *
+ * Layout facts: llama.cpp's converter stores q/k rows in the adjacent-pairs RoPE order
+ * llama2.c uses (it undoes HF's rotate-half permutation), and a matrix with ggml dims
+ * [in, out] is row-major nn.Linear [out, in]: both exactly llama2.c's layout, so tensors
+ * map one to one. Every weight is dequantized to float32 with ggml's own arithmetic
+ * (ggml-types.ts): the graph computes with exactly the weights llama.cpp dequantizes.
+ *
+ * `qwen2` is the same decoder with q/k/v projection biases, its q/k rows in the HF
+ * rotate-half order (llama.cpp's NEOX rope: its converter does not permute them), put back
+ * into the adjacent-pairs order here.
+ *
+ * Anything the graph cannot express exactly is refused by name: other architectures,
+ * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
+ */
+import type { Llama2cCheckpoint, Llama2cLayer } from '../../scripts/convert/llama2c-checkpoint.js';
+import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
+import { dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
+import { hfRowSource } from '../../scripts/convert/rope.js';
+
+/** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
+function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
+  const out = new Float32Array(w.length);
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < headDim; j++) {
+      const from = (h * headDim + j) * cols;
+      out.set(w.subarray(from, from + cols), (h * headDim + hfRowSource(j, headDim)) * cols);
+    }
+  }
+  return out;
+}
+
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2'] as const;
+
+/** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
+export const MAX_GGUF_CONTEXT = 32768;
+
+export class GgufModelError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GgufModelError';
+  }
+}
+
+export interface GgufLlamaShape {
+  architecture: string;
+  name: string | null;
+  dim: number;
+  hiddenDim: number;
+  nLayers: number;
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  contextLength: number;
+  /** What the file says, before MAX_GGUF_CONTEXT. */
+  fileContextLength: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  /** rope_freqs.weight (Llama 3.1 scaling) divides each pair's frequency; linear scaling divides positions. */
+  ropeScaling: { kind: 'none' } | { kind: 'linear'; factor: number } | { kind: 'llama3-freqs' };
+  tiedEmbeddings: boolean;
+  /** qwen2: q/k/v biases, q/k rows in rotate-half order. */
+  qkvBias: boolean;
+  ropeOrder: 'adjacent-pairs' | 'rotate-half';
+  /** Tensor counts by ggml type name, for the startup report. */
+  tensorTypes: Map<string, number>;
+}
+
+function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
+  return file.metadata.get(key);
+}
+
+function metaNumber(file: GgufFile, key: string, fallback?: number): number {
+  const value = meta(file, key);
+  if (value === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw new GgufModelError(`the file has no ${key}`);
+  }
+  if (typeof value !== 'number' && typeof value !== 'bigint') throw new GgufModelError(`${key} is not a number`);
+  return Number(value);
+}
+
+export function architectureOf(file: GgufFile): string {
+  const value = meta(file, 'general.architecture');
+  if (typeof value !== 'string') throw new GgufModelError('the file has no general.architecture');
+  return value;
+}
+
+const LAYER_TENSORS = ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_down', 'ffn_up'] as const;
+
+/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
+export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
+  const architecture = architectureOf(file);
+  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
+    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+  }
+  const a = architecture;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const tensorTypes = new Map<string, number>();
+  for (const tensor of file.tensors) {
+    if (!tensor.type) throw new GgufModelError(`tensor ${tensor.name} has ggml type id ${tensor.typeId}, unknown to this engine (supported: ${SUPPORTED_TYPE_NAMES.join(', ')})`);
+    if (!tensor.type.dequantize) {
+      throw new GgufModelError(`tensor ${tensor.name} is ${tensor.type.name}, a type this engine cannot execute (supported: ${SUPPORTED_TYPE_NAMES.join(', ')})`);
+    }
+    tensorTypes.set(tensor.type.name, (tensorTypes.get(tensor.type.name) ?? 0) + 1);
+  }
+  const dim = metaNumber(file, `${a}.embedding_length`);
+  const nLayers = metaNumber(file, `${a}.block_count`);
+  const nHeads = metaNumber(file, `${a}.attention.head_count`);
+  const nKvHeads = metaNumber(file, `${a}.attention.head_count_kv`, nHeads);
+  const hiddenDim = metaNumber(file, `${a}.feed_forward_length`);
+  const headDim = dim / nHeads;
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`embedding_length ${dim} is not head_count ${nHeads} times an even head size`);
+  if (nHeads % nKvHeads !== 0) throw new GgufModelError(`head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
+  const keyLength = metaNumber(file, `${a}.attention.key_length`, headDim);
+  const valueLength = metaNumber(file, `${a}.attention.value_length`, headDim);
+  if (keyLength !== headDim || valueLength !== headDim) {
+    throw new GgufModelError(`attention key/value length ${keyLength}/${valueLength} differs from embedding_length / head_count = ${headDim}: not supported`);
+  }
+  const ropeDims = metaNumber(file, `${a}.rope.dimension_count`, headDim);
+  if (ropeDims !== headDim) throw new GgufModelError(`partial rotary (rope.dimension_count ${ropeDims} of head size ${headDim}) is not supported`);
+  if (meta(file, `${a}.expert_count`) !== undefined && metaNumber(file, `${a}.expert_count`) > 0) throw new GgufModelError('mixture-of-experts llama files are not supported');
+
+  const embedding = byName.get('token_embd.weight');
+  if (!embedding || embedding.dims.length !== 2 || embedding.dims[0] !== dim) throw new GgufModelError(`token_embd.weight is missing or not [${dim}, vocab]`);
+  const vocabSize = embedding.dims[1];
+  const output = byName.get('output.weight');
+  const expected = new Map<string, number[]>([
+    ['token_embd.weight', [dim, vocabSize]],
+    ['output_norm.weight', [dim]],
+  ]);
+  if (output) expected.set('output.weight', [dim, vocabSize]);
+  const kvDim = headDim * nKvHeads;
+  for (let i = 0; i < nLayers; i++) {
+    const shapes: Record<(typeof LAYER_TENSORS)[number], number[]> = {
+      attn_norm: [dim], attn_q: [dim, dim], attn_k: [dim, kvDim], attn_v: [dim, kvDim], attn_output: [dim, dim],
+      ffn_norm: [dim], ffn_gate: [dim, hiddenDim], ffn_down: [hiddenDim, dim], ffn_up: [dim, hiddenDim],
+    };
+    for (const part of LAYER_TENSORS) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
+    if (architecture === 'qwen2') {
+      expected.set(`blk.${i}.attn_q.bias`, [dim]);
+      expected.set(`blk.${i}.attn_k.bias`, [kvDim]);
+      expected.set(`blk.${i}.attn_v.bias`, [kvDim]);
+    }
+  }
+
+  let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
+  const scalingType = meta(file, `${a}.rope.scaling.type`);
+  if (scalingType === 'linear') ropeScaling = { kind: 'linear', factor: metaNumber(file, `${a}.rope.scaling.factor`) };
+  else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported (none, linear and Llama 3's rope_freqs are)`);
+  if (byName.has('rope_freqs.weight')) {
+    if (ropeScaling.kind !== 'none') throw new GgufModelError('rope_freqs.weight together with linear rope scaling is not supported');
+    expected.set('rope_freqs.weight', [headDim / 2]);
+    ropeScaling = { kind: 'llama3-freqs' };
+  }
+
+  for (const [name, shape] of expected) {
+    const tensor = byName.get(name);
+    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
+    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
+  }
+  const extra = file.tensors.filter((t) => !expected.has(t.name));
+  if (extra.length > 0) {
+    throw new GgufModelError(`tensors outside the llama layout this engine builds: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
+  }
+  const fileContextLength = metaNumber(file, `${a}.context_length`);
+  const name = meta(file, 'general.name');
+  return {
+    architecture,
+    name: typeof name === 'string' ? name : null,
+    dim,
+    hiddenDim,
+    nLayers,
+    nHeads,
+    nKvHeads,
+    headDim,
+    vocabSize,
+    contextLength: Math.min(fileContextLength, MAX_GGUF_CONTEXT),
+    fileContextLength,
+    rmsNormEps: metaNumber(file, `${a}.attention.layer_norm_rms_epsilon`),
+    ropeTheta: metaNumber(file, `${a}.rope.freq_base`, 10000),
+    ropeScaling,
+    tiedEmbeddings: !output,
+    qkvBias: architecture === 'qwen2',
+    ropeOrder: architecture === 'qwen2' ? 'rotate-half' : 'adjacent-pairs',
+    tensorTypes,
+  };
+}
+
+async function floats(file: GgufFile, tensor: GgufTensorInfo): Promise<Float32Array> {
+  const elements = tensor.dims.reduce((x, y) => x * y, 1);
+  try {
+    return dequantize(tensor.type!, await readTensorBytes(file, tensor), elements);
+  } catch (error) {
+    if (error instanceof GgufFormatError) throw error;
+    throw new GgufFormatError(`tensor ${tensor.name}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * RoPE tables [context, headDim / 2] as ggml computes the angles: pair i at position p turns
+ * by p * theta^(-2i / headDim), divided by rope_freqs[i] (Llama 3.1) or by a linear factor.
+ */
+function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
+  const half = shape.headDim / 2;
+  const real = new Float32Array(shape.contextLength * half);
+  const imag = new Float32Array(shape.contextLength * half);
+  const positionScale = shape.ropeScaling.kind === 'linear' ? 1 / shape.ropeScaling.factor : 1;
+  for (let i = 0; i < half; i++) {
+    const frequency = Math.pow(shape.ropeTheta, (-2 * i) / shape.headDim) / (freqFactors ? freqFactors[i] : 1);
+    for (let p = 0; p < shape.contextLength; p++) {
+      const angle = p * positionScale * frequency;
+      real[p * half + i] = Math.cos(angle);
+      imag[p * half + i] = Math.sin(angle);
+    }
+  }
+  return { real, imag };
+}
+
+/** The model's weights, dequantized (float32) in the converter's checkpoint layout. */
+export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape): Promise<Llama2cCheckpoint> {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const read = (name: string) => floats(file, byName.get(name)!);
+  const tokenEmbedding = await read('token_embd.weight');
+  const layers: Llama2cLayer[] = [];
+  const { nHeads, nKvHeads, headDim, dim } = shape;
+  const pairs = (w: Float32Array, heads: number, cols: number) =>
+    shape.ropeOrder === 'rotate-half' ? rotateHalfToAdjacentPairs(w, heads, headDim, cols) : w;
+  for (let i = 0; i < shape.nLayers; i++) {
+    const p = `blk.${i}.`;
+    layers.push({
+      ...(shape.qkvBias
+        ? {
+            attentionBias: {
+              q: pairs(await read(`${p}attn_q.bias`), nHeads, 1),
+              k: pairs(await read(`${p}attn_k.bias`), nKvHeads, 1),
+              v: await read(`${p}attn_v.bias`),
+            },
+          }
+        : {}),
+      rmsAtt: await read(`${p}attn_norm.weight`),
+      wq: pairs(await read(`${p}attn_q.weight`), nHeads, dim),
+      wk: pairs(await read(`${p}attn_k.weight`), nKvHeads, dim),
+      wv: await read(`${p}attn_v.weight`),
+      wo: await read(`${p}attn_output.weight`),
+      rmsFfn: await read(`${p}ffn_norm.weight`),
+      w1: await read(`${p}ffn_gate.weight`),
+      w2: await read(`${p}ffn_down.weight`),
+      w3: await read(`${p}ffn_up.weight`),
+    });
+  }
+  const freqFactors = shape.ropeScaling.kind === 'llama3-freqs' ? await read('rope_freqs.weight') : null;
+  const { real, imag } = ropeTables(shape, freqFactors);
+  return {
+    header: {
+      dim: shape.dim,
+      hiddenDim: shape.hiddenDim,
+      nLayers: shape.nLayers,
+      nHeads: shape.nHeads,
+      nKvHeads: shape.nKvHeads,
+      vocabSize: shape.vocabSize,
+      seqLen: shape.contextLength,
+      sharedClassifier: shape.tiedEmbeddings,
+    },
+    headDim: shape.headDim,
+    kvDim: shape.headDim * shape.nKvHeads,
+    tokenEmbedding,
+    layers,
+    rmsFinal: await read('output_norm.weight'),
+    freqCisReal: real,
+    freqCisImag: imag,
+    classifier: shape.tiedEmbeddings ? tokenEmbedding : await read('output.weight'),
+  };
+}

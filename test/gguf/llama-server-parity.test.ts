@@ -1,0 +1,217 @@
+/**
+ * GGUF files served by `npm start` against llama.cpp's server on the same files (the
+ * reference: test/worker/llama-server.ts starts it): /tokenize, greedy completions and chat
+ * (the file's own template, llama-server --jinja), alone and batched.
+ *
+ * - tiny-llama-kquants-f32.gguf holds the K-quant file's weights as ggml dequantizes them,
+ *   in F32: llama.cpp computes it in float (KV cache f32 too), so every greedy token must
+ *   be the same: the graph, RoPE, GQA, untied head and tokenizer are llama.cpp's model.
+ * - On the quantized files themselves (Q4_K/Q5_K/Q6_K mixed as in a Q4_K_M file, and
+ *   Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/F16/BF16), llama.cpp rounds activations to 8 bits inside
+ *   each quantized dot product, so its logits differ from the exact ones by a little: the
+ *   greedy text must be the same up to the first near tie: where llama.cpp's token was
+ *   within NEAR_TIE nats of our best one in our own log-probabilities.
+ * - tiny-llama-bpe.gguf: a byte-level BPE vocabulary (gpt2 model, llama-bpe pre-tokenizer,
+ *   ChatML template), F32 weights: tokens equal; greedy text as above (llama.cpp's float
+ *   kernels round differently from onnxruntime's: a near tie there may go either way).
+ * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, linear rope scaling, qwen2
+ *   pre-tokenizer), F32; tiny-llama3-rope-freqs.gguf: Llama 3.1's rope_freqs divisors, F32.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
+import { startLlamaServer } from '../worker/llama-server.js';
+
+const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
+const NEAR_TIE = 1;
+const PROMPTS = ['Once upon a time', 'The little dog', 'Lily and Tom went to the park. They', 'One day, a big'];
+const MAX_TOKENS = 24;
+const TOKENIZE_TEXTS = [
+  'Once upon a time, there was a little girl named Lily.',
+  '  two leading spaces and  double  spaces',
+  'new\nlines\n\nand tabs\t!',
+  '<s>special tokens</s> in <unk> the text',
+  'unicode: café, naïve, 日本語, ☃ and 🙂',
+  '',
+];
+const BPE_TOKENIZE_TEXTS = [
+  'Hello world',
+  "It's late, isn't it?  Two  spaces, they'd say",
+  'Once upon a time, there were 12345 dogs and 7 cats.',
+  'new\nlines\n\n\tand tabs \n ',
+  '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n',
+  'Café 日本語 🙂 naïve',
+  '',
+];
+
+interface Pair {
+  ours: RunningServer;
+  llama: { url: string; stop(): Promise<void> };
+  model: string;
+}
+
+const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-parity-'));
+
+async function startPair(file: string, llamaArgs: string[] = []): Promise<Pair> {
+  const model = join(FIXTURES, file);
+  const [ours, llama] = await Promise.all([
+    spawnServer({ MODEL_DIR: model, GGUF_CACHE_DIR: cacheDir }),
+    startLlamaServer({ model, alias: file, args: ['-c', '2048', '--parallel', '4', '--jinja', ...llamaArgs] }),
+  ]);
+  if ('error' in llama) {
+    await ours.stop();
+    throw new Error(llama.error);
+  }
+  return { ours, llama, model: file };
+}
+
+async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const json = (await response.json()) as Record<string, unknown>;
+  if (!response.ok) throw new Error(`${path} ${response.status}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+interface Choice {
+  text?: string;
+  message?: { content: string };
+  logprobs?: { tokens: string[]; top_logprobs: Array<Record<string, number>> } | { content: Array<{ token: string; top_logprobs: Array<{ token: string; logprob: number }> }> };
+}
+
+const choiceOf = (json: Record<string, unknown>) => (json.choices as Choice[])[0];
+
+async function completion(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
+  return choiceOf(await post(url, '/v1/completions', { model, prompt, max_tokens: MAX_TOKENS, temperature: 0, ...(logprobs ? { logprobs: 5 } : {}) }));
+}
+
+const chatMessages = (prompt: string) => [
+  { role: 'system', content: 'You tell short stories.' },
+  { role: 'user', content: prompt },
+];
+
+async function chat(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
+  return choiceOf(
+    await post(url, '/v1/chat/completions', {
+      model,
+      messages: chatMessages(prompt),
+      max_tokens: MAX_TOKENS,
+      temperature: 0,
+      ...(logprobs ? { logprobs: true, top_logprobs: 5 } : {}),
+    }),
+  );
+}
+
+/** Our tokens, each with the alternatives we scored (log-probabilities), from a completion's or a chat's logprobs. */
+function tokensWithAlternatives(choice: Choice): Array<{ token: string; alternatives: Array<[string, number]> }> {
+  const logprobs = choice.logprobs!;
+  if ('content' in logprobs) {
+    return logprobs.content.map((entry) => ({ token: entry.token, alternatives: entry.top_logprobs.map((top) => [top.token, top.logprob]) }));
+  }
+  return logprobs.tokens.map((token, i) => ({ token, alternatives: Object.entries(logprobs.top_logprobs[i]) }));
+}
+
+/**
+ * llama.cpp's text equals ours, or departs from it where its token was within NEAR_TIE
+ * nats of our best one (a near tie): returns how many of our tokens it matched before that.
+ */
+function expectSameUpToNearTie(label: string, ours: Choice, theirs: string): number {
+  const tokens = tokensWithAlternatives(ours);
+  let at = 0;
+  for (const [i, { token, alternatives }] of tokens.entries()) {
+    const rest = theirs.slice(at);
+    if (token === '' || rest.startsWith(token)) {
+      at += token.length;
+      continue;
+    }
+    const best = Math.max(...alternatives.map(([, logprob]) => logprob));
+    const theirsAmongOurs = alternatives.filter(([alternative]) => alternative !== '' && alternative !== token && rest.startsWith(alternative));
+    const seen = { label, position: i, ours: token, theirs: rest.slice(0, 12), alternatives };
+    expect({ nearTie: theirsAmongOurs.some(([, logprob]) => best - logprob < NEAR_TIE), seen }).toEqual({ nearTie: true, seen });
+    return i;
+  }
+  expect(theirs.slice(at)).toBe('');
+  return tokens.length;
+}
+
+const pairs: Record<string, Pair> = {};
+
+beforeAll(async () => {
+  const started = await Promise.allSettled([
+    startPair('tiny-llama-kquants-f32.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
+    startPair('tiny-llama-kquants.gguf'),
+    startPair('tiny-llama-legacy.gguf'),
+    startPair('tiny-llama-bpe.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
+    startPair('tiny-qwen2.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
+    startPair('tiny-llama3-rope-freqs.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
+  ]);
+  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
+  rmSync(cacheDir, { recursive: true, force: true });
+});
+
+describe('a GGUF served beside llama-server on the same file', () => {
+  it.each([
+    ['tiny-llama-kquants.gguf', 'SentencePiece scores, byte fallback', TOKENIZE_TEXTS],
+    ['tiny-llama-bpe.gguf', 'byte-level BPE merges, llama-bpe pre-tokenizer', BPE_TOKENIZE_TEXTS],
+    ['tiny-qwen2.gguf', 'byte-level BPE merges, qwen2 pre-tokenizer', BPE_TOKENIZE_TEXTS],
+  ])('%s: tokenizes as llama.cpp does (%s, special tokens, BOS)', async (file, _kind, texts) => {
+    const { ours, llama, model } = pairs[file];
+    for (const text of texts) {
+      const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
+      const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
+      expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
+    }
+  });
+
+  it('names the architecture, the tensor types and how they run at startup', () => {
+    const output = pairs['tiny-llama-kquants.gguf'].ours.output();
+    expect(output).toMatch(/GGUF: architecture llama \("tiny-llama-kquants"\), 2 layers, 4 heads \/ 2 key-value heads, rope theta 500000, untied output head/);
+    expect(output).toMatch(/GGUF tensors: .*Q4_K ×12.*Q6_K ×3.*Q5_K ×1.*dequantized at load exactly as ggml/);
+    expect(output).toMatch(/GGUF tokenizer: llama \(SentencePiece, byte fallback\), 512 tokens/);
+    expect(pairs['tiny-qwen2.gguf'].ours.output()).toMatch(/GGUF: architecture qwen2 .*rope scaling linear/);
+    expect(pairs['tiny-llama3-rope-freqs.gguf'].ours.output()).toMatch(/GGUF: architecture llama .*rope scaling llama3-freqs/);
+  });
+
+  it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', async () => {
+    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
+    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
+    expect(new Set(reference).size).toBe(PROMPTS.length);
+    const alone: string[] = [];
+    for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
+    expect(alone).toEqual(reference);
+    const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+    expect(batched).toEqual(reference);
+  });
+
+  it('F32: the same greedy chat replies through the file\'s chat template', async () => {
+    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
+    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await chat(llama.url, model, prompt)).message!.content));
+    const mine = await Promise.all(PROMPTS.map(async (prompt) => (await chat(ours.url, model, prompt)).message!.content));
+    expect(mine).toEqual(reference);
+  });
+
+  for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
+    it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, async () => {
+      const { ours, llama, model } = pairs[file];
+      let matched = 0;
+      for (const prompt of PROMPTS) {
+        const theirs = (await completion(llama.url, model, prompt)).text!;
+        matched += expectSameUpToNearTie(`completion of ${prompt}`, await completion(ours.url, model, prompt, true), theirs);
+        const theirChat = (await chat(llama.url, model, prompt)).message!.content;
+        matched += expectSameUpToNearTie(`chat on ${prompt}`, await chat(ours.url, model, prompt, true), theirChat);
+      }
+      // Most tokens agree: a near tie is rare.
+      expect(matched).toBeGreaterThan(PROMPTS.length * 2 * MAX_TOKENS * 0.5);
+      const alone = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+      const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+      expect(batched).toEqual(alone);
+    });
+  }
+});
