@@ -143,8 +143,10 @@ export const ServerConfigSchema = z.strictObject(
     headersTimeoutMs: int(1).default(10_000),
     /** A connection must send its whole request, headers and body, within this long (Node only). */
     requestTimeoutMs: int(1).default(30_000),
-    /** Open connections per process; more are dropped on accept (Node only). */
+    /** Open connections per process; past it the oldest idle one is closed, a new one dropped only when all are busy (Node only). */
     maxConnections: int(1).default(1024),
+    /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
+    keepAliveTimeoutMs: int(1).default(5000),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */
     shutdownGraceMs: int(0).default(5000),
     /**
