@@ -101,15 +101,21 @@ describe('idle connections', () => {
     agent.destroy();
   });
 
-  it('a socket that never sends its request is closed after headersTimeoutMs; a keep-alive one after keepAliveTimeoutMs', async () => {
-    const { port, stats } = await start({ headersTimeoutMs: 200, requestTimeoutMs: 1000, keepAliveTimeoutMs: 200 });
-    const at = performance.now();
-    const silent = await idleSocket(port);
-    const silentClosed = new Promise((resolve) => silent.once('close', resolve));
+  it('a socket that never sends its request is closed after headersTimeoutMs', async () => {
+    const { port, stats } = await start({ headersTimeoutMs: 200, requestTimeoutMs: 1000 });
+    await idleSocket(port);
+    await sleep(20);
+    expect(stats().open).toBe(1);
+    // The server lets go of it (headersTimeoutMs is 200): no request ever came.
+    for (let waited = 0; stats().open > 0 && waited < 3000; waited += 20) await sleep(20);
+    expect(stats().open).toBe(0);
+  });
+
+  it('a keep-alive socket is closed after keepAliveTimeoutMs between requests', async () => {
+    const { port, stats } = await start({ keepAliveTimeoutMs: 200 });
     const agent = new Agent({ keepAlive: true });
     expect(await get(port, '/health', agent)).toBe(200);
-    await silentClosed;
-    expect(performance.now() - at).toBeLessThan(3000);
+    expect(stats().open).toBe(1);
     for (let waited = 0; stats().open > 0 && waited < 3000; waited += 50) await sleep(50);
     expect(stats().open).toBe(0);
     agent.destroy();
