@@ -177,6 +177,8 @@ export const ServerConfigSchema = z.strictObject(
     maxLoraRank: int(1, 1024).default(16),
     /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
     allowRuntimeLoraUpdating: z.boolean({ error: 'must be true or false' }).default(false),
+    /** The folder run-time loads are confined to (LORA_ROOT): lora_path resolves inside it, symlinks included. Required with allowRuntimeLoraUpdating. */
+    loraRoot: z.string({ error: 'must be a folder path' }).trim().min(1, { error: 'must be a folder path' }).nullable().default(null),
   },
   { error: 'must be a JSON object' },
 );
@@ -218,6 +220,19 @@ export function parseServerConfig(raw: unknown): ServerConfig {
     throw new Error(`Invalid server configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   const config = result.data;
+  const conflicts: string[] = [];
+  if (config.allowRuntimeLoraUpdating && config.loraRoot === null) {
+    conflicts.push('allowRuntimeLoraUpdating needs loraRoot (LORA_ROOT): the folder run-time adapter loads are confined to');
+  }
+  if (config.loraModules.length > config.maxLoras) {
+    conflicts.push(`loraModules names ${config.loraModules.length} adapters, more than maxLoras (${config.maxLoras}), the most the server holds`);
+  }
+  if (config.corsAllowCredentials && config.corsAllowedOrigins.includes('*')) {
+    conflicts.push(
+      'corsAllowCredentials with corsAllowedOrigins "*" would let any page (even Origin: null) make credentialed requests: list the allowed origins',
+    );
+  }
+  if (conflicts.length > 0) throw new Error(`Invalid server configuration:\n${conflicts.map((p) => `  - ${p}`).join('\n')}`);
   return {
     ...config,
     servedModelName: config.servedModelName ?? baseName(config.modelDir),
@@ -247,6 +262,7 @@ const ENV_VARIABLES = {
   MAX_LORAS: 'maxLoras',
   MAX_LORA_RANK: 'maxLoraRank',
   VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
+  LORA_ROOT: 'loraRoot',
 } as Record<string, string>;
 
 const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);

@@ -71,6 +71,7 @@ describe('server configuration', () => {
       maxLoras: 4,
       maxLoraRank: 16,
       allowRuntimeLoraUpdating: false,
+      loraRoot: null,
     });
   });
 
