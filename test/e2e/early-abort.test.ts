@@ -4,11 +4,9 @@
  * waiting gauges are back to 0, every request wrote its log line, and the heap is back
  * near where it started. The real HTTP stack in-process, both ways Node serves SSE.
  */
-import type { AddressInfo } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { Engine } from '../../src/engine/types.js';
@@ -16,9 +14,10 @@ import { createApp, serverActivity } from '../../src/http/app.js';
 import type { ServerActivity } from '../../src/http/observability/activity.js';
 import { writingSseDirectly } from '../../src/runtime/node-sse.js';
 import { MODEL, MODEL_DIR, golden, loadEngine } from '../http/helpers.js';
+import { serveInProcess, type InProcessServer } from './in-process-server.js';
 
 let engine: Engine;
-const servers: ServerType[] = [];
+const servers: InProcessServer[] = [];
 const homes: Record<string, { url: string; activity: ServerActivity; lines: string[] }> = {};
 
 beforeAll(async () => {
@@ -28,23 +27,13 @@ beforeAll(async () => {
     const lines: string[] = [];
     const activity = serverActivity(engine, config, (line) => lines.push(line));
     const app = createApp({ engine, config, activity });
-    const fetch = mode === 'web streams' ? app.fetch : writingSseDirectly(app.fetch);
-    await new Promise<void>((resolve) => {
-      const server = serve({ fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
-        homes[mode] = { url: `http://127.0.0.1:${info.port}`, activity, lines };
-        resolve();
-      });
-      servers.push(server);
-    });
+    const server = await serveInProcess(mode === 'web streams' ? app.fetch : writingSseDirectly(app.fetch));
+    homes[mode] = { url: server.url, activity, lines };
+    servers.push(server);
   }
 });
 afterAll(async () => {
-  for (const server of servers) {
-    await new Promise((resolve) => {
-      server.close(resolve);
-      if ('closeAllConnections' in server) server.closeAllConnections();
-    });
-  }
+  for (const server of servers) await server.close();
   await engine.dispose();
 });
 
