@@ -177,7 +177,7 @@ export const ServerConfigSchema = z.strictObject(
     maxLoraRank: int(1, 1024).default(16),
     /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
     allowRuntimeLoraUpdating: z.boolean({ error: 'must be true or false' }).default(false),
-    /** The folder run-time loads are confined to (LORA_ROOT): lora_path resolves inside it, symlinks included. Required with allowRuntimeLoraUpdating. */
+    /** The folder run-time loads are confined to (LORA_ROOT): lora_path resolves inside it, symlinks included. Required with allowRuntimeLoraUpdating under Node. */
     loraRoot: z.string({ error: 'must be a folder path' }).trim().min(1, { error: 'must be a folder path' }).nullable().default(null),
   },
   { error: 'must be a JSON object' },
@@ -221,9 +221,6 @@ export function parseServerConfig(raw: unknown): ServerConfig {
   }
   const config = result.data;
   const conflicts: string[] = [];
-  if (config.allowRuntimeLoraUpdating && config.loraRoot === null) {
-    conflicts.push('allowRuntimeLoraUpdating needs loraRoot (LORA_ROOT): the folder run-time adapter loads are confined to');
-  }
   if (config.loraModules.length > config.maxLoras) {
     conflicts.push(`loraModules names ${config.loraModules.length} adapters, more than maxLoras (${config.maxLoras}), the most the server holds`);
   }

@@ -68,6 +68,9 @@ export function confinedAdapterReader(root: string): AdapterReader {
  * run-time loads only inside loraRoot.
  */
 export function nodeLoraOptions(config: ServerConfig): LoraOptions | undefined {
-  const runtime = config.loraRoot === null ? async () => Promise.reject(new AdapterPathRefused()) : confinedAdapterReader(config.loraRoot);
-  return loraOptionsOf(config, readAdapterDir, runtime);
+  if (config.loraRoot === null) {
+    if (config.allowRuntimeLoraUpdating) throw new Error('allowRuntimeLoraUpdating needs loraRoot (LORA_ROOT): the folder run-time adapter loads are confined to.');
+    return loraOptionsOf(config, readAdapterDir, async () => Promise.reject(new AdapterPathRefused()));
+  }
+  return loraOptionsOf(config, readAdapterDir, confinedAdapterReader(config.loraRoot));
 }

@@ -160,7 +160,7 @@ describe('LoRA adapters over HTTP', () => {
     expect(full).toBe("The server holds at most 4 LoRA adapters (maxLoras); unload one before loading 'd'.");
     for (const name of ['a', 'b', 'c']) expect((await postJson(app, '/v1/unload_lora_adapter', { lora_name: name })).status).toBe(200);
     expect(() => parseServerConfig({ loraModules: 'a=/x,b=/y', maxLoras: 1 })).toThrow(/loraModules names 2 adapters, more than maxLoras \(1\)/);
-    expect(() => parseServerConfig({ allowRuntimeLoraUpdating: true })).toThrow(/allowRuntimeLoraUpdating needs loraRoot/);
+    expect(() => nodeLoraOptions(parseServerConfig({ allowRuntimeLoraUpdating: true }))).toThrow(/allowRuntimeLoraUpdating needs loraRoot/);
   });
 
   it('refuses run-time updates unless allowed', async () => {
