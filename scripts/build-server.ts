@@ -4,7 +4,7 @@
  * so SIGTERM and SIGINT reach the server itself whatever started it (no tsx wrapper
  * process in between). Packages stay external (resolved from node_modules at run time,
  * onnxruntime-node's native addon included); only this repository's TypeScript is bundled,
- * which takes well under a second. A second entry is the model's worker thread. The output sits two levels below the repository root,
+ * which takes well under a second. Two more entries are the model's and media decoding's worker threads. The output sits two levels below the repository root,
  * like src/runtime/, so paths the server derives from its own location still hold.
  *
  *   npm run build   (runs before npm start, and once before the e2e tests)
@@ -21,6 +21,8 @@ export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
  * server bundle (src/engine/model-thread/worker-decoder.ts looks for ./decoder-worker.js).
  */
 const WORKER_ENTRY = `${ROOT}src/engine/model-thread/decoder-worker.ts`;
+/** Media decoding's thread (src/media/node-decode-worker.ts looks for ./media-decode-worker.js). */
+const MEDIA_WORKER_ENTRY = `${ROOT}src/media/media-decode-worker.ts`;
 
 /**
  * The arguments `npm start` passes to node (package.json's start script is
@@ -39,7 +41,7 @@ export function npmStartArgs(): string[] {
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY },
+    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY },
     outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',

@@ -10,6 +10,18 @@ import { AdapterError, parsePeftAdapter, type AdapterFiles, type LoraAdapter } f
 /** Reads an adapter folder (a path on disk, or a URL where the runtime fetches). */
 export type AdapterReader = (path: string) => Promise<AdapterFiles>;
 
+/**
+ * A run-time load the reader refused (outside the LoRA root, a symlink out, missing or
+ * unreadable files, a config that is not JSON): the client gets one message for all of
+ * them, so the endpoint tells nothing about which server paths exist or what they hold.
+ */
+export class AdapterPathRefused extends Error {
+  constructor() {
+    super('the path does not name a readable adapter folder inside the server\'s LoRA root (loraRoot)');
+    this.name = 'AdapterPathRefused';
+  }
+}
+
 export interface LoraModuleSetting {
   name: string;
   path: string;
@@ -25,19 +37,30 @@ export class LoraRegistry {
     private readonly reader: AdapterReader,
     /** Names that cannot be adapters (the served model's). */
     private readonly reserved: ReadonlySet<string>,
+    /** Adapters held at once (maxLoras). */
+    private readonly maxAdapters: number = Infinity,
   ) {}
 
-  async load(name: string, path: string): Promise<LoraAdapter> {
-    if (this.reserved.has(name) || name === 'None') throw new AdapterError(`"${name}" cannot name a LoRA adapter: it is the base model's name.`);
+  private checkRoom(name: string): void {
     if (this.adapters.has(name)) throw new AdapterError(`The lora adapter '${name}' has already been loaded.`);
+    if (this.adapters.size >= this.maxAdapters) {
+      throw new AdapterError(`The server holds at most ${this.maxAdapters} LoRA adapters (maxLoras); unload one before loading '${name}'.`);
+    }
+  }
+
+  /** `reader`: where this load reads from (run-time loads: the reader confined to loraRoot). */
+  async load(name: string, path: string, reader: AdapterReader = this.reader): Promise<LoraAdapter> {
+    if (this.reserved.has(name) || name === 'None') throw new AdapterError(`"${name}" cannot name a LoRA adapter: it is the base model's name.`);
+    this.checkRoom(name);
     let files: AdapterFiles;
     try {
-      files = await this.reader(path);
+      files = await reader(path);
     } catch (error) {
+      if (error instanceof AdapterPathRefused) throw new AdapterError(`LoRA adapter "${name}" cannot be loaded: ${error.message}.`);
       throw new AdapterError(`LoRA adapter "${name}" cannot be loaded from ${path}: ${(error as Error).message}`);
     }
-    // Checked again: another load of the same name may have finished meanwhile.
-    if (this.adapters.has(name)) throw new AdapterError(`The lora adapter '${name}' has already been loaded.`);
+    // Checked again: another load may have finished meanwhile.
+    this.checkRoom(name);
     const adapter = parsePeftAdapter(files, { name, path, layout: this.layout, numLayers: this.numLayers, maxRank: this.maxRank });
     this.adapters.set(name, adapter);
     return adapter;

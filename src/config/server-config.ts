@@ -143,8 +143,10 @@ export const ServerConfigSchema = z.strictObject(
     headersTimeoutMs: int(1).default(10_000),
     /** A connection must send its whole request, headers and body, within this long (Node only). */
     requestTimeoutMs: int(1).default(30_000),
-    /** Open connections per process; more are dropped on accept (Node only). */
+    /** Open connections per process; past it the oldest idle one is closed, a new one dropped only when all are busy (Node only). */
     maxConnections: int(1).default(1024),
+    /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
+    keepAliveTimeoutMs: int(1).default(5000),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */
     shutdownGraceMs: int(0).default(5000),
     /**
@@ -175,6 +177,8 @@ export const ServerConfigSchema = z.strictObject(
     maxLoraRank: int(1, 1024).default(16),
     /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
     allowRuntimeLoraUpdating: z.boolean({ error: 'must be true or false' }).default(false),
+    /** The folder run-time loads are confined to (LORA_ROOT): lora_path resolves inside it, symlinks included. Required with allowRuntimeLoraUpdating under Node. */
+    loraRoot: z.string({ error: 'must be a folder path' }).trim().min(1, { error: 'must be a folder path' }).nullable().default(null),
   },
   { error: 'must be a JSON object' },
 );
@@ -216,6 +220,16 @@ export function parseServerConfig(raw: unknown): ServerConfig {
     throw new Error(`Invalid server configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
   }
   const config = result.data;
+  const conflicts: string[] = [];
+  if (config.loraModules.length > config.maxLoras) {
+    conflicts.push(`loraModules names ${config.loraModules.length} adapters, more than maxLoras (${config.maxLoras}), the most the server holds`);
+  }
+  if (config.corsAllowCredentials && config.corsAllowedOrigins.includes('*')) {
+    conflicts.push(
+      'corsAllowCredentials with corsAllowedOrigins "*" would let any page (even Origin: null) make credentialed requests: list the allowed origins',
+    );
+  }
+  if (conflicts.length > 0) throw new Error(`Invalid server configuration:\n${conflicts.map((p) => `  - ${p}`).join('\n')}`);
   return {
     ...config,
     servedModelName: config.servedModelName ?? baseName(config.modelDir),
@@ -245,6 +259,7 @@ const ENV_VARIABLES = {
   MAX_LORAS: 'maxLoras',
   MAX_LORA_RANK: 'maxLoraRank',
   VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
+  LORA_ROOT: 'loraRoot',
 } as Record<string, string>;
 
 const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);

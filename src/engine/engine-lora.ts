@@ -24,6 +24,8 @@ export interface LoraOptions {
   reader: AdapterReader;
   /** /v1/load_lora_adapter and /v1/unload_lora_adapter are allowed. */
   runtimeUpdates: boolean;
+  /** What /v1/load_lora_adapter reads through (Node: confined to loraRoot); absent: `reader`. */
+  runtimeReader?: AdapterReader;
 }
 
 export class EngineLora implements EngineAdapters {
@@ -33,6 +35,7 @@ export class EngineLora implements EngineAdapters {
     readonly registry: LoraRegistry,
     readonly slots: LoraSlots,
     readonly runtimeUpdates: boolean,
+    private readonly runtimeReader: AdapterReader | undefined,
   ) {}
 
   static async create(
@@ -57,9 +60,9 @@ export class EngineLora implements EngineAdapters {
     });
     const slots = new LoraSlots(layout);
     await decoder.attachLora(model, slots, sessionOptions);
-    const registry = new LoraRegistry(layout, spec.numLayers, options.maxLoraRank, options.reader, new Set([servedModelName]));
-    const lora = new EngineLora(registry, slots, options.runtimeUpdates);
-    for (const { name, path } of options.modules) await lora.load(name, path);
+    const registry = new LoraRegistry(layout, spec.numLayers, options.maxLoraRank, options.reader, new Set([servedModelName]), options.maxLoras);
+    const lora = new EngineLora(registry, slots, options.runtimeUpdates, options.runtimeReader);
+    for (const { name, path } of options.modules) await lora.loadWith(name, path, options.reader);
     lora.notes.unshift(`LoRA: ${options.maxLoras} adapter slots of rank ${options.maxLoraRank} on ${[...layout.modules].join(', ')}`);
     return lora;
   }
@@ -77,10 +80,14 @@ export class EngineLora implements EngineAdapters {
     return this.registry.get(name) !== undefined;
   }
 
-  /** Rejects with an EngineRequestError (a 400) saying why the adapter cannot be served. */
-  async load(name: string, path: string): Promise<void> {
+  /** A run-time load (/v1/load_lora_adapter); rejects with an EngineRequestError (a 400) saying why the adapter cannot be served. */
+  load(name: string, path: string): Promise<void> {
+    return this.loadWith(name, path, this.runtimeReader);
+  }
+
+  private async loadWith(name: string, path: string, reader: AdapterReader | undefined): Promise<void> {
     try {
-      const adapter = await this.registry.load(name, path);
+      const adapter = await this.registry.load(name, path, reader);
       this.notes.push(...adapter.notes);
     } catch (error) {
       if (error instanceof AdapterError || error instanceof SafetensorsError) throw new EngineRequestError(error.message);

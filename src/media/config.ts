@@ -48,6 +48,12 @@ export interface MediaConfig {
   maxImageTiles: number;
   /** Seconds of audio one prompt may carry, for an audio-language model (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT). */
   maxAudioSecondsPerPrompt: number;
+  /** Pixels all image parts of one request may declare together, judged from their headers before decoding (MEDIA_MAX_PIXELS_PER_REQUEST). */
+  maxPixelsPerRequest: number;
+  /** Seconds of audio all parts of one request may declare together, before decoding: each second becomes audioSampleRate samples (MEDIA_MAX_AUDIO_SECONDS_PER_REQUEST). */
+  maxAudioSecondsPerRequest: number;
+  /** Time for decoding one image or audio part off the event loop; the decoding worker is stopped after (MEDIA_DECODE_TIMEOUT_MS). */
+  decodeTimeoutMs: number;
 }
 
 export const DEFAULT_MEDIA_DIR = '/data/multimodal_inputs/';
@@ -70,6 +76,9 @@ export const DEFAULT_MEDIA_CONFIG: MediaConfig = {
   maxImagesPerPrompt: 8,
   maxImageTiles: 26,
   maxAudioSecondsPerPrompt: 120,
+  maxPixelsPerRequest: 50_000_000,
+  maxAudioSecondsPerRequest: 1_800,
+  decodeTimeoutMs: 20_000,
 };
 
 export type MediaConfigInput = Partial<Omit<MediaConfig, 'maxBytes'>> & { maxBytes?: Partial<Record<MediaKind, number>> };
@@ -101,6 +110,9 @@ export function resolveMediaConfig(input: MediaConfigInput = {}): MediaConfig {
   positiveInt('maxImagesPerPrompt', config.maxImagesPerPrompt);
   positiveInt('maxImageTiles', config.maxImageTiles);
   positiveInt('maxAudioSecondsPerPrompt', config.maxAudioSecondsPerPrompt);
+  positiveInt('maxPixelsPerRequest', config.maxPixelsPerRequest);
+  positiveInt('maxAudioSecondsPerRequest', config.maxAudioSecondsPerRequest);
+  positiveInt('decodeTimeoutMs', config.decodeTimeoutMs);
   if (config.mediaDir.trim() === '') throw new Error('media config: mediaDir must not be empty');
   // Parse now so a bad entry stops the server at start-up, not the first request.
   createHostWhitelist(config.allowedDomains);
@@ -140,7 +152,8 @@ function privateAddressesVar(value: string | undefined): PrivateAddressExemption
  * MEDIA_MAX_IMAGE_MB / MEDIA_MAX_AUDIO_MB / MEDIA_MAX_VIDEO_MB (MiB),
  * MEDIA_CONNECT_TIMEOUT_MS, MEDIA_TIMEOUT_MS, MEDIA_MAX_REDIRECTS,
  * MEDIA_REFUSED_DOMAIN_SUFFIXES, MEDIA_MAX_PARTS, MEDIA_VIDEO_FRAMES, MEDIA_VIDEO_DECODE_TIMEOUT_MS, MEDIA_AUDIO_SAMPLE_RATE,
- * MEDIA_MAX_IMAGES_PER_PROMPT, MEDIA_MAX_IMAGE_TILES, MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT.
+ * MEDIA_MAX_IMAGES_PER_PROMPT, MEDIA_MAX_IMAGE_TILES, MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT,
+ * MEDIA_MAX_PIXELS_PER_REQUEST, MEDIA_MAX_AUDIO_SECONDS_PER_REQUEST, MEDIA_DECODE_TIMEOUT_MS.
  */
 export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): MediaConfig {
   return resolveMediaConfig({
@@ -168,6 +181,9 @@ export function mediaConfigFromEnv(env: Env, base: MediaConfigInput = {}): Media
     maxImagesPerPrompt: intVar(env, 'MEDIA_MAX_IMAGES_PER_PROMPT') ?? base.maxImagesPerPrompt,
     maxImageTiles: intVar(env, 'MEDIA_MAX_IMAGE_TILES') ?? base.maxImageTiles,
     maxAudioSecondsPerPrompt: intVar(env, 'MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT') ?? base.maxAudioSecondsPerPrompt,
+    maxPixelsPerRequest: intVar(env, 'MEDIA_MAX_PIXELS_PER_REQUEST') ?? base.maxPixelsPerRequest,
+    maxAudioSecondsPerRequest: intVar(env, 'MEDIA_MAX_AUDIO_SECONDS_PER_REQUEST') ?? base.maxAudioSecondsPerRequest,
+    decodeTimeoutMs: intVar(env, 'MEDIA_DECODE_TIMEOUT_MS') ?? base.decodeTimeoutMs,
   });
 }
 

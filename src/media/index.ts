@@ -17,4 +17,6 @@ export { sniffFormat } from './magic.js';
 export { decodeMedia, type DecodeOptions } from './decode/index.js';
 export type { VideoDecoderBackend, VideoFormat, VideoOptions } from './decode/video.js';
 export type { VideoSampling } from './decode/frame-sampling.js';
-export { loadMediaRequests, loadPromptMedia, loadChatMedia, refuseUnacceptedMedia, type LoadMediaOptions } from './load.js';
+export { loadMediaRequests, loadPromptMedia, loadChatMedia, refuseUnacceptedMedia, type LoadMediaOptions, type DeclaredPart } from './load.js';
+export { declaredSize, type DeclaredSize } from './decode/declared-size.js';
+export { inlineMediaDecoder, type MediaDecoder } from './decode/media-decoder.js';

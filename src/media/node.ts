@@ -8,6 +8,7 @@ import { createMediaFetcher, type MediaFetcher, type MediaFetcherDeps } from './
 import { createNodeLocalFiles } from './node-local-files.js';
 import { createNodeTransport, nodeResolve } from './node-transport.js';
 import { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
+import { createWorkerMediaDecoder } from './node-decode-worker.js';
 
 export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps = {}): MediaFetcher {
   const ffmpegPath = bundledFfmpegPath();
@@ -16,6 +17,7 @@ export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDe
     transport: createNodeTransport(),
     localFiles: createNodeLocalFiles(config.mediaDir),
     videoDecoder: ffmpegPath === null ? undefined : createFfmpegVideoDecoder({ ffmpegPath, timeoutMs: config.videoDecodeTimeoutMs }),
+    decoder: createWorkerMediaDecoder({ timeoutMs: config.decodeTimeoutMs }),
     ...deps,
   });
 }
@@ -24,3 +26,4 @@ export { checkMediaDiskSpace, requiredMediaDiskSpace } from './disk-space.js';
 export { createNodeTransport, nodeResolve } from './node-transport.js';
 export { createNodeLocalFiles } from './node-local-files.js';
 export { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
+export { createWorkerMediaDecoder } from './node-decode-worker.js';

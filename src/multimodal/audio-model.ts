@@ -86,30 +86,41 @@ export class AudioLanguageModel {
   }
 
   /**
-   * Processes the audio parts and expands `text`, whose placeholders (one per part, in
-   * order) were written by the chat template or the prompt's parts. Throws
-   * MultimodalRequestError naming the part over a limit.
+   * The model's window per part and MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT over the prompt:
+   * for decoded audio, and before decoding for the durations the headers declare.
    */
-  buildPrompt(text: string, audio: readonly PromptAudio[], param: string | null, limits: AudioLimits = DEFAULT_AUDIO_LIMITS): AudioPrompt {
-    const { placeholder, maxSeconds } = this.processor;
+  checkDurations(parts: readonly { param: string; seconds: number }[], limits: AudioLimits = DEFAULT_AUDIO_LIMITS): void {
+    const { maxSeconds } = this.processor;
     let total = 0;
-    for (const part of audio) {
-      const seconds = part.audio.samples.length / part.audio.sampleRate;
+    for (const { param, seconds } of parts) {
       if (seconds > maxSeconds) {
         throw new MultimodalRequestError(
-          `${part.param}: the audio lasts ${seconds.toFixed(1)} s; this model hears at most ${maxSeconds} s per audio part (chunk_length).`,
-          part.param,
+          `${param}: the audio lasts ${seconds.toFixed(1)} s; this model hears at most ${maxSeconds} s per audio part (chunk_length).`,
+          param,
         );
       }
       total += seconds;
       if (total > limits.maxAudioSecondsPerPrompt) {
         throw new MultimodalRequestError(
-          `${part.param}: the prompt's audio lasts ${total.toFixed(1)} s up to this part, more than the ${limits.maxAudioSecondsPerPrompt} s ` +
+          `${param}: the prompt's audio lasts ${total.toFixed(1)} s up to this part, more than the ${limits.maxAudioSecondsPerPrompt} s ` +
             'a prompt may carry (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT).',
-          part.param,
+          param,
         );
       }
     }
+  }
+
+  /**
+   * Processes the audio parts and expands `text`, whose placeholders (one per part, in
+   * order) were written by the chat template or the prompt's parts. Throws
+   * MultimodalRequestError naming the part over a limit.
+   */
+  buildPrompt(text: string, audio: readonly PromptAudio[], param: string | null, limits: AudioLimits = DEFAULT_AUDIO_LIMITS): AudioPrompt {
+    const { placeholder } = this.processor;
+    this.checkDurations(
+      audio.map((part) => ({ param: part.param, seconds: part.audio.samples.length / part.audio.sampleRate })),
+      limits,
+    );
     const found: number[] = [];
     for (let at = text.indexOf(placeholder); at >= 0; at = text.indexOf(placeholder, at + placeholder.length)) found.push(at);
     if (found.length !== audio.length) {

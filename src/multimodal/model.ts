@@ -33,6 +33,21 @@ export interface MultimodalPrompt {
   images: ProcessedImage[];
 }
 
+/** An image part's declared size, or a video part (size unknown before decoding). */
+export interface DeclaredVisual {
+  param: string;
+  size?: { width: number; height: number };
+}
+
+function checkImageCount(images: readonly { param: string }[], limits: MultimodalLimits): void {
+  if (images.length <= limits.maxImagesPerPrompt) return;
+  const extra = images[limits.maxImagesPerPrompt];
+  throw new MultimodalRequestError(
+    `${extra.param}: a prompt may carry at most ${limits.maxImagesPerPrompt} images (MEDIA_MAX_IMAGES_PER_PROMPT), got ${images.length}.`,
+    extra.param,
+  );
+}
+
 export class VisionLanguageModel {
   private constructor(
     readonly processor: ImageProcessor,
@@ -81,13 +96,7 @@ export class VisionLanguageModel {
     param: string | null,
     limits: MultimodalLimits = DEFAULT_MULTIMODAL_LIMITS,
   ): MultimodalPrompt {
-    if (images.length > limits.maxImagesPerPrompt) {
-      const extra = images[limits.maxImagesPerPrompt];
-      throw new MultimodalRequestError(
-        `${extra.param}: a prompt may carry at most ${limits.maxImagesPerPrompt} images (MEDIA_MAX_IMAGES_PER_PROMPT), got ${images.length}.`,
-        extra.param,
-      );
-    }
+    checkImageCount(images, limits);
     const { placeholder, videoPlaceholder } = this.processor;
     const marks = [placeholder, ...(videoPlaceholder !== undefined ? [videoPlaceholder] : [])];
     const pattern = new RegExp(marks.map((mark) => mark.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
@@ -121,6 +130,18 @@ export class VisionLanguageModel {
     }
     expanded += text.slice(last);
     return { text: expanded, images: ordered };
+  }
+
+  /**
+   * Before decoding, from what the headers declare: the image count, each image's tiles
+   * and the fewest prompt tokens the images become (videos count as images; their frames
+   * are known only once decoded). Throws MultimodalRequestError.
+   */
+  declaredPromptTokens(parts: readonly DeclaredVisual[], limits: MultimodalLimits = DEFAULT_MULTIMODAL_LIMITS): number {
+    checkImageCount(parts, limits);
+    let tokens = 0;
+    for (const part of parts) if (part.size !== undefined) tokens += this.processor.declaredPromptTokens(part.size.width, part.size.height, part.param, limits);
+    return tokens;
   }
 
   /** Runs the vision encoder over every image: the features for the prompt's image tokens, in order. */

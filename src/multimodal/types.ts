@@ -29,6 +29,12 @@ export interface ImageProcessor {
   /** The token whose embeddings the image features replace. */
   readonly imageTokenId: number;
   process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage;
+  /**
+   * From an image's declared size alone (before decoding): the fewest prompt tokens it
+   * becomes (its image tokens and marker tokens, each one token), after the same refusals
+   * `process` makes from the size (MEDIA_MAX_IMAGE_TILES).
+   */
+  declaredPromptTokens(width: number, height: number, param: string, limits: MultimodalLimits): number;
   /** Families that take video: what a {"type": "video"} part becomes in the prompt. */
   readonly videoPlaceholder?: string;
   /** How the family picks a video's frames (decoding samples them so); uniform when absent. */

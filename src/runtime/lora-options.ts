@@ -4,7 +4,7 @@ import { loraEnabled, type ServerConfig } from '../config/server-config.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
 
 /** Undefined when adapters are off (none configured, no run-time loading): the plain graph only. */
-export function loraOptionsOf(config: ServerConfig, reader: AdapterReader): LoraOptions | undefined {
+export function loraOptionsOf(config: ServerConfig, reader: AdapterReader, runtimeReader?: AdapterReader): LoraOptions | undefined {
   if (!loraEnabled(config)) return undefined;
   return {
     maxLoras: config.maxLoras,
@@ -12,5 +12,6 @@ export function loraOptionsOf(config: ServerConfig, reader: AdapterReader): Lora
     modules: config.loraModules,
     reader,
     runtimeUpdates: config.allowRuntimeLoraUpdating,
+    runtimeReader,
   };
 }

@@ -48,6 +48,10 @@ async function pump(events: SseEvents, outgoing: ServerResponse): Promise<void> 
   const onDrain = () => wake?.();
   outgoing.on('close', onClose);
   outgoing.on('drain', onDrain);
+  // A client that left while the request was being prepared (an abort within milliseconds)
+  // closed the connection before these listeners existed: its 'close' has been and gone,
+  // and a write would wait for a 'drain' that never comes, keeping the request open.
+  if (outgoing.destroyed || outgoing.socket === null || outgoing.socket.destroyed) onClose();
   try {
     for (;;) {
       const event = await events.next();

@@ -30,6 +30,7 @@ import { nodeLoraOptions } from './node-adapters.js';
 import { nodeGuideCompiler } from './node-guides.js';
 import { playgroundRoutes } from './node-static.js';
 import { writingSseDirectly } from './node-sse.js';
+import { capConnections, nodeServerOptions } from './node-connections.js';
 
 /** After the grace period, how long cut streams get to send their error event before connections are closed. */
 const CUT_FLUSH_MS = 1000;
@@ -60,21 +61,15 @@ function oneLine(text: string): string {
 
 function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<{ server: Server; url: string }> {
   return new Promise((resolve, reject) => {
-    const serverOptions = {
-      // Node's defaults hold a slow client for 60 s (headers) and 300 s (body).
-      headersTimeout: config.headersTimeoutMs,
-      requestTimeout: config.requestTimeoutMs,
-      // How often Node checks those timeouts (default 30 s: a 10 s timeout could take 40).
-      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
-    };
+    const serverOptions = nodeServerOptions(config);
     // Without createServer, @hono/node-server makes a node:http server.
     const server = serve({ fetch: writingSseDirectly(app.fetch), hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       resolve({ server, url: `http://${host}:${info.port}` });
     }) as Server;
-    // Connections beyond the cap are dropped on accept, before they cost a request.
-    server.maxConnections = config.maxConnections;
+    // Past the cap the oldest idle connection makes room; a new one is dropped only when all are busy.
+    capConnections(server, config);
     server.once('error', (error) =>
       reject(new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`)),
     );

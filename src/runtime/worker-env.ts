@@ -40,6 +40,7 @@ const NOT_IN_A_WORKER = new Set<keyof ServerConfig>([
   'headersTimeoutMs',
   'requestTimeoutMs',
   'maxConnections',
+  'keepAliveTimeoutMs',
   'shutdownGraceMs',
 ]);
 

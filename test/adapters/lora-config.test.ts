@@ -14,13 +14,13 @@ describe('LoRA settings', () => {
 
   it('read LORA_MODULES, MAX_LORAS, MAX_LORA_RANK and VLLM_ALLOW_RUNTIME_LORA_UPDATING from the environment', () => {
     const config = resolveServerConfig({
-      env: { LORA_MODULES: 'story=./adapters/story, tale=/srv/tale', MAX_LORAS: '2', MAX_LORA_RANK: '32', VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' },
+      env: { LORA_MODULES: 'story=./adapters/story, tale=/srv/tale', MAX_LORAS: '2', MAX_LORA_RANK: '32', VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True', LORA_ROOT: '/srv/loras' },
     });
     expect(config.loraModules).toEqual([
       { name: 'story', path: './adapters/story' },
       { name: 'tale', path: '/srv/tale' },
     ]);
-    expect([config.maxLoras, config.maxLoraRank, config.allowRuntimeLoraUpdating]).toEqual([2, 32, true]);
+    expect([config.maxLoras, config.maxLoraRank, config.allowRuntimeLoraUpdating, config.loraRoot]).toEqual([2, 32, true, '/srv/loras']);
     expect(loraEnabled(config)).toBe(true);
   });
 

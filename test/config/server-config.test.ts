@@ -45,6 +45,7 @@ describe('server configuration', () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       maxConnections: 1024,
+      keepAliveTimeoutMs: 5000,
       shutdownGraceMs: 5000,
       toolCallParser: undefined,
       corsAllowedOrigins: ['*'],
@@ -70,6 +71,7 @@ describe('server configuration', () => {
       maxLoras: 4,
       maxLoraRank: 16,
       allowRuntimeLoraUpdating: false,
+      loraRoot: null,
     });
   });
 

@@ -1,14 +1,13 @@
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
 import { writingSseDirectly } from '../../src/runtime/node-sse.js';
 import { MODEL, golden, loadEngine, testApp } from '../http/helpers.js';
+import { serveInProcess, type InProcessServer } from './in-process-server.js';
 
 // The real HTTP stack in-process, so the test can watch the engine's counters.
 let engine: Engine;
 // Twice: as @hono/node-server serves web streams, and as `npm start` serves SSE (src/runtime/node-sse.ts).
-const servers: ServerType[] = [];
+const servers: InProcessServer[] = [];
 const urls: Record<string, string> = {};
 
 beforeAll(async () => {
@@ -16,23 +15,13 @@ beforeAll(async () => {
   const app = testApp(engine);
   const fetchers = { 'web streams': app.fetch, 'SSE written directly': writingSseDirectly(app.fetch) };
   for (const [mode, fetch] of Object.entries(fetchers)) {
-    await new Promise<void>((resolve) => {
-      const server = serve({ fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => {
-        urls[mode] = `http://127.0.0.1:${info.port}`;
-        resolve();
-      });
-      servers.push(server);
-    });
+    const server = await serveInProcess(fetch);
+    urls[mode] = server.url;
+    servers.push(server);
   }
 });
 afterAll(async () => {
-  for (const server of servers) {
-    await new Promise((resolve) => {
-      server.close(resolve);
-      // fetch keeps connections alive; don't wait for them to time out.
-      if ('closeAllConnections' in server) server.closeAllConnections();
-    });
-  }
+  for (const server of servers) await server.close();
   await engine.dispose();
 });
 

@@ -50,10 +50,9 @@ describe('CORS', () => {
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it('with credentials and any origin, echoes the origin (browsers refuse "*" with credentials)', async () => {
-    const app = testApp(engine, { corsAllowCredentials: true });
-    const response = await app.request('/v1/models', { headers: { origin: ORIGIN } });
-    expect(response.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+  it('refuses credentials with any origin at startup: any page (Origin: null included) could make credentialed requests', () => {
+    expect(() => testApp(engine, { corsAllowCredentials: true })).toThrow(/corsAllowCredentials with corsAllowedOrigins "\*"/);
+    expect(() => testApp(engine, { corsAllowCredentials: true, corsAllowedOrigins: ['https://a.example', '*'] })).toThrow(/corsAllowCredentials/);
   });
 
   it('on an actual request: the allowed origin, credentials and Vary: Origin; nothing for another origin', async () => {

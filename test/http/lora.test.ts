@@ -4,7 +4,7 @@
  * ("model": "None") still runs the base model, and adapters load and unload at run time
  * only when the server allows it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,18 +24,22 @@ let tinyPath: string;
 let badPath: string;
 let engine: LocalEngine;
 let app: ReturnType<typeof testApp>;
+let loraRoot: string;
+const REFUSED = (name: string) => `LoRA adapter "${name}" cannot be loaded: the path does not name a readable adapter folder inside the server's LoRA root (loraRoot).`;
 
 beforeAll(async () => {
   ckpt = await loadSharedCheckpoint();
   dir = await mkdtemp(join(tmpdir(), 'lora-http-'));
   storyPath = await writeAdapterDir(join(dir, 'story'), randomAdapter(ckpt, { seed: 41, rank: 8, alpha: 16 }));
-  tinyPath = await writeAdapterDir(join(dir, 'tiny'), randomAdapter(ckpt, { seed: 42, rank: 2, alpha: 8, dtype: 'BF16', targets: ['v_proj', 'o_proj'] }));
+  // Run-time loads are confined to loraRoot; the startup adapter (story) lives outside it.
+  loraRoot = join(dir, 'root');
+  tinyPath = await writeAdapterDir(join(loraRoot, 'tiny'), randomAdapter(ckpt, { seed: 42, rank: 2, alpha: 8, dtype: 'BF16', targets: ['v_proj', 'o_proj'] }));
   const bad = randomAdapter(ckpt, { seed: 43, rank: 2, alpha: 8, targets: ['q_proj'] });
   (bad.config as { target_modules: string[] }).target_modules = ['query_key_value'];
-  badPath = await writeAdapterDir(join(dir, 'bad'), bad);
-  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, loraModules: `story=${storyPath}`, allowRuntimeLoraUpdating: true });
+  badPath = await writeAdapterDir(join(loraRoot, 'bad'), bad);
+  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, loraModules: `story=${storyPath}`, allowRuntimeLoraUpdating: true, loraRoot });
   engine = await createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL, lora: nodeLoraOptions(config) });
-  app = testApp(engine, { loraModules: config.loraModules, allowRuntimeLoraUpdating: true });
+  app = testApp(engine, { loraModules: config.loraModules, allowRuntimeLoraUpdating: true, loraRoot });
 });
 
 afterAll(async () => {
@@ -115,8 +119,8 @@ describe('LoRA adapters over HTTP', () => {
     expect(again).toBe("The lora adapter 'tiny' has already been loaded.");
     const refused = await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'bad', lora_path: badPath }), 400, 'BadRequestError');
     expect(refused).toMatch(/target module "query_key_value" is not a projection of the base model/);
-    const missing = await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'gone', lora_path: join(dir, 'nothing') }), 400, 'BadRequestError');
-    expect(missing).toMatch(/no adapter_config\.json/);
+    const missing = await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'gone', lora_path: join(loraRoot, 'nothing') }), 400, 'BadRequestError');
+    expect(missing).toBe(REFUSED('gone'));
     await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'x' }), 400, 'BadRequestError', 'lora_path');
     await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: MODEL, lora_path: tinyPath }), 400, 'BadRequestError');
 
@@ -124,6 +128,39 @@ describe('LoRA adapters over HTTP', () => {
     expect(await unloaded.text()).toBe("Success: LoRA adapter 'tiny' removed successfully.");
     await expectError(postJson(app, '/v1/completions', { model: 'tiny', prompt: 'Hi' }), 404, 'NotFoundError');
     await expectError(postJson(app, '/v1/unload_lora_adapter', { lora_name: 'tiny' }), 404, 'NotFoundError');
+  });
+
+  it('confines run-time loads to loraRoot with one error for every refusal, echoing no file bytes', async () => {
+    const secret = join(dir, 'secret.txt');
+    await writeFile(secret, 'root:x:0:0:SECRET-BYTES\n');
+    const outside = await writeAdapterDir(join(dir, 'outside'), randomAdapter(ckpt, { seed: 44, rank: 2, alpha: 8, targets: ['v_proj'] }));
+    await symlink(outside, join(loraRoot, 'link-out'));
+    const leaky = join(loraRoot, 'leaky');
+    await mkdir(leaky);
+    await symlink(secret, join(leaky, 'adapter_config.json'));
+    await symlink(join(tinyPath, 'adapter_model.safetensors'), join(leaky, 'adapter_model.safetensors'));
+    const notJson = join(loraRoot, 'not-json');
+    await mkdir(notJson);
+    await writeFile(join(notJson, 'adapter_config.json'), 'SECRET-BYTES {');
+    await writeFile(join(notJson, 'adapter_model.safetensors'), '');
+    const attempts = [outside, join(loraRoot, '..', 'outside'), '../outside', join(loraRoot, 'link-out'), leaky, notJson, '/etc', '/nonexistent/adapter', secret];
+    for (const lora_path of attempts) {
+      const message = await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'probe', lora_path }), 400, 'BadRequestError');
+      expect(message, lora_path).toBe(REFUSED('probe'));
+    }
+    // A relative path inside the root is fine.
+    expect((await postJson(app, '/v1/load_lora_adapter', { lora_name: 'relative', lora_path: 'tiny' })).status).toBe(200);
+    expect((await postJson(app, '/v1/unload_lora_adapter', { lora_name: 'relative' })).status).toBe(200);
+  });
+
+  it('holds at most maxLoras adapters', async () => {
+    // story is loaded; maxLoras is 4.
+    for (const name of ['a', 'b', 'c']) expect((await postJson(app, '/v1/load_lora_adapter', { lora_name: name, lora_path: tinyPath })).status).toBe(200);
+    const full = await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'd', lora_path: tinyPath }), 400, 'BadRequestError');
+    expect(full).toBe("The server holds at most 4 LoRA adapters (maxLoras); unload one before loading 'd'.");
+    for (const name of ['a', 'b', 'c']) expect((await postJson(app, '/v1/unload_lora_adapter', { lora_name: name })).status).toBe(200);
+    expect(() => parseServerConfig({ loraModules: 'a=/x,b=/y', maxLoras: 1 })).toThrow(/loraModules names 2 adapters, more than maxLoras \(1\)/);
+    expect(() => nodeLoraOptions(parseServerConfig({ allowRuntimeLoraUpdating: true }))).toThrow(/allowRuntimeLoraUpdating needs loraRoot/);
   });
 
   it('refuses run-time updates unless allowed', async () => {

@@ -1,8 +1,8 @@
 /**
  * Media parts through the HTTP API, end to end: the real engine (text-only), the Node
  * media fetcher allowed to reach 127.0.0.1, and a real HTTP server on loopback. A media
- * part must be checked, fetched and decoded like for a multimodal model, and only then
- * refused because the model takes text only; every broken rule is a 400 naming the part.
+ * part must be checked, fetched and its header read like for a multimodal model, and then
+ * refused, undecoded, because the model takes text only; every broken rule is a 400 naming the part.
  */
 import { Buffer } from 'node:buffer';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { verbatimFlac } from '../media/helpers/flac-writer.js';
 import { serve, startMediaServer, type MediaServer, type Route } from '../media/helpers/media-server.js';
 import { MODEL, MODEL_DIR, expectError, golden, loadEngine, postJson } from './helpers.js';
 
-const TEXT_ONLY = /: this model accepts text only; the (image|audio|video) was fetched and decoded, but the model cannot use it$/;
+const TEXT_ONLY = /: this model accepts text only; the (image|audio|video) was fetched and its header checked \(not decoded\), but the model cannot use it$/;
 
 let engine: Engine;
 let server: MediaServer;
@@ -82,9 +82,9 @@ function chat(parts: unknown[], extra: Record<string, unknown> = {}) {
 }
 
 describe('POST /generate with media parts', () => {
-  it('fetches a whitelisted PNG, decodes it, then refuses it: the model is text-only', async () => {
+  it('fetches a whitelisted PNG, reads its header, then refuses it: the model is text-only', async () => {
     const message = await expectError(generate([{ type: 'image_url', image_url: url('/cat.png') }]), 400, 'BadRequestError', 'prompt[1].image_url');
-    expect(message).toMatch(/^prompt\[1\]\.image_url: this model accepts text only; the image was fetched and decoded/);
+    expect(message).toMatch(/^prompt\[1\]\.image_url: this model accepts text only; the image was fetched and its header checked/);
     expect(hits['/cat.png']).toBe(1);
   });
 
@@ -99,9 +99,9 @@ describe('POST /generate with media parts', () => {
     expect(hits['/cat.png']).toBe(1);
   });
 
-  it('fetches and decodes audio too before refusing it', async () => {
+  it('fetches audio too before refusing it', async () => {
     const message = await expectError(generate([{ type: 'audio_url', audio_url: url('/tone.wav') }]), 400, 'BadRequestError', 'prompt[1].audio_url');
-    expect(message).toMatch(/^prompt\[1\]\.audio_url: this model accepts text only; the audio was fetched and decoded/);
+    expect(message).toMatch(/^prompt\[1\]\.audio_url: this model accepts text only; the audio was fetched and its header checked/);
     expect(hits['/tone.wav']).toBe(1);
   });
 
@@ -212,11 +212,11 @@ describe('POST /v1/chat/completions with media parts', () => {
       'BadRequestError',
       'messages[0].content[1].image_url.url',
     );
-    expect(message).toMatch(/^messages\[0\]\.content\[1\]\.image_url\.url: this model accepts text only; the image was fetched and decoded/);
+    expect(message).toMatch(/^messages\[0\]\.content\[1\]\.image_url\.url: this model accepts text only; the image was fetched and its header checked/);
     expect(hits['/cat.png']).toBe(1);
   });
 
-  it('decodes input_audio in FLAC, then refuses it', async () => {
+  it('reads the header of input_audio in FLAC, then refuses it', async () => {
     const flac = verbatimFlac([new Int16Array(4096).fill(500)], 16000);
     const message = await expectError(
       chat([{ type: 'input_audio', input_audio: { data: base64(flac), format: 'flac' } }]),
@@ -224,7 +224,7 @@ describe('POST /v1/chat/completions with media parts', () => {
       'BadRequestError',
       'messages[0].content[1].input_audio.data',
     );
-    expect(message).toMatch(/^messages\[0\]\.content\[1\]\.input_audio\.data: this model accepts text only; the audio was fetched and decoded/);
+    expect(message).toMatch(/^messages\[0\]\.content\[1\]\.input_audio\.data: this model accepts text only; the audio was fetched and its header checked/);
   });
 
   it('refuses a host off the whitelist, a private address and an HTML "image"', async () => {

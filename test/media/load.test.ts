@@ -1,7 +1,7 @@
 /**
  * loadPromptMedia / loadChatMedia end to end: parts parsed, fetched from a real server
  * and the media directory, decoded; refusals name the part; a text-only model refuses
- * media only after it was fetched and decoded.
+ * media once it was fetched and its header read, before anything is decoded.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { MediaError } from '../../src/media/errors.js';
 import { loadChatMedia, loadPromptMedia, refuseUnacceptedMedia } from '../../src/media/load.js';
 import { createNodeMediaFetcher } from '../../src/media/node.js';
 import type { DecodedAudio, DecodedImage } from '../../src/media/types.js';
+import { inlineMediaDecoder, type MediaDecoder } from '../../src/media/decode/media-decoder.js';
 import { SMALL_RGB, pcm16Wav, smallPng } from './helpers/fixtures.js';
 import { serve, startMediaServer, type MediaServer } from './helpers/media-server.js';
 
@@ -37,10 +38,10 @@ afterAll(async () => {
   await rm(mediaDir, { recursive: true, force: true });
 });
 
-function fetcher(overrides: MediaConfigInput = {}) {
+function fetcher(overrides: MediaConfigInput = {}, decoder?: MediaDecoder) {
   return createNodeMediaFetcher(
     resolveMediaConfig({ mediaDir, allowedDomains: ['media.test'], allowPrivateAddresses: ['127.0.0.1/32'], totalTimeoutMs: 3000, ...overrides }),
-    { resolve: async () => ['127.0.0.1'] },
+    { resolve: async () => ['127.0.0.1'], ...(decoder !== undefined ? { decoder } : {}) },
   );
 }
 
@@ -114,16 +115,21 @@ describe('loadChatMedia and text-only models', () => {
     expect(loaded.map((m) => [m.param, m.format, m.byteLength])).toEqual([['messages[0].content[1].image_url.url', 'png', smallPng().length]]);
   });
 
-  it('refuses decoded media for a text-only model, naming the part', async () => {
-    const loaded = await loadChatMedia(messages, fetcher());
-    expect(() => refuseUnacceptedMedia(loaded)).toThrow(
+  it('refuses media for a text-only model from its header, naming the part, and decodes nothing', async () => {
+    const decoded: string[] = [];
+    const spying = fetcher({}, { decode: async (media, options) => (decoded.push(media.format), inlineMediaDecoder.decode(media, options)) });
+    const refusal = loadChatMedia(messages, spying, { admit: (parts) => refuseUnacceptedMedia(parts) });
+    await expect(refusal).rejects.toThrow(
       expect.objectContaining({
         reason: 'modality_not_supported',
         param: 'messages[0].content[1].image_url.url',
-        message: 'messages[0].content[1].image_url.url: this model accepts text only; the image was fetched and decoded, but the model cannot use it',
+        message:
+          'messages[0].content[1].image_url.url: this model accepts text only; the image was fetched and its header checked (not decoded), but the model cannot use it',
       }),
     );
-    expect(() => refuseUnacceptedMedia(loaded, ['image'])).not.toThrow();
+    expect(decoded).toEqual([]);
+    await loadChatMedia(messages, spying, { admit: (parts) => refuseUnacceptedMedia(parts, ['image']) });
+    expect(decoded).toEqual(['png']);
     expect(() => refuseUnacceptedMedia([])).not.toThrow();
   });
 

@@ -232,31 +232,46 @@ export class Idefics3Processor implements ImageProcessor {
     };
   }
 
+  /**
+   * The sizes `process` resizes an image to and its tile grid (0 × 0: not split), from the
+   * image's size alone; refuses a grid past MEDIA_MAX_IMAGE_TILES.
+   */
+  private layout(height: number, width: number, param: string, limits: MultimodalLimits) {
+    const { settings } = this;
+    const resized = settings.doResize ? idefics3ResizedSize(height, width, settings.longestEdge) : { height, width };
+    if (!settings.doImageSplitting) return { resized, tiled: null, rows: 0, cols: 0 };
+    const tiled = idefics3TiledSize(resized.height, resized.width, settings.tile);
+    if (tiled.height <= settings.tile && tiled.width <= settings.tile) return { resized, tiled, rows: 0, cols: 0 };
+    const rows = Math.ceil(tiled.height / settings.tile);
+    const cols = Math.ceil(tiled.width / settings.tile);
+    if (rows * cols + 1 > limits.maxImageTiles) {
+      throw new MultimodalRequestError(
+        `${param}: the image becomes ${rows} x ${cols} tiles plus the global image, more than the ${limits.maxImageTiles} frames an image may have (MEDIA_MAX_IMAGE_TILES).`,
+        param,
+      );
+    }
+    return { resized, tiled, rows, cols };
+  }
+
+  /** Per tile a marker, a row/col token and the image tokens; the global image two markers, its token and the image tokens. */
+  declaredPromptTokens(width: number, height: number, param: string, limits: MultimodalLimits): number {
+    const { rows, cols } = this.layout(height, width, param, limits);
+    const seq = this.settings.imageSeqLen;
+    return rows * cols * (seq + 2) + seq + 3;
+  }
+
   process(image: DecodedImage, param: string, limits: MultimodalLimits): ProcessedImage {
     const { settings } = this;
     const { tile, resample } = settings;
+    const { resized, tiled, rows, cols } = this.layout(image.height, image.width, param, limits);
     let current = image;
-    if (settings.doResize) {
-      const size = idefics3ResizedSize(current.height, current.width, settings.longestEdge);
-      current = resizeRgb(current, size.width, size.height, resample);
-    }
+    if (settings.doResize) current = resizeRgb(current, resized.width, resized.height, resample);
     const frames: DecodedImage[] = [];
-    let rows = 0;
-    let cols = 0;
-    if (settings.doImageSplitting) {
-      const size = idefics3TiledSize(current.height, current.width, tile);
-      current = resizeRgb(current, size.width, size.height, resample);
-      if (current.height > tile || current.width > tile) {
-        rows = Math.ceil(current.height / tile);
-        cols = Math.ceil(current.width / tile);
+    if (tiled !== null) {
+      current = resizeRgb(current, tiled.width, tiled.height, resample);
+      if (rows > 0) {
         const tileHeight = Math.ceil(current.height / rows);
         const tileWidth = Math.ceil(current.width / cols);
-        if (rows * cols + 1 > limits.maxImageTiles) {
-          throw new MultimodalRequestError(
-            `${param}: the image becomes ${rows} x ${cols} tiles plus the global image, more than the ${limits.maxImageTiles} frames an image may have (MEDIA_MAX_IMAGE_TILES).`,
-            param,
-          );
-        }
         for (let r = 0; r < rows; r++) {
           for (let c = 0; c < cols; c++) {
             const left = c * tileWidth;

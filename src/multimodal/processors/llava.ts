@@ -82,6 +82,10 @@ export class LlavaProcessor implements ImageProcessor {
     return new LlavaProcessor(settings, imageTokenId, placeholder);
   }
 
+  declaredPromptTokens(): number {
+    return this.settings.imageTokens;
+  }
+
   process(image: DecodedImage, param: string, _limits: MultimodalLimits): ProcessedImage {
     const { settings } = this;
     let current = image;

@@ -5,6 +5,7 @@
  */
 import { encode as encodePng } from 'fast-png';
 import jpeg from 'jpeg-js';
+import { deflateSync } from 'node:zlib';
 
 /** A 3×2 RGB image with distinct, known pixels (row-major). */
 export const SMALL_RGB = {
@@ -63,3 +64,46 @@ export function pcm16Wav(channels: Int16Array[], sampleRate: number): Uint8Array
 }
 
 export const HTML_PAGE = '<!DOCTYPE html><html><body>not an image</body></html>';
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(bytes: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const byte of bytes) c = CRC_TABLE[(c ^ byte) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/**
+ * A valid 8-bit grayscale PNG of `width`×`height` zeros: a decompression bomb (6324×6324
+ * is ~40 KB on the wire, 120 MB as RGB), written chunk by chunk with Node's zlib.
+ */
+export function zeroPng(width: number, height: number): Uint8Array {
+  const chunk = (type: string, data: Uint8Array) => {
+    const out = new Uint8Array(12 + data.length);
+    const view = new DataView(out.buffer);
+    view.setUint32(0, data.length);
+    for (let i = 0; i < 4; i++) out[4 + i] = type.charCodeAt(i);
+    out.set(data, 8);
+    view.setUint32(8 + data.length, crc32(out.subarray(4, 8 + data.length)));
+    return out;
+  };
+  const header = new Uint8Array(13);
+  const view = new DataView(header.buffer);
+  view.setUint32(0, width);
+  view.setUint32(4, height);
+  header.set([8, 0, 0, 0, 0], 8); // 8-bit, grayscale, deflate, adaptive filtering, no interlace
+  // Every row: filter byte 0, then zeros.
+  const idat = new Uint8Array(deflateSync(new Uint8Array(height * (width + 1)), { level: 9 }));
+  const parts = [new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', idat), chunk('IEND', new Uint8Array())];
+  const png = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    png.set(part, at);
+    at += part.length;
+  }
+  return png;
+}
