@@ -56,7 +56,7 @@ export class VisionLanguageModel {
           `(supported: ${Object.keys(FAMILIES).join(', ')}).`,
       );
     }
-    if (files.preprocessorConfig === undefined) throw new Error(`A ${modelType} model needs preprocessor_config.json (its image processor's settings).`);
+    if (files.preprocessorConfig === undefined) throw new Error(`A ${modelType} model needs preprocessor_config.json, or an "image_processor" in processor_config.json (its image processor's settings).`);
     const processorFiles = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig ?? {} };
     const processor =
       family === 'idefics3'
