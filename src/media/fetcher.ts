@@ -15,6 +15,7 @@ import { fetchRemote, type Resolver, type RemoteFetchPolicy } from './remote-fet
 import { ConnectTimeoutError, createFetchTransport, type Transport } from './transport.js';
 import type { FetchedMedia, MediaKind, MediaRef } from './types.js';
 import type { VideoDecoderBackend } from './decode/video.js';
+import type { JpegDecoderBackend } from './decode/image.js';
 
 /** Reads a local media file; implementations confine it to the media directory. */
 export interface LocalFileReader {
@@ -36,6 +37,8 @@ export interface MediaFetcherDeps {
   localFiles?: LocalFileReader;
   /** Decodes every video codec (Node: ffmpeg); absent: Motion JPEG only. */
   videoDecoder?: VideoDecoderBackend;
+  /** Decodes JPEG as libjpeg / PIL does (Node: sharp); absent: jpeg-js. */
+  jpegDecoder?: JpegDecoderBackend;
 }
 
 export interface MediaFetcher {
@@ -43,6 +46,7 @@ export interface MediaFetcher {
   fetch(ref: MediaRef | string, kind: MediaKind, signal?: AbortSignal): Promise<FetchedMedia>;
   readonly config: MediaConfig;
   readonly videoDecoder?: VideoDecoderBackend;
+  readonly jpegDecoder?: JpegDecoderBackend;
 }
 
 function withDeadline(callerSignal: AbortSignal | undefined, timeoutMs: number) {
@@ -103,6 +107,7 @@ export function createMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps =
   return {
     config,
     videoDecoder: deps.videoDecoder,
+    jpegDecoder: deps.jpegDecoder,
     async fetch(refOrText, kind, callerSignal) {
       const ref = typeof refOrText === 'string' ? parseMediaRef(refOrText, kind) : refOrText;
       const deadline = withDeadline(callerSignal, config.totalTimeoutMs);

@@ -26,7 +26,7 @@ const DEFAULT_CONCURRENCY = 4;
 async function loadOne(request: MediaRequest, fetcher: MediaFetcher, signal: AbortSignal, videoSampling?: VideoSampling): Promise<LoadedMedia> {
   try {
     const fetched = await fetcher.fetch(request.ref, request.kind, signal);
-    const decoded = await decodeMedia(fetched, { ...fetcher.config, videoDecoder: fetcher.videoDecoder, videoSampling, signal });
+    const decoded = await decodeMedia(fetched, { ...fetcher.config, videoDecoder: fetcher.videoDecoder, jpegDecoder: fetcher.jpegDecoder, videoSampling, signal });
     return { param: request.param, kind: request.kind, format: fetched.format, byteLength: fetched.bytes.byteLength, decoded };
   } catch (error) {
     if (error instanceof MediaError) throw error.forParam(request.param);

@@ -1,13 +1,15 @@
 /**
  * The media fetcher wired for Node: system DNS with every answer checked, connections
  * pinned to the checked address, local files confined to the media directory, video
- * decoded by the npm-shipped ffmpeg (Motion JPEG only where that package is missing).
+ * decoded by the npm-shipped ffmpeg (Motion JPEG only where that package is missing),
+ * JPEG decoded by libjpeg-turbo through sharp (as PIL decodes it).
  */
 import type { MediaConfig } from './config.js';
 import { createMediaFetcher, type MediaFetcher, type MediaFetcherDeps } from './fetcher.js';
 import { createNodeLocalFiles } from './node-local-files.js';
 import { createNodeTransport, nodeResolve } from './node-transport.js';
 import { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
+import { createNodeJpegDecoder } from './node-jpeg.js';
 
 export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps = {}): MediaFetcher {
   const ffmpegPath = bundledFfmpegPath();
@@ -16,6 +18,7 @@ export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDe
     transport: createNodeTransport(),
     localFiles: createNodeLocalFiles(config.mediaDir),
     videoDecoder: ffmpegPath === null ? undefined : createFfmpegVideoDecoder({ ffmpegPath, timeoutMs: config.videoDecodeTimeoutMs }),
+    jpegDecoder: createNodeJpegDecoder(),
     ...deps,
   });
 }
@@ -24,3 +27,4 @@ export { checkMediaDiskSpace, requiredMediaDiskSpace } from './disk-space.js';
 export { createNodeTransport, nodeResolve } from './node-transport.js';
 export { createNodeLocalFiles } from './node-local-files.js';
 export { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
+export { createNodeJpegDecoder } from './node-jpeg.js';
