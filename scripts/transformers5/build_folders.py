@@ -36,6 +36,7 @@ from build_peft_references import base_model  # noqa: E402  (the embedded weight
 ROOT = os.path.join(HERE, '..', '..')
 OUT = os.path.join(ROOT, 'test', 'fixtures', 'transformers5')
 MAX_NEW_TOKENS = 16
+JPEGS = ['420.jpg', '422.jpg', 'progressive-420.jpg', 'exif-6-420.jpg', 'cmyk.jpg']
 
 DEFAULT_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}"
@@ -121,8 +122,21 @@ def smolvlm_folder():
         generations.append({'question': generation['question'], 'images': generation['images'], 'prompt_token_ids': ids,
                             'same_as_fixture': ids == generation['prompt_token_ids']})
         print('smolvlm', generation['images'], len(ids), ids == generation['prompt_token_ids'])
+    # JPEGs (test/fixtures/media/jpeg, written by Pillow) through transformers' load_image and
+    # the processor: pixel values and the expanded prompt's ids.
+    jpegs = {}
+    from transformers.image_utils import load_image
+    for name in JPEGS:
+        image = load_image(os.path.join(ROOT, 'test', 'fixtures', 'media', 'jpeg', name))
+        content = [{'type': 'image'}, {'type': 'text', 'text': 'What is in this image?'}]
+        text = processor.apply_chat_template([{'role': 'user', 'content': content}], add_generation_prompt=True)
+        inputs = processor(text=text, images=[image], return_tensors='np')
+        pixels = inputs['pixel_values'][0].astype(np.float32)
+        pixels.tofile(os.path.join(out, f'pixels-{name}.f32'))
+        jpegs[name] = {'shape': list(pixels.shape), 'prompt_token_ids': inputs['input_ids'][0].tolist()}
+        print('smolvlm jpeg', name, pixels.shape, len(jpegs[name]['prompt_token_ids']))
     with open(os.path.join(out, 'reference.json'), 'w') as f:
-        json.dump({'generations': generations}, f, indent=1)
+        json.dump({'generations': generations, 'jpegs': jpegs}, f, indent=1)
         f.write('\n')
 
 

@@ -8,7 +8,9 @@
  *   chat_template.json;
  * - smolvlm/: the image processor nested in processor_config.json (no
  *   preprocessor_config.json): the expanded prompt has the processor's ids and the output is
- *   the fixture's torch reference.
+ *   the fixture's torch reference; JPEGs Pillow wrote (4:2:0, 4:2:2, progressive,
+ *   EXIF-rotated, CMYK) give transformers' pixel values (load_image + the processor) and its
+ *   prompt length.
  */
 import { readFileSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -22,9 +24,16 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { MODEL_DIR, postJson } from '../http/helpers.js';
+import { preprocessorSettings } from '../../src/engine/folder-layout.js';
+import { decodeJpegUpright } from '../../src/media/decode/image.js';
+import { createNodeJpegDecoder } from '../../src/media/node-jpeg.js';
+import { Idefics3Processor } from '../../src/multimodal/processors/idefics3.js';
+import { DEFAULT_MULTIMODAL_LIMITS } from '../../src/multimodal/types.js';
+import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { imageDataUrl, reference as fixtureReference, SMOLVLM_DIR } from '../multimodal/fixtures.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'transformers5');
+const JPEG_DIR = join(import.meta.dirname, '..', 'fixtures', 'media', 'jpeg');
 
 interface TextCase {
   messages: Array<{ role: string; content: string }>;
@@ -102,6 +111,7 @@ describe('a transformers 5 SmolVLM folder (image processor nested in processor_c
     for (const file of ['config.json', 'generation_config.json']) await cp(join(SMOLVLM_DIR, file), join(dir, file));
     const processed = JSON.parse(await readFile(join(FIXTURES, 'smolvlm', 'reference.json'), 'utf8')) as {
       generations: Array<{ question: string; images: string[]; prompt_token_ids: number[] }>;
+      jpegs: Record<string, { prompt_token_ids: number[] }>;
     };
     const torchReference = fixtureReference('smolvlm');
     const { engine, app } = await serve(dir, 'smolvlm-t5');
@@ -116,8 +126,42 @@ describe('a transformers 5 SmolVLM folder (image processor nested in processor_c
         expect(body.usage.prompt_tokens).toBe(generation.prompt_token_ids.length);
         expect(body.choices[0].message.content).toBe(expected.text);
       }
+      // JPEGs written by Pillow (4:2:0, 4:2:2, progressive, EXIF-rotated, CMYK): the prompt
+      // transformers' processor builds from load_image's picture, over HTTP.
+      for (const [name, { prompt_token_ids }] of Object.entries(processed.jpegs)) {
+        const url = `data:image/jpeg;base64,${readFileSync(join(JPEG_DIR, name)).toString('base64')}`;
+        const content = [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'What is in this image?' }];
+        const body = await json<{ usage: { prompt_tokens: number } }>(
+          postJson(app, '/v1/chat/completions', { model: 'smolvlm-t5', messages: [{ role: 'user', content }], max_tokens: 1 }),
+        );
+        expect(body.usage.prompt_tokens, name).toBe(prompt_token_ids.length);
+      }
     } finally {
       await engine.dispose();
+    }
+  });
+
+  it('JPEG pixel values equal transformers\' (load_image + the nested image processor) within float rounding', async () => {
+    const processed = JSON.parse(await readFile(join(FIXTURES, 'smolvlm', 'reference.json'), 'utf8')) as {
+      jpegs: Record<string, { shape: number[] }>;
+    };
+    const dir = join(FIXTURES, 'smolvlm');
+    const processorConfig = JSON.parse(await readFile(join(dir, 'processor_config.json'), 'utf8')) as Record<string, unknown>;
+    const tokenizer = HfTokenizer.fromJson(JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8')), JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')));
+    const processor = Idefics3Processor.create(
+      { config: JSON.parse(await readFile(join(SMOLVLM_DIR, 'config.json'), 'utf8')), preprocessorConfig: preprocessorSettings(undefined, processorConfig)!, processorConfig },
+      (token) => tokenizer.tokenToId(token),
+    );
+    const decoder = createNodeJpegDecoder();
+    for (const [name, { shape }] of Object.entries(processed.jpegs)) {
+      const image = await decodeJpegUpright(new Uint8Array(readFileSync(join(JPEG_DIR, name))), { maxPixels: 1_000_000 }, decoder);
+      const result = processor.process(image, 'p', DEFAULT_MULTIMODAL_LIMITS);
+      expect([result.frames, 3, result.height, result.width], name).toEqual(shape);
+      const bytes = readFileSync(join(dir, `pixels-${name}.f32`));
+      const want = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      let worst = 0;
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(result.pixels[i] - want[i]));
+      expect(worst, name).toBeLessThan(1e-6);
     }
   });
 });
