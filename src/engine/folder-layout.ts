@@ -69,6 +69,17 @@ function videoSamplingOf(video: JsonObject): unknown {
   return undefined;
 }
 
+/**
+ * processor_config.json with the tokenizer's `extra_special_tokens` image token as its
+ * "image_token" when it names none: transformers 5 processors take the placeholder from the
+ * tokenizer's attribute (LLaVA's `<image>` unless it says otherwise).
+ */
+export function processorSettings(processorConfig: JsonObject | undefined, tokenizerConfig: JsonObject): JsonObject | undefined {
+  const imageToken = extraSpecialToken(tokenizerConfig, 'image_token');
+  if (imageToken === undefined || (processorConfig !== undefined && processorConfig.image_token !== undefined)) return processorConfig;
+  return { ...processorConfig, image_token: imageToken };
+}
+
 /** A token string tokenizer_config.json names among its extra special tokens (e.g. "image_token"), if any. */
 export function extraSpecialToken(tokenizerConfig: JsonObject, attribute: string): string | undefined {
   const extra = objectField(tokenizerConfig, 'extra_special_tokens');

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { COMPANION_GRAPH_BASES, MODEL_FILE_PATHS, type CompanionGraphName, type ModelFiles } from '../engine/model-files.js';
 import { readGraphStructure } from './graph-structure.js';
 import { chooseOnnxFile, companionGraphFile, type OnnxFileSettings } from '../engine/model-variants.js';
-import { CHAT_TEMPLATE_FILES, preprocessorSettings, withChatTemplateFiles, type ChatTemplateFiles } from '../engine/folder-layout.js';
+import { CHAT_TEMPLATE_FILES, preprocessorSettings, processorSettings, withChatTemplateFiles, type ChatTemplateFiles } from '../engine/folder-layout.js';
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
@@ -105,7 +105,7 @@ export async function readModelDir(dir: string, options: ReadModelDirOptions = {
     return {
       companions,
       preprocessorConfig: preprocessorSettings(preprocessorConfig, processorConfig),
-      processorConfig,
+      processorConfig: processorSettings(processorConfig, tokenizerConfig),
       config,
       generationConfig,
       tokenizerJson,

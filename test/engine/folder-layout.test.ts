@@ -24,7 +24,7 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { MODEL_DIR, postJson } from '../http/helpers.js';
-import { preprocessorSettings } from '../../src/engine/folder-layout.js';
+import { preprocessorSettings, processorSettings, withChatTemplateFiles } from '../../src/engine/folder-layout.js';
 import { decodeJpegUpright } from '../../src/media/decode/image.js';
 import { createNodeJpegDecoder } from '../../src/media/node-jpeg.js';
 import { Idefics3Processor } from '../../src/multimodal/processors/idefics3.js';
@@ -163,5 +163,23 @@ describe('a transformers 5 SmolVLM folder (image processor nested in processor_c
       for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(result.pixels[i] - want[i]));
       expect(worst, name).toBeLessThan(1e-6);
     }
+  });
+});
+
+describe('folding the transformers 5 layout', () => {
+  it('takes the image token from extra_special_tokens, the image processor from processor_config.json, named templates from files', () => {
+    const tokenizerConfig = { extra_special_tokens: { image_token: '<img>', boi_token: '<boi>' } };
+    expect(processorSettings({ patch_size: 14 }, tokenizerConfig)).toEqual({ patch_size: 14, image_token: '<img>' });
+    expect(processorSettings({ image_token: '<image>' }, tokenizerConfig)).toEqual({ image_token: '<image>' });
+    expect(processorSettings({ patch_size: 14 }, { extra_special_tokens: ['<img>'] })).toEqual({ patch_size: 14 });
+    const nested = { image_processor: { size: { longest_edge: 96 } }, video_processor: { fps: 1, num_frames: 64 }, image_seq_len: 4 };
+    expect(preprocessorSettings(undefined, nested)).toEqual({ size: { longest_edge: 96 }, video_sampling: { fps: 1, max_frames: 64 } });
+    expect(preprocessorSettings({ size: 1 }, nested)).toEqual({ size: 1 });
+    expect(withChatTemplateFiles({ chat_template: 'old' }, { jinja: 'new', additional: { tool_use: 'tools' } }).chat_template).toEqual([
+      { name: 'default', template: 'new' },
+      { name: 'tool_use', template: 'tools' },
+    ]);
+    expect(withChatTemplateFiles({}, { json: { chat_template: 'legacy' } }).chat_template).toBe('legacy');
+    expect(withChatTemplateFiles({ chat_template: 'kept' }, {}).chat_template).toBe('kept');
   });
 });
