@@ -238,6 +238,7 @@ export class LocalEngine implements Engine {
       if (visionEncoder !== undefined) {
         needsEmbeds(visionEncoder.file, 'image');
         multimodal = await VisionLanguageModel.load({ ...companionLoad, files: { ...configs, visionEncoder } });
+        if (decoder.embeddingSize !== null) await multimodal.probe(decoder.embeddingSize);
       }
       if (audioEncoder !== undefined) {
         needsEmbeds(audioEncoder.file, 'audio');
