@@ -77,6 +77,13 @@ export function parsePeftAdapter(files: AdapterFiles, options: ParseAdapterOptio
   if (Array.isArray(modulesToSave) && modulesToSave.length > 0) {
     fail(`modules_to_save (${modulesToSave.join(', ')}) replaces whole modules, which the engine does not support.`);
   }
+  // PEFT LoRA options that change what the adapter computes beyond W + scale·B·A.
+  if (config.lora_bias === true) fail('lora_bias is true (lora_B carries a trained bias); only adapters without biases are supported.');
+  if (isSet(config.trainable_token_indices)) fail('trainable_token_indices is set (it retrains rows of the token embedding), which the engine does not support.');
+  if (isSet(config.alora_invocation_tokens)) fail('alora_invocation_tokens is set (an activated LoRA, applied only after its invocation tokens), which the engine does not support.');
+  if (isSet(config.layer_replication)) fail('layer_replication is set (it duplicates decoder layers), which the engine does not support.');
+  if (isSet(config.target_parameters)) fail('target_parameters is set (LoRA on raw parameters, not on projections), which the engine does not support.');
+  if (config.use_qalora === true) fail('use_qalora is true; QALoRA adapters are not supported.');
   const configRank = config.r ?? 8;
   if (typeof configRank !== 'number' || !Number.isInteger(configRank) || configRank <= 0) fail(`r must be a positive integer, got ${JSON.stringify(configRank)}.`);
   const alpha = config.lora_alpha ?? 8;
@@ -159,6 +166,14 @@ export function parsePeftAdapter(files: AdapterFiles, options: ParseAdapterOptio
   }
   modules.sort((x, y) => x.layer - y.layer || x.module.localeCompare(y.module));
   return { name, path, rank: largestRank, modules, notes };
+}
+
+/** PEFT writes null (or an empty list / object) for an option left off. */
+function isSet(value: unknown): boolean {
+  if (value === null || value === undefined || value === false) return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return true;
 }
 
 function objectOf(value: unknown): Record<string, unknown> {

@@ -1,4 +1,5 @@
 import type { InferenceSession } from 'onnxruntime-common';
+import { tokenizerJsonAsLoaded } from './folder-layout.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -175,7 +176,7 @@ export class LocalEngine implements Engine {
     const { spec: configSpec, notes } = modelSpecFromFiles(files);
     // No EOS in any config file: the tokenizer's own rule, never an empty list that would
     // stop nothing.
-    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, {
+    const tokenizer = HfTokenizer.fromJson(tokenizerJsonAsLoaded(files.tokenizerJson, files.tokenizerConfig, files.config), files.tokenizerConfig, {
       eosTokenIds: configSpec.eosTokenIds.length > 0 ? configSpec.eosTokenIds : undefined,
     });
     const spec = { ...configSpec, eosTokenIds: [...tokenizer.eosTokenIds] };
@@ -237,6 +238,7 @@ export class LocalEngine implements Engine {
       if (visionEncoder !== undefined) {
         needsEmbeds(visionEncoder.file, 'image');
         multimodal = await VisionLanguageModel.load({ ...companionLoad, files: { ...configs, visionEncoder } });
+        if (decoder.embeddingSize !== null) await multimodal.probe(decoder.embeddingSize);
       }
       if (audioEncoder !== undefined) {
         needsEmbeds(audioEncoder.file, 'audio');

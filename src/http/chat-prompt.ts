@@ -129,11 +129,13 @@ export async function buildChatPrompt(
   messages: readonly ChatMessage[],
   options: ChatPromptOptions,
 ): Promise<ChatPrompt> {
+  // As transformers' get_chat_template: a request with tools gets the model's "tool_use" template when it has one.
+  const modelChoice = options.templateVariables?.tools !== undefined && modelTemplate?.toolUse ? modelTemplate.toolUse : modelTemplate;
   const template =
-    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer) : modelTemplate;
+    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer) : modelChoice;
   if (template === null) {
     throw badRequest(
-      'This model has no chat template (tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
+      'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
     );
   }
   const rendered = template.render(toTemplateMessages(messages, options.multimodal !== undefined, options.multimodal?.stringContentPlaceholders), {

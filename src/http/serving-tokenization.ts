@@ -35,7 +35,7 @@ export async function tokenizeChat(
   const { tokenIds } = await buildChatPrompt(template, tokenizer, request.messages, {
     addGenerationPrompt: request.add_generation_prompt,
     continueFinalMessage: request.continue_final_message,
-    templateVariables: request.chat_template_kwargs,
+    templateVariables: request.tools === undefined ? request.chat_template_kwargs : { ...request.chat_template_kwargs, tools: request.tools },
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
     templateBudget,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { bool, intIn, optional, str, withDefault } from '../protocol/fields.js';
-import { ChatMessageSchema } from '../protocol/openai-chat.js';
+import { ChatMessageSchema, ToolSchema } from '../protocol/openai-chat.js';
 
 /**
  * vLLM's /tokenize and /detokenize requests. Unknown fields are ignored, as vLLM's
@@ -24,6 +24,8 @@ export const TokenizeChatRequestSchema = z.object(
     add_special_tokens: withDefault(bool, false),
     chat_template: optional(str),
     chat_template_kwargs: optional(z.record(z.string(), z.unknown(), { error: 'must be an object' })),
+    // The template sees them as chat requests pass them (vLLM's TokenizeChatRequest.tools).
+    tools: optional(z.array(ToolSchema, { error: 'must be a list of tools' })),
   },
   { error: 'must be a JSON object' },
 );

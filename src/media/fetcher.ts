@@ -16,6 +16,7 @@ import { ConnectTimeoutError, createFetchTransport, type Transport } from './tra
 import type { FetchedMedia, MediaKind, MediaRef } from './types.js';
 import type { VideoDecoderBackend } from './decode/video.js';
 import type { MediaDecoder } from './decode/media-decoder.js';
+import type { JpegDecoderBackend } from './decode/image.js';
 
 /** Reads a local media file; implementations confine it to the media directory. */
 export interface LocalFileReader {
@@ -39,6 +40,8 @@ export interface MediaFetcherDeps {
   videoDecoder?: VideoDecoderBackend;
   /** Where images and audio are decoded (Node: a worker thread); absent: on this thread, yielding first. */
   decoder?: MediaDecoder;
+  /** Decodes JPEG as libjpeg / PIL does (Node: sharp); absent: jpeg-js. */
+  jpegDecoder?: JpegDecoderBackend;
 }
 
 export interface MediaFetcher {
@@ -47,6 +50,7 @@ export interface MediaFetcher {
   readonly config: MediaConfig;
   readonly videoDecoder?: VideoDecoderBackend;
   readonly decoder?: MediaDecoder;
+  readonly jpegDecoder?: JpegDecoderBackend;
 }
 
 function withDeadline(callerSignal: AbortSignal | undefined, timeoutMs: number) {
@@ -108,6 +112,7 @@ export function createMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps =
     config,
     videoDecoder: deps.videoDecoder,
     decoder: deps.decoder,
+    jpegDecoder: deps.jpegDecoder,
     async fetch(refOrText, kind, callerSignal) {
       const ref = typeof refOrText === 'string' ? parseMediaRef(refOrText, kind) : refOrText;
       const deadline = withDeadline(callerSignal, config.totalTimeoutMs);

@@ -153,7 +153,7 @@ export async function loadMediaRequests(
   options.admit?.(declared);
 
   const decoder = fetcher.decoder ?? inlineMediaDecoder;
-  const decodeOptions = { ...config, videoDecoder: fetcher.videoDecoder, videoSampling: options.videoSampling };
+  const decodeOptions = { ...config, videoDecoder: fetcher.videoDecoder, jpegDecoder: fetcher.jpegDecoder, videoSampling: options.videoSampling };
   // One part at a time: a decoding thread takes one anyway, and peak memory stays one part's.
   return eachPart(fetched, 1, options.signal, ({ request, media }: { request: MediaRequest; media: FetchedMedia }, signal) =>
     attributed(request.param, async () => {

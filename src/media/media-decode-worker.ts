@@ -6,12 +6,13 @@
 import { parentPort } from 'node:worker_threads';
 import { decodeMedia, type DecodeOptions } from './decode/index.js';
 import { MediaError } from './errors.js';
+import { createNodeJpegDecoder } from './node-jpeg.js';
 import type { DecodedMedia, FetchedMedia } from './types.js';
 
 export interface DecodeJob {
   id: number;
   media: FetchedMedia;
-  options: Omit<DecodeOptions, 'signal' | 'videoDecoder' | 'videoSampling'>;
+  options: Omit<DecodeOptions, 'signal' | 'videoDecoder' | 'videoSampling' | 'jpegDecoder'>;
 }
 
 export type DecodeReply =
@@ -24,8 +25,11 @@ function transferables(decoded: DecodedMedia): ArrayBuffer[] {
   return [];
 }
 
+// JPEG as PIL decodes it (sharp), in this thread as on the main one.
+const jpegDecoder = createNodeJpegDecoder();
+
 parentPort?.on('message', (job: DecodeJob) => {
-  decodeMedia(job.media, job.options).then(
+  decodeMedia(job.media, { ...job.options, jpegDecoder }).then(
     (decoded) => parentPort!.postMessage({ id: job.id, decoded } satisfies DecodeReply, transferables(decoded)),
     (error: unknown) =>
       parentPort!.postMessage({

@@ -111,7 +111,8 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number }): Worker
   return {
     decode(media: FetchedMedia, decodeOptions: DecodeOptions): Promise<DecodedMedia> {
       if (media.kind === 'video') return inlineMediaDecoder.decode(media, decodeOptions);
-      const { signal, videoDecoder: _videoDecoder, videoSampling: _videoSampling, ...plain } = decodeOptions;
+      // Functions cannot cross to the thread: it makes its own JPEG decoder (media-decode-worker.ts).
+      const { signal, videoDecoder: _videoDecoder, videoSampling: _videoSampling, jpegDecoder: _jpegDecoder, ...plain } = decodeOptions;
       return new Promise((resolve, reject) => {
         // A view of a larger buffer would clone the whole buffer into the thread.
         const whole = media.bytes.byteOffset === 0 && media.bytes.byteLength === media.bytes.buffer.byteLength;

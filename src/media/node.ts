@@ -1,7 +1,8 @@
 /**
  * The media fetcher wired for Node: system DNS with every answer checked, connections
  * pinned to the checked address, local files confined to the media directory, video
- * decoded by the npm-shipped ffmpeg (Motion JPEG only where that package is missing).
+ * decoded by the npm-shipped ffmpeg (Motion JPEG only where that package is missing),
+ * JPEG decoded by libjpeg-turbo through sharp (as PIL decodes it).
  */
 import type { MediaConfig } from './config.js';
 import { createMediaFetcher, type MediaFetcher, type MediaFetcherDeps } from './fetcher.js';
@@ -9,6 +10,7 @@ import { createNodeLocalFiles } from './node-local-files.js';
 import { createNodeTransport, nodeResolve } from './node-transport.js';
 import { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
 import { createWorkerMediaDecoder } from './node-decode-worker.js';
+import { createNodeJpegDecoder } from './node-jpeg.js';
 
 export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps = {}): MediaFetcher {
   const ffmpegPath = bundledFfmpegPath();
@@ -18,6 +20,7 @@ export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDe
     localFiles: createNodeLocalFiles(config.mediaDir),
     videoDecoder: ffmpegPath === null ? undefined : createFfmpegVideoDecoder({ ffmpegPath, timeoutMs: config.videoDecodeTimeoutMs }),
     decoder: createWorkerMediaDecoder({ timeoutMs: config.decodeTimeoutMs }),
+    jpegDecoder: createNodeJpegDecoder(),
     ...deps,
   });
 }
@@ -27,3 +30,4 @@ export { createNodeTransport, nodeResolve } from './node-transport.js';
 export { createNodeLocalFiles } from './node-local-files.js';
 export { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
 export { createWorkerMediaDecoder } from './node-decode-worker.js';
+export { createNodeJpegDecoder } from './node-jpeg.js';

@@ -71,7 +71,7 @@ export class VisionLanguageModel {
           `(supported: ${Object.keys(FAMILIES).join(', ')}).`,
       );
     }
-    if (files.preprocessorConfig === undefined) throw new Error(`A ${modelType} model needs preprocessor_config.json (its image processor's settings).`);
+    if (files.preprocessorConfig === undefined) throw new Error(`A ${modelType} model needs preprocessor_config.json, or an "image_processor" in processor_config.json (its image processor's settings).`);
     const processorFiles = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig ?? {} };
     const processor =
       family === 'idefics3'
@@ -147,6 +147,24 @@ export class VisionLanguageModel {
   /** Runs the vision encoder over every image: the features for the prompt's image tokens, in order. */
   async encode(images: readonly ProcessedImage[], hidden: number): Promise<PlaceholderEmbeds[]> {
     return placeholderFeatures(images, this.processor.imageTokenId, (part) => this.encoder.encode(part, hidden));
+  }
+
+  /**
+   * One small picture through the processor and the encoder at startup: frames of a size the
+   * encoder cannot take (a tile size its position embeddings do not fit, a feature count
+   * that is not image_seq_len) refuse the model then, not its first image request with a 500.
+   */
+  async probe(hidden: number): Promise<void> {
+    const side = 8;
+    const processed = this.processor.process({ kind: 'image', width: side, height: side, rgb: new Uint8Array(side * side * 3).fill(128) }, 'startup', DEFAULT_MULTIMODAL_LIMITS);
+    try {
+      await this.encoder.encode(processed, hidden);
+    } catch (error) {
+      throw new Error(
+        `${this.encoderFile} does not take the frames its image processor makes (${processed.frames} × 3 × ${processed.height} × ${processed.width}, ` +
+          `${processed.imageTokens} image tokens): ${(error as Error).message}`,
+      );
+    }
   }
 
   describe(): string {

@@ -63,7 +63,7 @@ export const ChatMessageSchema = z.discriminatedUnion('role', [
 ]);
 export type ChatMessage = z.output<typeof ChatMessageSchema>;
 
-const ToolSchema = z.object({
+export const ToolSchema = z.object({
   type: z.literal('function'),
   function: z.object({
     name: requiredString,

@@ -3,6 +3,7 @@ import { basename, join } from 'node:path';
 import { COMPANION_GRAPH_BASES, MODEL_FILE_PATHS, type CompanionGraphName, type ModelFiles } from '../engine/model-files.js';
 import { readGraphStructure } from './graph-structure.js';
 import { chooseOnnxFile, companionGraphFile, type OnnxFileSettings } from '../engine/model-variants.js';
+import { CHAT_TEMPLATE_FILES, preprocessorSettings, processorSettings, withChatTemplateFiles, type ChatTemplateFiles } from '../engine/folder-layout.js';
 
 async function readJson(path: string): Promise<Record<string, unknown>> {
   return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
@@ -15,6 +16,28 @@ async function readOptionalJson(path: string): Promise<Record<string, unknown> |
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+}
+
+async function readOptionalText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** transformers 5's template files beside tokenizer_config.json (engine/folder-layout.ts). */
+async function readChatTemplateFiles(dir: string, listing: readonly string[]): Promise<ChatTemplateFiles> {
+  const additional: Record<string, string> = {};
+  for (const file of await listFiles(dir, CHAT_TEMPLATE_FILES.additionalDir)) {
+    if (file.endsWith('.jinja')) additional[file.slice(CHAT_TEMPLATE_FILES.additionalDir.length, -'.jinja'.length)] = await readFile(join(dir, file), 'utf8');
+  }
+  return {
+    jinja: listing.includes(CHAT_TEMPLATE_FILES.jinja) ? await readOptionalText(join(dir, CHAT_TEMPLATE_FILES.jinja)) : undefined,
+    json: listing.includes(CHAT_TEMPLATE_FILES.json) ? await readOptionalJson(join(dir, CHAT_TEMPLATE_FILES.json)) : undefined,
+    additional,
+  };
 }
 
 async function listFiles(dir: string, prefix: string): Promise<string[]> {
@@ -81,12 +104,12 @@ export async function readModelDir(dir: string, options: ReadModelDirOptions = {
     ]);
     return {
       companions,
-      preprocessorConfig,
-      processorConfig,
+      preprocessorConfig: preprocessorSettings(preprocessorConfig, processorConfig),
+      processorConfig: processorSettings(processorConfig, tokenizerConfig),
       config,
       generationConfig,
       tokenizerJson,
-      tokenizerConfig,
+      tokenizerConfig: withChatTemplateFiles(tokenizerConfig, await readChatTemplateFiles(dir, listing)),
       onnx: new Uint8Array(onnx.buffer, onnx.byteOffset, onnx.byteLength),
       onnxFile: choice.file,
       onnxPath,

@@ -8,6 +8,7 @@
  */
 import { externalDataLocations } from '../engine/graph-ops.js';
 import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
+import { CHAT_TEMPLATE_FILES, withChatTemplateFiles } from '../engine/folder-layout.js';
 import { fileName, readWithProgress, type ProgressListener } from './browser-downloads.js';
 import { chooseOnnxFile, MODEL_DTYPES, onnxFolderCandidates, type ModelDtype, type OnnxFileChoice, type OnnxFileSettings } from '../engine/model-variants.js';
 
@@ -154,12 +155,21 @@ export async function readModelSource(
     source.read(choice.file, onProgress),
   ]);
   if (onnx === null) throw new Error(`Cannot download ${source.label}${choice.file}: HTTP 404 Not Found`);
+  // transformers 5's template files (a plain URL cannot be listed, so additional_chat_templates/ is read only from a listed folder).
+  const [templateJinja, templateJson] = await Promise.all([source.read(CHAT_TEMPLATE_FILES.jinja, onProgress), json(CHAT_TEMPLATE_FILES.json, false)]);
+  const additional: Record<string, string> = {};
+  for (const file of source.list?.() ?? []) {
+    if (!file.startsWith(CHAT_TEMPLATE_FILES.additionalDir) || !file.endsWith('.jinja')) continue;
+    const bytes = await source.read(file, onProgress);
+    if (bytes !== null) additional[file.slice(CHAT_TEMPLATE_FILES.additionalDir.length, -'.jinja'.length)] = new TextDecoder().decode(bytes);
+  }
+  const chatTemplateFiles = { jinja: templateJinja === null ? undefined : new TextDecoder().decode(templateJinja), json: templateJson, additional };
   const externalData = await externalDataOf(source, choice.file, onnx, onProgress);
   return {
     config: config!,
     generationConfig,
     tokenizerJson: tokenizerJson!,
-    tokenizerConfig: tokenizerConfig!,
+    tokenizerConfig: withChatTemplateFiles(tokenizerConfig!, chatTemplateFiles),
     onnx,
     onnxFile: choice.file,
     externalData,

@@ -52,6 +52,8 @@ export class ChatTemplateError extends Error {
  */
 export class ChatTemplate {
   private readonly compiled: Template;
+  /** The model's "tool_use" template (transformers' named templates): rendered instead when a request passes tools. */
+  toolUse: ChatTemplate | null = null;
 
   constructor(
     readonly source: string,
@@ -119,19 +121,20 @@ function tokenString(value: unknown): string | undefined {
 }
 
 /**
- * The template source in tokenizer_config.json: a string, or a list of named templates
- * (transformers' multi-template format) of which "default" is the chat one.
+ * The template sources in tokenizer_config.json: a string, or a list of named templates
+ * (transformers' multi-template format, also what the transformers 5 layout's
+ * additional_chat_templates/ fold into) of which "default" is the chat one.
  */
-function templateSource(value: unknown): string | undefined {
-  if (typeof value === 'string') return value;
+function templateSources(value: unknown): { main?: string; toolUse?: string } {
+  if (typeof value === 'string') return { main: value };
   if (Array.isArray(value)) {
     const named = value.filter(
       (entry): entry is { name: string; template: string } =>
         !!entry && typeof entry === 'object' && typeof entry.name === 'string' && typeof entry.template === 'string',
     );
-    return named.find((entry) => entry.name === 'default')?.template;
+    return { main: named.find((entry) => entry.name === 'default')?.template, toolUse: named.find((entry) => entry.name === 'tool_use')?.template };
   }
-  return undefined;
+  return {};
 }
 
 /**
@@ -143,11 +146,11 @@ export function chatTemplateFromTokenizerConfig(
   tokenizerConfig: Record<string, unknown>,
   fallbackTokens: { bosToken?: string; eosToken?: string } = {},
 ): ChatTemplate | null {
-  const source = templateSource(tokenizerConfig.chat_template);
-  if (source === undefined) return null;
-  return new ChatTemplate(
-    source,
-    tokenString(tokenizerConfig.bos_token) ?? fallbackTokens.bosToken ?? '',
-    tokenString(tokenizerConfig.eos_token) ?? fallbackTokens.eosToken ?? '',
-  );
+  const { main, toolUse } = templateSources(tokenizerConfig.chat_template);
+  if (main === undefined) return null;
+  const bosToken = tokenString(tokenizerConfig.bos_token) ?? fallbackTokens.bosToken ?? '';
+  const eosToken = tokenString(tokenizerConfig.eos_token) ?? fallbackTokens.eosToken ?? '';
+  const template = new ChatTemplate(main, bosToken, eosToken);
+  if (toolUse !== undefined) template.toolUse = new ChatTemplate(toolUse, bosToken, eosToken);
+  return template;
 }

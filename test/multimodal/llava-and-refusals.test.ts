@@ -59,6 +59,13 @@ describe('vision-language folders the engine cannot serve are refused at startup
     await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(/takes "inputs_embeds".*no onnx\/embed_tokens\.onnx/);
   });
 
+  it('a tile size the vision encoder does not take, at startup rather than at the first image', async () => {
+    const dir = await copyOfSmolvlm();
+    const preprocessor = JSON.parse(await readFile(join(dir, 'preprocessor_config.json'), 'utf8')) as Record<string, unknown>;
+    await writeFile(join(dir, 'preprocessor_config.json'), JSON.stringify({ ...preprocessor, max_image_size: { longest_edge: 48 } }));
+    await expect(createNodeEngine({ modelDir: dir })).rejects.toThrow(/vision_encoder\.onnx does not take the frames its image processor makes \(\d+ × 3 × 48 × 48/);
+  });
+
   it('a vision encoder that needs an input the engine does not feed, by name', async () => {
     const dir = await copyOfSmolvlm();
     const graph = encodeOnnxModel({

@@ -2,19 +2,20 @@
  * JPEG and PNG → 8-bit RGB. Pure JS (jpeg-js, fast-png), so it runs in every runtime.
  * The pixel count is checked from the header before any pixel buffer is allocated
  * (decompression bombs: a tiny PNG can declare 100000×100000). Alpha is dropped, as
- * PIL's convert("RGB") does; EXIF orientation is not applied (vLLM does not either).
+ * PIL's convert("RGB") does; a JPEG's EXIF orientation is applied as transformers' load_image does.
  * The decoders load on first use: await loadImageCodecs() (codecs.ts) before calling these.
  */
 import type { DecodedPng } from 'fast-png';
 import { mediaError } from '../errors.js';
 import type { DecodedImage } from '../types.js';
 import { pureJsCodec } from './codecs.js';
+import { applyExifOrientation, jpegExifOrientation } from './exif-orientation.js';
 
 export interface ImageLimits {
   maxPixels: number;
 }
 
-function checkPixels(width: number, height: number, limits: ImageLimits): void {
+export function checkPixels(width: number, height: number, limits: ImageLimits): void {
   if (width <= 0 || height <= 0) throw mediaError('decode_failed', `the image has an invalid size ${width}×${height}`);
   if (width * height > limits.maxPixels) {
     throw mediaError('too_large', `the image is ${width}×${height} pixels, more than the ${limits.maxPixels}-pixel limit`);
@@ -84,6 +85,22 @@ export function decodePngImage(bytes: Uint8Array, limits: ImageLimits): DecodedI
     throw mediaError('decode_failed', `the PNG could not be decoded (${(error as Error).message})`);
   }
   return { kind: 'image', width, height, rgb: pngToRgb(png) };
+}
+
+/**
+ * A JPEG decoder a runtime brings (Node: libjpeg-turbo through sharp, node-jpeg.ts), which
+ * decodes as PIL does; without one, jpeg-js (its chroma upsampling and IDCT differ from
+ * libjpeg's: up to ~130 levels at colour edges of 4:2:0 / 4:2:2 files, ±3 on 4:4:4).
+ */
+export interface JpegDecoderBackend {
+  /** RGB pixels as stored (no EXIF orientation); throws MediaError. */
+  decode(bytes: Uint8Array, limits: ImageLimits): Promise<DecodedImage>;
+}
+
+/** A JPEG as transformers' load_image gives it: decoded, then turned upright by its EXIF orientation. */
+export async function decodeJpegUpright(bytes: Uint8Array, limits: ImageLimits, backend?: JpegDecoderBackend): Promise<DecodedImage> {
+  const decoded = backend !== undefined ? await backend.decode(bytes, limits) : decodeJpegImage(bytes, limits);
+  return applyExifOrientation(decoded, jpegExifOrientation(bytes));
 }
 
 export function decodeJpegImage(bytes: Uint8Array, limits: ImageLimits): DecodedImage {

@@ -6,13 +6,15 @@ import { MediaError, mediaError } from '../errors.js';
 import type { DecodedMedia, FetchedMedia } from '../types.js';
 import { decodeAudio } from './audio.js';
 import { loadImageCodecs } from './codecs.js';
-import { decodeJpegImage, decodePngImage } from './image.js';
+import { decodeJpegUpright, decodePngImage, type JpegDecoderBackend } from './image.js';
 import { decodeVideoWith, type VideoDecoderBackend } from './video.js';
 import type { VideoSampling } from './frame-sampling.js';
 
 export type DecodeOptions = Pick<MediaConfig, 'maxImagePixels' | 'audioSampleRate' | 'maxAudioSeconds' | 'videoFrames'> & {
   /** Decodes every video codec where the runtime has one (Node: ffmpeg); absent: Motion JPEG only. */
   videoDecoder?: VideoDecoderBackend;
+  /** Decodes JPEG as libjpeg does where the runtime has it (Node: sharp); absent: jpeg-js. */
+  jpegDecoder?: JpegDecoderBackend;
   /** The served model's frame-sampling rule; uniform when absent. */
   videoSampling?: VideoSampling;
   signal?: AbortSignal;
@@ -33,8 +35,8 @@ async function decodeByFormat(media: FetchedMedia, options: DecodeOptions): Prom
   const limits = { maxPixels: options.maxImagePixels };
   switch (media.format) {
     case 'jpeg':
-      await loadImageCodecs();
-      return decodeJpegImage(media.bytes, limits);
+      if (options.jpegDecoder === undefined) await loadImageCodecs();
+      return decodeJpegUpright(media.bytes, limits, options.jpegDecoder);
     case 'png':
       await loadImageCodecs();
       return decodePngImage(media.bytes, limits);
