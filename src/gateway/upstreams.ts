@@ -34,6 +34,8 @@ export interface UpstreamTarget {
   apiKey?: string;
   fetch: FetchLike;
   timeouts: UpstreamTimeouts;
+  /** llama.cpp: its chat template knows tools, so a required or named tool_choice is honoured. */
+  toolCalls: boolean;
 }
 
 interface RawUpstream {
@@ -49,6 +51,7 @@ interface RawUpstream {
   connect_timeout_seconds?: unknown;
   first_byte_timeout_seconds?: unknown;
   idle_timeout_seconds?: unknown;
+  tool_calls?: unknown;
 }
 
 export interface FleetEnv {
@@ -148,6 +151,7 @@ function fromEntry(raw: RawUpstream, index: number, env: FleetEnv, defaultModel:
     apiKey,
     fetch: serviceName ? serviceFetch(env[serviceName], where) : globalFetch,
     timeouts: entryTimeouts(raw, where, fleetTimeouts(env)),
+    toolCalls: raw.tool_calls === true,
   };
 }
 
@@ -182,6 +186,7 @@ export function upstreamsFromEnv(env: FleetEnv, defaultModel: string): UpstreamT
       apiKey: text(env.UPSTREAM_API_KEY),
       fetch: env.UPSTREAM ? serviceFetch(env.UPSTREAM, 'UPSTREAM') : globalFetch,
       timeouts: fleetTimeouts(env),
+      toolCalls: false,
     },
   ];
 }

@@ -186,7 +186,7 @@ describe('authentication never fails open', () => {
   it('refuses every request with a 500 naming the setting when API_KEY is bound as a list', async () => {
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     const env = fleet([{ name: 'node', url: nodeServerUrl }], { API_KEY: ['k1', 'k2'] });
-    for (const headers of [{}, { authorization: 'Bearer k1' }]) {
+    for (const headers of [{}, { authorization: 'Bearer k1' }] as Record<string, string>[]) {
       const response = await postJson(gateway, env, '/v1/completions', completion, headers);
       expect(response.status).toBe(500);
       expect(((await response.json()) as { message: string }).message).toMatch(/API_KEY must be one key as a string, got a list/);

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** CI checks out shared/ beside the repository clone (as test/convert/model-paths.ts says). */
-export const GGUF_PATH = join(REPO_ROOT, '..', 'shared', 'models', 'stories260K', 'stories260K.gguf');
+/** CI checks out shared/ beside the repository clone; LLAMA_SERVER_GGUF points elsewhere (a worktree's run). */
+export const GGUF_PATH = process.env.LLAMA_SERVER_GGUF ?? join(REPO_ROOT, '..', 'shared', 'models', 'stories260K', 'stories260K.gguf');
 
 /** Where the build script puts it (its LLAMA_SERVER_CACHE / XDG_CACHE_HOME logic). */
 export function llamaServerBinary(): string {
