@@ -47,10 +47,13 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () =
 }
 
 /**
- * The rest of a body whose first chunk was already read, with the idle deadline between
- * chunks. `onIdle` runs when it fires (the caller ejects the upstream and aborts the
+ * The rest of a body whose first chunk was already read, with the idle deadline on each
+ * read. `onIdle` runs when it passes (the caller ejects the upstream and aborts the
  * exchange); the stream then errors with the timeout, which the relays turn into an
- * error event. Nothing is read ahead of the client (highWaterMark 0).
+ * error event. Nothing is read ahead of the client (highWaterMark 0), and only time spent
+ * waiting on the upstream counts: a client that reads slowly is not the upstream's
+ * silence. One watchdog timer per stream, re-armed lazily, rather than a timer per chunk:
+ * streams of thousands of small events pass through here.
  */
 export function idleGuardedBody(
   first: Uint8Array | null,
@@ -59,6 +62,27 @@ export function idleGuardedBody(
   onIdle: () => Error,
 ): ReadableStream<Uint8Array> {
   let pending = first;
+  let waitingSince: number | null = null;
+  let idle: Error | null = null;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let over = false;
+  const watch = (delay: number) => {
+    timer = setTimeout(() => {
+      timer = null;
+      if (over) return;
+      if (waitingSince === null) return watch(idleMs);
+      const silent = Date.now() - waitingSince;
+      if (silent < idleMs) return watch(idleMs - silent);
+      idle = onIdle();
+      reader.cancel(idle).catch(() => {});
+    }, Math.max(1, delay));
+  };
+  const stop = () => {
+    over = true;
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+  };
+  if (Number.isFinite(idleMs)) watch(idleMs);
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
@@ -68,17 +92,30 @@ export function idleGuardedBody(
           return;
         }
         let chunk: ReadableStreamReadResult<Uint8Array>;
+        waitingSince = Date.now();
         try {
-          chunk = await withDeadline(reader.read(), idleMs, onIdle);
+          chunk = await reader.read();
         } catch (error) {
-          reader.cancel(error).catch(() => {});
-          controller.error(error);
+          stop();
+          controller.error(idle ?? error);
           return;
+        } finally {
+          waitingSince = null;
         }
-        if (chunk.done) controller.close();
-        else controller.enqueue(chunk.value);
+        if (idle !== null) {
+          stop();
+          controller.error(idle);
+        } else if (chunk.done) {
+          stop();
+          controller.close();
+        } else {
+          controller.enqueue(chunk.value);
+        }
       },
-      cancel: (reason) => reader.cancel(reason),
+      cancel: (reason) => {
+        stop();
+        return reader.cancel(reason);
+      },
     },
     { highWaterMark: 0 },
   );

@@ -36,7 +36,8 @@ export function tapUsage(body: ReadableStream<Uint8Array>, contentType: string, 
     if (!line.startsWith('data:')) return;
     const payload = line.slice(5).trim();
     if (payload === '[DONE]' || payload === '') return;
-    if (payload.includes('"usage"')) {
+    // vLLM and this project send "usage":null on every event: only an object is worth parsing.
+    if (/"usage":\s*\{/.test(payload)) {
       try {
         if (take((JSON.parse(payload) as { usage?: Usage }).usage, into)) sawUsage = true;
       } catch {
