@@ -99,6 +99,9 @@ export async function startWorkerd(upstreamUrl: string): Promise<{ url: string; 
     MAX_SEQ_LEN: '512',
     // The request log is one console line per request: a cost the bench leaves out on both sides.
     LOG_REQUESTS: 'false',
+    // Overhead, not load shedding: a loaded server may hold 64 streams' headers past 30 s.
+    UPSTREAM_CONNECT_TIMEOUT_SECONDS: '300',
+    UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS: '300',
   });
   const child: ChildProcess = spawn(WORKERD_BINARY, ['serve', configPath, '--experimental'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

@@ -16,6 +16,7 @@
  * configuration error: the gateway then refuses every request with a 500 naming the
  * setting. It never falls back to running without authentication.
  */
+import { digest, sameBytes } from '../http/security/api-key.js';
 
 export interface KeyLimits {
   rateLimitRequests?: number;
@@ -45,16 +46,7 @@ const LIMIT_FIELDS: Record<string, keyof KeyLimits> = {
   max_concurrent_requests: 'maxConcurrentRequests',
 };
 const ENTRY_FIELDS = new Set(['name', 'key', 'sha256', ...Object.keys(LIMIT_FIELDS)]);
-
-async function sha256(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  let difference = a.length ^ b.length;
-  for (let i = 0; i < a.length && i < b.length; i++) difference |= a[i]! ^ b[i]!;
-  return difference === 0;
-}
+const sha256 = digest;
 
 function hexDigest(value: unknown, where: string): Uint8Array {
   if (typeof value !== 'string' || !/^[0-9a-fA-F]{64}$/.test(value.trim())) {

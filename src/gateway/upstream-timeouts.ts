@@ -4,8 +4,8 @@
  *
  * fetch() does not say when the TCP/TLS connection is up, only when the response's
  * headers are in, so the three deadlines are:
- *  - connect: until the status line and headers. Streamed requests get them at once from
- *    vLLM, llama.cpp and this project's server; a non-streamed answer comes with its
+ *  - connect: until the status line and headers. Streamed requests get them as soon as
+ *    the server admits the request (vLLM and llama.cpp at once); a non-streamed answer comes with its
  *    whole body, so for those the first-byte deadline bounds the headers too.
  *  - first byte: from sending the request until the first byte of the body (a stream's
  *    first event: prefill and queueing included).
@@ -20,7 +20,12 @@ export interface UpstreamTimeouts {
   idleMs: number;
 }
 
-export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = { connectMs: 10_000, firstByteMs: 120_000, idleMs: 60_000 };
+/**
+ * Connect is 30 s, not the few seconds a TCP connect needs: a server may hold a stream's
+ * headers until it admits the request (this project's server did for >10 s with 64
+ * streams on a loaded 2-core machine), and that wait counts here.
+ */
+export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = { connectMs: 30_000, firstByteMs: 120_000, idleMs: 60_000 };
 
 /** Which deadline ran out; `name` is the upstream's configured name (never its URL). */
 export function timeoutError(name: string, phase: 'connect' | 'first byte' | 'idle', ms: number): UpstreamTimeoutError {
