@@ -184,8 +184,9 @@ export function limitKey(request: Request, keyName: string | null): string {
  * `body` as a stream that calls `onEnd` once, when it is read to the end, fails, or its
  * reader cancels (the client left): then the upstream's body is cancelled too. Nothing
  * is read ahead of the client (highWaterMark 0), so chunks leave as they arrive.
+ * `onChunk` sees each chunk on its way (usage-tap.ts reads the token counts so).
  */
-export function onStreamEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
+export function onStreamEnd(body: ReadableStream<Uint8Array>, onEnd: () => void, onChunk?: (chunk: Uint8Array) => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
   const end = () => {
@@ -202,6 +203,7 @@ export function onStreamEnd(body: ReadableStream<Uint8Array>, onEnd: () => void)
             end();
             controller.close();
           } else {
+            onChunk?.(value);
             controller.enqueue(value);
           }
         } catch (error) {

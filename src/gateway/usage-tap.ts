@@ -6,6 +6,7 @@
  * (vLLM, llama.cpp and this project's server send one token per event). Bytes are passed
  * on unchanged and nothing is read ahead of the client.
  */
+import { onStreamEnd } from './edge-limits.js';
 import type { TokenUsage } from './exchange.js';
 
 /** A non-streamed body larger than this is passed on without looking for its usage. */
@@ -61,49 +62,26 @@ export function tapUsage(body: ReadableStream<Uint8Array>, contentType: string, 
     }
   };
 
-  const reader = body.getReader();
-  let finished = false;
-  const end = () => {
-    if (finished) return;
-    finished = true;
-    finish();
+  const onChunk = (chunk: Uint8Array) => {
+    const text = decoder.decode(chunk, { stream: true });
+    if (streamed) {
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) scanLine(line);
+    } else if (!tooLong) {
+      partial += text;
+      if (partial.length > MAX_JSON_SCAN) {
+        tooLong = true;
+        partial = '';
+      }
+    }
   };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (error) {
-          end();
-          controller.error(error);
-          return;
-        }
-        if (chunk.done) {
-          partial += decoder.decode();
-          end();
-          controller.close();
-          return;
-        }
-        const text = decoder.decode(chunk.value, { stream: true });
-        if (streamed) {
-          const lines = (partial + text).split('\n');
-          partial = lines.pop() ?? '';
-          for (const line of lines) scanLine(line);
-        } else if (!tooLong) {
-          partial += text;
-          if (partial.length > MAX_JSON_SCAN) {
-            tooLong = true;
-            partial = '';
-          }
-        }
-        controller.enqueue(chunk.value);
-      },
-      cancel(reason) {
-        end();
-        return reader.cancel(reason);
-      },
+  return onStreamEnd(
+    body,
+    () => {
+      partial += decoder.decode();
+      finish();
     },
-    { highWaterMark: 0 },
+    onChunk,
   );
 }
