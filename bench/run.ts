@@ -3,7 +3,7 @@
  * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
  * machines are noisy, so the load average is printed with them.
  *
- * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth to run one part;
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway to run one part;
  * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ import { formatTable, median } from './stats.js';
 import { benchLora, loraTable, type LoraBenchResult } from './lora.js';
 import { sizeSection } from './size-section.js';
 import { benchStepGrowth, stepGrowthTable, type StepGrowthResult } from './step-growth.js';
+import { benchGateway, gatewayTable, type GatewayBenchRow } from './gateway.js';
 
 const modelDir = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -154,8 +155,9 @@ async function main() {
   }
   const loadBefore = loadavg()[0];
   console.log(`machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadBefore.toFixed(2)} before the run`);
-  const engine = only === 'http' || only === 'lora' || only === 'step-growth' ? [] : await engineSection();
-  const http = only === 'engine' || only === 'lora' || only === 'step-growth' ? null : await httpSection();
+  const partOnly = only === 'lora' || only === 'step-growth' || only === 'gateway';
+  const engine = only === 'http' || partOnly ? [] : await engineSection();
+  const http = only === 'engine' || partOnly ? null : await httpSection();
   if (http) http.dataParallel2 = await dataParallelSection();
   const engineAt = (backend: string, batch: number) => engine.find((r) => r.backend === backend && r.batch === batch)?.tokensPerSecond;
   console.log('\n## Ratios\n');
@@ -189,11 +191,17 @@ async function main() {
     stepGrowth = await benchStepGrowth({ rounds: stepRuns, rows: 32 });
     console.log(stepGrowthTable(stepGrowth));
   }
+  let gateway: GatewayBenchRow[] | null = null;
+  if (only === undefined || only === 'gateway') {
+    console.log(`\n## Gateway overhead: the gateway under plain workerd in front of the Node server vs the Node server directly, ${maxTokens} tokens per stream, median of ${runs} alternated runs (ratio: median of per-pair gateway / direct)\n`);
+    gateway = await benchGateway({ runs, maxTokens });
+    console.log(gatewayTable(gateway));
+  }
   const loadAfter = loadavg()[0];
   console.log(`\nload average after the run: ${loadAfter.toFixed(2)}`);
   const outDir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(`${outDir}/latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: { before: loadBefore, after: loadAfter }, maxTokens, runs, engine, http, lora, stepGrowth }, null, 2));
+  writeFileSync(`${outDir}/latest.json`, JSON.stringify({ date: new Date().toISOString(), loadAverage: { before: loadBefore, after: loadAfter }, maxTokens, runs, engine, http, lora, stepGrowth, gateway }, null, 2));
   console.log('written: bench/results/latest.json');
 }
 

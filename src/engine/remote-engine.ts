@@ -175,6 +175,8 @@ export class RemoteEngine implements Engine {
       response = await this.fetch(this.url, { method: 'POST', headers: this.headers, body, signal });
     } catch (error) {
       if (signal.aborted) return null;
+      // Already in the gateway's terms (a fleet's fetch: every upstream down, or a deadline passed).
+      if (error instanceof UpstreamError) throw error;
       throw new UpstreamError(`Cannot reach the upstream at ${this.url}: ${(error as Error).message}`);
     }
     if (!response.ok) {

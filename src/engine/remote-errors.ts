@@ -24,6 +24,18 @@ export class UpstreamError extends Error {
   }
 }
 
+/** The upstream took longer than one of its deadlines (gateway timeouts): a 504 naming it. */
+export class UpstreamTimeoutError extends UpstreamError {
+  constructor(
+    message: string,
+    /** The upstream's configured name. */
+    readonly upstream: string,
+  ) {
+    super(message);
+    this.name = 'UpstreamTimeoutError';
+  }
+}
+
 interface UpstreamErrorBody {
   message?: unknown;
   param?: unknown;

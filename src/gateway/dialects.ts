@@ -8,6 +8,7 @@
  *
  *  - vllm:      vLLM and this project's server: the request as received.
  *  - llama.cpp: llama.cpp's server: guided_json / response_format → json_schema,
+ *               named / required tool_choice refused unless the upstream has tool_calls,
  *               guided_choice → a GBNF grammar, repetition_penalty → repeat_penalty,
  *               vLLM's neutral defaults for the samplers llama.cpp turns on by default.
  *  - openai:    the OpenAI API itself: guided_json → response_format (chat), none of vLLM's extras.
@@ -98,8 +99,28 @@ function gbnfLiteral(text: string): string {
   return `"${text.replace(/[\\"]/g, (c) => `\\${c}`).replace(/\n/g, '\\n').replace(/\r/g, '\\r').replace(/\t/g, '\\t')}"`;
 }
 
-function toLlamaCpp(body: Body, route: OpenAIRoute, upstream: string): Body {
+/**
+ * tool_choice for llama.cpp, which takes only the strings "none", "auto" and "required",
+ * and honours "required" only when the model's chat template knows tools (else it
+ * answers 200 with no tool call). Refused by name unless the upstream is configured with
+ * `tool_calls: true`; then a named function is sent as "required" over that one tool.
+ */
+function llamaCppToolChoice(out: Body, upstream: string, toolCalls: boolean): void {
+  const choice = out.tool_choice;
+  if (choice === undefined || choice === null || choice === 'auto' || choice === 'none') return;
+  if (!toolCalls) refuse(upstream, 'tool_choice', `tool_choice ${typeof choice === 'string' ? JSON.stringify(choice) : 'naming a function'}`);
+  if (choice === 'required') return;
+  const name = (choice as { function?: { name?: unknown } }).function?.name;
+  const tools = Array.isArray(out.tools) ? (out.tools as Array<{ function?: { name?: unknown } }>) : [];
+  const named = tools.filter((tool) => tool.function?.name === name);
+  if (named.length === 0) throw invalidRequest(`tool_choice names the function ${JSON.stringify(name)}, which is not in tools.`, 'tool_choice');
+  out.tools = named;
+  out.tool_choice = 'required';
+}
+
+function toLlamaCpp(body: Body, route: OpenAIRoute, upstream: string, toolCalls: boolean): Body {
   const out: Body = { ...body };
+  if (route === 'chat') llamaCppToolChoice(out, upstream, toolCalls);
   if (asks(out.guided_json)) out.json_schema = schemaOf(out.guided_json, 'guided_json');
   if (asks(out.guided_choice)) {
     const choices = out.guided_choice as unknown[];
@@ -166,7 +187,7 @@ function toOpenAI(body: Body, route: OpenAIRoute, upstream: string): Body {
 export function translateRequest(
   body: Body,
   route: OpenAIRoute,
-  target: { name: string; dialect: Dialect; upstreamModel: string; unsupported: ReadonlySet<string> },
+  target: { name: string; dialect: Dialect; upstreamModel: string; unsupported: ReadonlySet<string>; toolCalls?: boolean },
 ): Body {
   for (const field of target.unsupported) if (asks(body[field])) refuse(target.name, field);
   const withModel = { ...body, model: target.upstreamModel };
@@ -174,7 +195,7 @@ export function translateRequest(
     case 'vllm':
       return withModel;
     case 'llama.cpp':
-      return toLlamaCpp(withModel, route, target.name);
+      return toLlamaCpp(withModel, route, target.name, target.toolCalls ?? false);
     case 'openai':
       return toOpenAI(withModel, route, target.name);
   }

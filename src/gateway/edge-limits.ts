@@ -1,7 +1,8 @@
 /**
  * Per-key limits at the edge: a request rate (requests per period) and a cap on
- * requests in flight (a stream counts until it ends or its client leaves). The key is
- * the client's API key, else its IP address. Deployed, both use the platform's
+ * requests in flight (a stream counts until it ends or its client leaves), and tokens
+ * per minute. The key is the authenticated client key's name, else its IP address; a
+ * named key (client-keys.ts) may carry its own limits. Deployed, both use the platform's
  * primitives (the rate-limiting binding, a Durable Object per key: see
  * src/runtime/worker-limits.ts), so every isolate and location shares one count; in
  * `wrangler dev` or without those bindings, the in-memory versions here count per isolate.
@@ -27,6 +28,12 @@ export interface ConcurrencyLimiter {
 export interface EdgeLimits {
   rate: RateLimiter | null;
   concurrency: ConcurrencyLimiter | null;
+  /** TOKENS_PER_MINUTE_PER_KEY's budget. */
+  tokens: MemoryTokenBudget | null;
+  /** The rate period keys' own request limits count over unless they name theirs. */
+  periodSeconds: number;
+  /** A concurrency cap of `max` on the same primitive (Durable Object or memory): for keys with their own. */
+  concurrencyWith(max: number): ConcurrencyLimiter;
   /** Retry-After for a refusal by the concurrency cap: streams end at their own pace. */
   concurrencyRetryAfterSeconds: number;
 }
@@ -58,6 +65,43 @@ export class MemoryRateLimiter implements RateLimiter {
       return { allowed: true };
     }
     return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / this.perMs / 1000)) };
+  }
+}
+
+/**
+ * Tokens per minute per key: a bucket of `perMinute` tokens refilled continuously. A
+ * request is admitted while the bucket is above zero and pays for the tokens it used
+ * once its response has ended (the upstream's usage), so one request can overdraw it;
+ * the key then waits until the debt is refilled. Per isolate.
+ */
+export class MemoryTokenBudget {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly perMs: number;
+
+  constructor(
+    private readonly perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.perMs = perMinute / 60_000;
+  }
+
+  private bucket(key: string) {
+    const now = this.now();
+    const bucket = this.buckets.get(key) ?? { tokens: this.perMinute, at: now };
+    bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * this.perMs);
+    bucket.at = now;
+    this.buckets.set(key, bucket);
+    return bucket;
+  }
+
+  admit(key: string): RateDecision {
+    const bucket = this.bucket(key);
+    if (bucket.tokens > 0) return { allowed: true };
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / this.perMs / 1000)) };
+  }
+
+  spend(key: string, tokens: number): void {
+    if (tokens > 0) this.bucket(key).tokens -= tokens;
   }
 }
 
@@ -123,18 +167,15 @@ export class KeyLeases {
   }
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
-  return [...digest.subarray(0, 16)].map((b) => b.toString(16).padStart(2, '0')).join('');
-}
-
 /**
- * Whose budget a request spends: its bearer key (hashed, so the key itself is never a
- * map key, an object name or a log line), else the client address Cloudflare reports.
+ * Whose budget a request spends: the name of the client key it authenticated with (so
+ * the key itself is never a map key, an object name or a log line), else, with
+ * authentication off, the client address Cloudflare reports. A bearer token the gateway
+ * did not verify never picks the budget: a client could otherwise invent a fresh one
+ * per request.
  */
-export async function limitKey(request: Request): Promise<string> {
-  const match = /^Bearer\s+(.+)$/i.exec((request.headers.get('authorization') ?? '').trim());
-  if (match !== null) return `key:${await sha256Hex(match[1])}`;
+export function limitKey(request: Request, keyName: string | null): string {
+  if (keyName !== null) return `key:${keyName}`;
   const ip = request.headers.get('cf-connecting-ip') ?? request.headers.get('x-forwarded-for')?.split(',')[0]?.trim();
   return ip ? `ip:${ip}` : 'anonymous';
 }
@@ -143,8 +184,9 @@ export async function limitKey(request: Request): Promise<string> {
  * `body` as a stream that calls `onEnd` once, when it is read to the end, fails, or its
  * reader cancels (the client left): then the upstream's body is cancelled too. Nothing
  * is read ahead of the client (highWaterMark 0), so chunks leave as they arrive.
+ * `onChunk` sees each chunk on its way (usage-tap.ts reads the token counts so).
  */
-export function onStreamEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
+export function onStreamEnd(body: ReadableStream<Uint8Array>, onEnd: () => void, onChunk?: (chunk: Uint8Array) => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
   const end = () => {
@@ -161,6 +203,7 @@ export function onStreamEnd(body: ReadableStream<Uint8Array>, onEnd: () => void)
             end();
             controller.close();
           } else {
+            onChunk?.(value);
             controller.enqueue(value);
           }
         } catch (error) {

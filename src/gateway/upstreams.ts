@@ -11,9 +11,13 @@
  * never written in the list: `api_key_secret` names the Worker secret holding the key,
  * `service` a service binding to reach the server through. Without UPSTREAMS, the single
  * upstream of UPSTREAM_URL / UPSTREAM / UPSTREAM_API_KEY / UPSTREAM_MODEL is the fleet.
+ * Deadlines (upstream-timeouts.ts): `connect_timeout_seconds`, `first_byte_timeout_seconds`
+ * and `idle_timeout_seconds` per entry, over UPSTREAM_CONNECT_TIMEOUT_SECONDS,
+ * UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS and UPSTREAM_IDLE_TIMEOUT_SECONDS for the fleet.
  */
 import type { FetchLike } from '../engine/remote-engine.js';
 import { DIALECTS, type Dialect } from './dialects.js';
+import { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts } from './upstream-timeouts.js';
 
 export interface UpstreamTarget {
   /** Shown in errors and logs; never the URL or the key. */
@@ -29,6 +33,9 @@ export interface UpstreamTarget {
   unsupported: ReadonlySet<string>;
   apiKey?: string;
   fetch: FetchLike;
+  timeouts: UpstreamTimeouts;
+  /** llama.cpp: its chat template knows tools, so a required or named tool_choice is honoured. */
+  toolCalls: boolean;
 }
 
 interface RawUpstream {
@@ -41,6 +48,10 @@ interface RawUpstream {
   unsupported?: unknown;
   api_key_secret?: unknown;
   service?: unknown;
+  connect_timeout_seconds?: unknown;
+  first_byte_timeout_seconds?: unknown;
+  idle_timeout_seconds?: unknown;
+  tool_calls?: unknown;
 }
 
 export interface FleetEnv {
@@ -50,6 +61,9 @@ export interface FleetEnv {
   UPSTREAM_API_KEY?: string;
   UPSTREAM_MODEL?: string;
   UPSTREAM_DIALECT?: string;
+  UPSTREAM_CONNECT_TIMEOUT_SECONDS?: unknown;
+  UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS?: unknown;
+  UPSTREAM_IDLE_TIMEOUT_SECONDS?: unknown;
   [binding: string]: unknown;
 }
 
@@ -82,6 +96,33 @@ function serviceFetch(binding: unknown, where: string): FetchLike {
   return (input, init) => service.fetch(input, init);
 }
 
+function secondsSetting(value: unknown, where: string, fallbackMs: number): number {
+  if (value === undefined || value === null || value === '') return fallbackMs;
+  const seconds = typeof value === 'string' ? Number(value.trim()) : value;
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(`${where} must be a positive number of seconds, got ${JSON.stringify(value)}.`);
+  }
+  return seconds * 1000;
+}
+
+/** The fleet-wide deadlines (UPSTREAM_*_TIMEOUT_SECONDS), over the defaults. */
+function fleetTimeouts(env: FleetEnv): UpstreamTimeouts {
+  return {
+    connectMs: secondsSetting(env.UPSTREAM_CONNECT_TIMEOUT_SECONDS, 'UPSTREAM_CONNECT_TIMEOUT_SECONDS', DEFAULT_UPSTREAM_TIMEOUTS.connectMs),
+    firstByteMs: secondsSetting(env.UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS, 'UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS', DEFAULT_UPSTREAM_TIMEOUTS.firstByteMs),
+    idleMs: secondsSetting(env.UPSTREAM_IDLE_TIMEOUT_SECONDS, 'UPSTREAM_IDLE_TIMEOUT_SECONDS', DEFAULT_UPSTREAM_TIMEOUTS.idleMs),
+  };
+}
+
+/** One entry's deadlines: its own *_timeout_seconds over the fleet's. */
+function entryTimeouts(raw: RawUpstream, where: string, fleet: UpstreamTimeouts): UpstreamTimeouts {
+  return {
+    connectMs: secondsSetting(raw.connect_timeout_seconds, `${where}: connect_timeout_seconds`, fleet.connectMs),
+    firstByteMs: secondsSetting(raw.first_byte_timeout_seconds, `${where}: first_byte_timeout_seconds`, fleet.firstByteMs),
+    idleMs: secondsSetting(raw.idle_timeout_seconds, `${where}: idle_timeout_seconds`, fleet.idleMs),
+  };
+}
+
 const globalFetch: FetchLike = (input, init) => fetch(input, init);
 
 function fromEntry(raw: RawUpstream, index: number, env: FleetEnv, defaultModel: string): UpstreamTarget {
@@ -109,6 +150,8 @@ function fromEntry(raw: RawUpstream, index: number, env: FleetEnv, defaultModel:
     unsupported: new Set(unsupported),
     apiKey,
     fetch: serviceName ? serviceFetch(env[serviceName], where) : globalFetch,
+    timeouts: entryTimeouts(raw, where, fleetTimeouts(env)),
+    toolCalls: raw.tool_calls === true,
   };
 }
 
@@ -142,6 +185,8 @@ export function upstreamsFromEnv(env: FleetEnv, defaultModel: string): UpstreamT
       unsupported: new Set(),
       apiKey: text(env.UPSTREAM_API_KEY),
       fetch: env.UPSTREAM ? serviceFetch(env.UPSTREAM, 'UPSTREAM') : globalFetch,
+      timeouts: fleetTimeouts(env),
+      toolCalls: false,
     },
   ];
 }

@@ -1,4 +1,4 @@
-import { UpstreamError } from '../engine/remote-errors.js';
+import { UpstreamError, UpstreamTimeoutError } from '../engine/remote-errors.js';
 import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
 import { ProtocolError, type ProtocolErrorKind } from '../protocol/errors.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
@@ -81,6 +81,9 @@ export function mapError(error: unknown): MappedError {
   }
   if (error instanceof EngineOverloadedError) {
     return shaped(503, 'ServiceUnavailableError', error.message, null, { 'retry-after': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof UpstreamTimeoutError) {
+    return shaped(504, 'GatewayTimeoutError', error.message, null, {});
   }
   if (error instanceof UpstreamError) {
     // The delegate engine's upstream failed: a gateway error, not a fault of this server or the request.

@@ -307,7 +307,7 @@ function checkSequenceRules(req: OpenAISamplingFields, knobs: ResolvedKnobs): vo
 }
 
 /** vLLM refuses logit_bias ids outside the vocabulary instead of ignoring them. */
-function checkedLogitBias(bias: ReadonlyMap<number, number> | undefined, vocabSize: number): ReadonlyMap<number, number> | undefined {
+export function checkedLogitBias(bias: ReadonlyMap<number, number> | undefined, vocabSize: number): ReadonlyMap<number, number> | undefined {
   if (bias === undefined || bias.size === 0) return undefined;
   const unknown = [...bias.keys()].filter((id) => id < 0 || id >= vocabSize);
   if (unknown.length > 0) {

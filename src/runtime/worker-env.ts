@@ -73,6 +73,13 @@ export function serverConfigFromEnv(env: WorkerEnv, modelDir: string): ServerCon
     if (LIST_SETTINGS.has(key as keyof ServerConfig) && typeof value === 'string') raw[key] = listFromEnv(value);
     else raw[key] = coerce(value, fallback);
   }
+  // A key bound as a list or object would read as "no key": refuse to start instead of running open.
+  for (const name of WORKER_API_KEY_VARS) {
+    const value = env[name];
+    if (value !== undefined && value !== null && typeof value !== 'string') {
+      throw new Error(`${name} must be one key as a string, got ${Array.isArray(value) ? 'a list' : typeof value}.`);
+    }
+  }
   const apiKey = apiKeyFromEnv(env, WORKER_API_KEY_VARS);
   if (apiKey !== undefined) raw.apiKey = apiKey;
   return parseServerConfig(raw);

@@ -8,6 +8,9 @@
  *  - CONCURRENCY_LIMITER: a Durable Object namespace of KeyConcurrency, one object per
  *    key, so a key's streams are counted wherever they run.
  *    MAX_CONCURRENT_REQUESTS_PER_KEY is the cap either way.
+ *  - TOKENS_PER_MINUTE_PER_KEY: prompt + completion tokens per key and minute, in memory
+ *    (per isolate: there is no platform primitive that counts tokens).
+ * A key in API_KEYS may carry its own values of these (src/gateway/client-keys.ts).
  */
 import { DurableObject } from 'cloudflare:workers';
 import {
@@ -15,6 +18,7 @@ import {
   KeyLeases,
   MemoryConcurrencyLimiter,
   MemoryRateLimiter,
+  MemoryTokenBudget,
   type ConcurrencyLimiter,
   type EdgeLimits,
   type RateLimitBinding,
@@ -86,16 +90,21 @@ export function edgeLimitsFromEnv(env: Record<string, unknown>): EdgeLimits {
   const period = positive(env.RATE_LIMIT_PERIOD_SECONDS, 'RATE_LIMIT_PERIOD_SECONDS') ?? 60;
   const requests = positive(env.RATE_LIMIT_REQUESTS, 'RATE_LIMIT_REQUESTS');
   const maxConcurrent = positive(env.MAX_CONCURRENT_REQUESTS_PER_KEY, 'MAX_CONCURRENT_REQUESTS_PER_KEY');
+  const tokensPerMinute = positive(env.TOKENS_PER_MINUTE_PER_KEY, 'TOKENS_PER_MINUTE_PER_KEY');
   const rate = isRateLimitBinding(env.RATE_LIMITER)
     ? new BindingRateLimiter(env.RATE_LIMITER, period)
     : requests !== null
       ? new MemoryRateLimiter(requests, period)
       : null;
-  let concurrency: ConcurrencyLimiter | null = null;
-  if (maxConcurrent !== null) {
-    concurrency = isNamespace(env.CONCURRENCY_LIMITER)
-      ? new DurableConcurrencyLimiter(env.CONCURRENCY_LIMITER, maxConcurrent)
-      : new MemoryConcurrencyLimiter(maxConcurrent);
-  }
-  return { rate, concurrency, concurrencyRetryAfterSeconds: 1 };
+  const namespace = isNamespace(env.CONCURRENCY_LIMITER) ? env.CONCURRENCY_LIMITER : null;
+  const concurrencyWith = (max: number): ConcurrencyLimiter =>
+    namespace !== null ? new DurableConcurrencyLimiter(namespace, max) : new MemoryConcurrencyLimiter(max);
+  return {
+    rate,
+    concurrency: maxConcurrent === null ? null : concurrencyWith(maxConcurrent),
+    tokens: tokensPerMinute === null ? null : new MemoryTokenBudget(tokensPerMinute),
+    periodSeconds: period,
+    concurrencyWith,
+    concurrencyRetryAfterSeconds: 1,
+  };
 }

@@ -15,6 +15,8 @@ function target(name: string, weight: number, behaviour: { now: Behaviour }, cal
     upstreamModel: model,
     dialect: 'vllm',
     unsupported: new Set(),
+    timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000 },
+    toolCalls: false,
     async fetch(url) {
       calls.push(`${name} ${url}`);
       if (behaviour.now === 'refused') throw new Error('connect ECONNREFUSED');

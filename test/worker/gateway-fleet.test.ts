@@ -129,7 +129,7 @@ describe('what reaches the upstream', () => {
 });
 
 describe('a stream the upstream breaks off', () => {
-  it('ends with an error event in the API shape and is not retried on another upstream', async () => {
+  it('ends with an error event in the API shape, then [DONE], and is not retried on another upstream', async () => {
     const calls: string[] = [];
     const breaking = (name: string) => ({
       async fetch() {
@@ -157,7 +157,9 @@ describe('a stream the upstream breaks off', () => {
     expect(response.status).toBe(200);
     const payloads = await ssePayloads(response);
     expect(JSON.parse(payloads[0]).choices[0].text).toBe(' Once');
-    expect(JSON.parse(payloads.at(-1)!)).toMatchObject({ error: { code: 502, message: expect.stringMatching(/broke the stream off/) } });
+    expect(JSON.parse(payloads.at(-2)!)).toMatchObject({ error: { code: 502, message: expect.stringMatching(/broke the stream off/) } });
+    // As this project's server ends every stream, errors included.
+    expect(payloads.at(-1)).toBe('[DONE]');
     expect(calls).toHaveLength(1);
   });
 });
@@ -165,12 +167,15 @@ describe('a stream the upstream breaks off', () => {
 describe('edge limits', () => {
   const request = { model: 'stories260k', prompt: 'Hi', max_tokens: 2 };
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  /** Keys named as the key itself: limits count per authenticated key. */
+  const keys = (...names: string[]) => JSON.stringify(names.map((name) => ({ name, key: name })));
 
   it('rate-limits per key with 429 and Retry-After (in memory)', async () => {
     const env = fleet([{ name: 'r', service: 'RECORDER', model: 'stories260k' }], {
       RECORDER: recordingUpstream(' ok'),
       RATE_LIMIT_REQUESTS: '2',
       RATE_LIMIT_PERIOD_SECONDS: '60',
+      API_KEYS: keys('alice', 'bob'),
     });
     expect((await postJson(gateway, env, '/v1/completions', request, as('alice'))).status).toBe(200);
     expect((await postJson(gateway, env, '/v1/completions', request, as('alice'))).status).toBe(200);
@@ -187,19 +192,21 @@ describe('edge limits', () => {
   });
 
   it("rate-limits on the platform's rate-limiting binding", async () => {
+    // The binding (limit 2 per 60 s in vitest.config.ts) counts per key for the whole test run.
+    const carol = `carol-${crypto.randomUUID()}`;
     const env = fleet([{ name: 'r', service: 'RECORDER', model: 'stories260k' }], {
       RECORDER: recordingUpstream(' ok'),
       RATE_LIMITER: testBinding('TEST_RATE_LIMITER'),
+      API_KEYS: keys(carol),
     });
-    // The binding (limit 2 per 60 s in vitest.config.ts) counts per key for the whole test run.
-    const key = as(`carol-${crypto.randomUUID()}`);
+    const key = as(carol);
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await postJson(gateway, env, '/v1/completions', request, key)).status);
     expect(statuses).toEqual([200, 200, 429]);
   });
 
   it('caps concurrent streams per key until one ends or its client leaves', async () => {
-    const env = fleet([{ name: 'node', url: nodeServerUrl, model: 'stories260k' }], { MAX_CONCURRENT_REQUESTS_PER_KEY: '1' });
+    const env = fleet([{ name: 'node', url: nodeServerUrl, model: 'stories260k' }], { MAX_CONCURRENT_REQUESTS_PER_KEY: '1', API_KEYS: keys('dave', 'erin') });
     const long = { model: 'stories260k', prompt: golden.prompt, max_tokens: 400, ignore_eos: true, stream: true };
     const first = await postJson(gateway, env, '/v1/completions', long, as('dave'));
     const reader = first.body!.getReader();
@@ -228,17 +235,19 @@ describe('edge limits', () => {
     const env = fleet([{ name: 'node', url: nodeServerUrl, model: 'stories260k' }], {
       MAX_CONCURRENT_REQUESTS_PER_KEY: '1',
       CONCURRENCY_LIMITER: namespace,
+      API_KEYS: JSON.stringify([{ name: 'frank', key: 'sk-frank-secret' }]),
     });
     const long = { model: 'stories260k', prompt: golden.prompt, max_tokens: 400, ignore_eos: true, stream: true };
-    const first = await postJson(gateway, env, '/v1/completions', long, as('frank'));
+    const first = await postJson(gateway, env, '/v1/completions', long, as('sk-frank-secret'));
     const reader = first.body!.getReader();
     await reader.read();
-    expect((await postJson(gateway, env, '/v1/completions', long, as('frank'))).status).toBe(429);
+    expect((await postJson(gateway, env, '/v1/completions', long, as('sk-frank-secret'))).status).toBe(429);
     expect(objects.size).toBe(1);
-    expect([...objects.keys()][0]).not.toContain('frank');
+    // One object per key, named by the key's name, never by the key.
+    expect([...objects.keys()]).toEqual(['key:frank']);
     await reader.cancel();
     await new Promise((resolve) => setTimeout(resolve, 10));
-    const again = await postJson(gateway, env, '/v1/completions', { ...long, max_tokens: 2 }, as('frank'));
+    const again = await postJson(gateway, env, '/v1/completions', { ...long, max_tokens: 2 }, as('sk-frank-secret'));
     expect(again.status).toBe(200);
     await again.text();
   });

@@ -201,3 +201,77 @@ describe('a fleet of different engines', () => {
     expect(((await unknown.json()) as { param: string }).param).toBe('model');
   });
 });
+
+describe("llama.cpp's dialect, faithfully", () => {
+  interface LegacyLogprobs {
+    tokens: string[];
+    token_logprobs: number[];
+    top_logprobs: Record<string, number>[];
+    text_offset: number[];
+  }
+  interface ChatShapedLogprobs {
+    content: { token: string; logprob: number; top_logprobs: { token: string; logprob: number }[] }[];
+  }
+  const asked = { model: 'stories260k', prompt: golden.prompt, max_tokens: 6, temperature: 0, logprobs: 2 };
+
+  it("returns completions logprobs in the OpenAI shape, with llama.cpp's own values", async () => {
+    const direct = (await (await postDirect(llamaServerUrl(), '/v1/completions', asked)).json()) as { choices: { text: string; logprobs: ChatShapedLogprobs }[] };
+    const reference = direct.choices[0].logprobs.content;
+    const response = await postJson(gateway, llamaOnly(), '/v1/completions', asked);
+    expect(response.status).toBe(200);
+    const choice = ((await response.json()) as { choices: { text: string; logprobs: LegacyLogprobs }[] }).choices[0];
+    expect(choice.logprobs.tokens).toEqual(reference.map((entry) => entry.token));
+    expect(choice.logprobs.tokens.join('')).toBe(choice.text);
+    expect(choice.logprobs.token_logprobs).toEqual(reference.map((entry) => entry.logprob));
+    expect(choice.logprobs.top_logprobs).toEqual(reference.map((entry) => Object.fromEntries(entry.top_logprobs.map((t) => [t.token, t.logprob]))));
+    expect(choice.logprobs.text_offset[0]).toBe(0);
+    expect(choice.logprobs.text_offset.at(-1)).toBe(choice.text.length - reference.at(-1)!.token.length);
+  });
+
+  it('streams completions logprobs in the OpenAI shape, offsets running across events', async () => {
+    const response = await postJson(gateway, llamaOnly(), '/v1/completions', { ...asked, stream: true });
+    const payloads = await ssePayloads(response);
+    expect(payloads.at(-1)).toBe('[DONE]');
+    let text = '';
+    for (const payload of payloads.slice(0, -1)) {
+      const choice = (JSON.parse(payload) as { choices: { text: string; logprobs: LegacyLogprobs | null }[] }).choices[0];
+      if (choice.logprobs !== null && choice.logprobs !== undefined) {
+        expect(choice.logprobs.text_offset[0]).toBe(text.length);
+        expect(choice.logprobs.tokens.join('')).toBe(choice.text);
+        expect(Object.keys(choice.logprobs.top_logprobs[0])).toHaveLength(2);
+      }
+      text += choice.text;
+    }
+    expect(text.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a required or named tool_choice by name (llama.cpp would answer 200 without a tool call), and passes auto', async () => {
+    const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+    const chat = { model: 'stories260k', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools, max_tokens: 4, temperature: 0 };
+    for (const toolChoice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+      const response = await postJson(gateway, llamaOnly(), '/v1/chat/completions', { ...chat, tool_choice: toolChoice });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ param: 'tool_choice', message: expect.stringMatching(/not supported by the upstream serving this model \(llama\)/) });
+    }
+    expect((await postJson(gateway, llamaOnly(), '/v1/chat/completions', { ...chat, tool_choice: 'auto' })).status).toBe(200);
+  });
+
+  it('refuses out-of-vocabulary logit_bias ids at the edge, which llama.cpp would ignore', async () => {
+    const direct = await postDirect(llamaServerUrl(), '/v1/completions', { ...greedy, max_tokens: 2, logit_bias: { '100000': 5 } });
+    expect(direct.status).toBe(200);
+    await direct.text();
+    const response = await postJson(gateway, llamaOnly(), '/v1/completions', { ...greedy, max_tokens: 2, logit_bias: { '100000': 5 } });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { param: string }).param).toBe('logit_bias');
+  });
+
+  it("counts llama.cpp's tokens and time to first byte in /metrics", async () => {
+    const env = llamaOnly();
+    const response = await postJson(gateway, env, '/v1/completions', { ...greedy, max_tokens: 7, stream: true });
+    await response.text();
+    const metrics = await (await gateway.fetch(new Request('http://worker.test/metrics'), env)).text();
+    expect(metrics).toMatch(/^edge_llm_gateway_tokens_total\{upstream="llama",key="anonymous",kind="completion"\} 7$/m);
+    expect(metrics).toMatch(/^edge_llm_gateway_requests_total\{route="\/v1\/completions",status="200",upstream="llama",key="anonymous"\} 1$/m);
+    expect(metrics).toMatch(/^edge_llm_gateway_time_to_first_byte_seconds_count\{upstream="llama"\} 1$/m);
+  });
+});

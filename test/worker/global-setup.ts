@@ -18,6 +18,7 @@ import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { extractXGrammarWasm } from '../../scripts/extract-xgrammar-wasm.js';
 import { buildWorkerAssets } from '../../scripts/build-worker-assets.js';
 import { MODEL_DIR } from '../helpers/model.js';
+import { startHungUpstream } from './hung-upstream.js';
 import { startLlamaServer } from './llama-server.js';
 
 /** What test/worker/ort-wasm-binding.ts compiles in place of the pool's slow .wasm import. */
@@ -31,6 +32,8 @@ declare module 'vitest' {
     llamaServerError: string;
     /** A loopback port nothing listens on: an upstream that is down. */
     closedPortUrl: string;
+    /** A loopback server that accepts and never answers, or stops mid-stream (hung-upstream.ts). */
+    hungUpstreamUrl: string;
   }
 }
 
@@ -61,8 +64,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('llamaServerUrl', 'url' in llama ? llama.url : '');
   project.provide('llamaServerError', 'error' in llama ? llama.error : '');
   project.provide('closedPortUrl', await closedPort());
+  const hung = await startHungUpstream();
+  project.provide('hungUpstreamUrl', hung.url);
   return async () => {
     if ('stop' in llama) await llama.stop();
+    await hung.stop();
     await new Promise<void>((resolve) => {
       server!.close(() => resolve());
       if ('closeAllConnections' in server!) server!.closeAllConnections();

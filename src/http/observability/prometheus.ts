@@ -32,7 +32,7 @@ export type MetricSnapshot =
 
 export type RegistrySnapshot = Record<string, MetricSnapshot>;
 
-interface Metric {
+export interface Metric {
   readonly name: string;
   snapshot(): MetricSnapshot;
   /** The exposition lines, with `others` (the same metric in other processes) added in. */
@@ -135,6 +135,46 @@ export class Histogram implements Metric {
     lines.push(`${this.name}_bucket${labelText({ ...constant, le: '+Inf' })} ${count}`);
     lines.push(`${this.name}_sum${labelText(constant)} ${numberText(sum)}`);
     lines.push(`${this.name}_count${labelText(constant)} ${count}`);
+    return lines;
+  }
+}
+
+/** Histograms per combination of labels (one series family, one HELP/TYPE). Per process: not merged across peers. */
+export class HistogramVec implements Metric {
+  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+
+  constructor(
+    readonly name: string,
+    private readonly help: string,
+    private readonly buckets: readonly number[],
+  ) {}
+
+  observe(labels: Labels, value: number): void {
+    if (!Number.isFinite(value)) return;
+    const key = JSON.stringify(labels);
+    let entry = this.series.get(key);
+    if (entry === undefined) {
+      entry = { labels, counts: new Array<number>(this.buckets.length).fill(0), sum: 0, count: 0 };
+      this.series.set(key, entry);
+    }
+    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) entry.counts[i]! += 1;
+    entry.sum += value;
+    entry.count += 1;
+  }
+
+  snapshot(): MetricSnapshot {
+    return { kind: 'histogram', counts: [], sum: 0, count: 0 };
+  }
+
+  render(constant: Labels): string[] {
+    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    for (const { labels, counts, sum, count } of this.series.values()) {
+      const all = { ...constant, ...labels };
+      this.buckets.forEach((bound, i) => lines.push(`${this.name}_bucket${labelText({ ...all, le: numberText(bound) })} ${counts[i]}`));
+      lines.push(`${this.name}_bucket${labelText({ ...all, le: '+Inf' })} ${count}`);
+      lines.push(`${this.name}_sum${labelText(all)} ${numberText(sum)}`);
+      lines.push(`${this.name}_count${labelText(all)} ${count}`);
+    }
     return lines;
   }
 }

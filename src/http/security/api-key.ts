@@ -6,11 +6,13 @@
  * matched changes the work done.
  */
 
-async function digest(text: string): Promise<Uint8Array> {
+/** SHA-256 of `text` (UTF-8). */
+export async function digest(text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+/** Equal bytes, compared without an early exit. */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   let difference = a.length ^ b.length;
   for (let i = 0; i < a.length && i < b.length; i++) difference |= a[i]! ^ b[i]!;
   return difference === 0;

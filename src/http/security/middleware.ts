@@ -96,7 +96,7 @@ export function jsonContentTypeRequired(): MiddlewareHandler {
 }
 
 /** Open to anyone even with a key: probes, scrapes and the version. */
-const OPEN_PATHS: ReadonlySet<string> = new Set(['/health', '/metrics', '/version']);
+const OPEN_PATHS: ReadonlySet<string> = new Set(['/health', '/health/live', '/metrics', '/version']);
 
 /**
  * The checks for a front that routes some requests itself before the app (the fleet
