@@ -19,6 +19,14 @@ const bound = (min: number, fallback: number) => {
     .default(fallback);
 };
 
+const percent = (fallback: number) => {
+  const requirement = 'must be an integer from 1 to 100';
+  return z
+    .number({ error: requirement })
+    .refine((v) => Number.isSafeInteger(v) && v >= 1 && v <= 100, { error: requirement })
+    .default(fallback);
+};
+
 export const REQUEST_BOUNDS_SHAPE = {
   /**
    * Bytes of a request body, refused with a 413 before it is parsed: room for a prompt at
@@ -51,6 +59,12 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxGrammarChars: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarChars),
   /** Grammar characters × vocabulary size (compile time grows with both): large vocabularies get smaller grammars. */
   maxGrammarWork: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarWork),
+  /**
+   * The share of the batch (maxRunningSequences) one request's sequences may hold, in
+   * percent: n × prompts, best_of, the beam width. At 50 a request arriving beside the
+   * widest one finds free rows and starts at the next step.
+   */
+  maxRequestSlotPercent: percent(50),
 };
 
 export type RequestBounds = { [K in keyof typeof REQUEST_BOUNDS_SHAPE]: number };

@@ -66,6 +66,7 @@ describe('server configuration', () => {
       maxGuidedRepetition: 1000,
       maxGrammarChars: 49152,
       maxGrammarWork: 2000000,
+      maxRequestSlotPercent: 50,
       loraModules: [],
       maxLoras: 4,
       maxLoraRank: 16,

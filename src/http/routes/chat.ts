@@ -30,7 +30,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(ChatCompletionRequestSchema, body);
     warnIgnoredFields(ChatCompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
+    checkBounds(ctx, request);
     refuseUnsupported(unsupportedChatFeatures(request));
     const tools = requestToolCalling(request, ctx.config.toolCallParser);
     // Structured output is compiled with the rest of validation: a constraint the server

@@ -26,7 +26,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(CompletionRequestSchema, body);
     warnIgnoredFields(CompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
+    checkBounds(ctx, request);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.

@@ -25,12 +25,14 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(MindieGenerateRequestSchema, body);
     // `model` is the LoRA id: an adapter's name, or none ("None", null, absent) for the base model.
     const adapter = checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
-    refuseUnsupported(unsupportedMindieFeatures(request));
     // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
     // (guided_json, guided_regex, guided_choice, response_format), read from the body as
     // sent since the MindIE schema does not list them (parsing succeeded: it is an object).
-    const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields, guidedLimits(ctx));
+    const guided = body as RequestGuidedFields;
+    const { guided_json, guided_regex, guided_choice, guided_grammar, response_format } = guided;
+    checkBounds(ctx, { ...request, guided_json, guided_regex, guided_choice, guided_grammar, response_format });
+    refuseUnsupported(unsupportedMindieFeatures(request));
+    const guide = await requestGuide(ctx.guideCompiler, guided, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     const media = await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 

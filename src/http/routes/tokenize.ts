@@ -21,12 +21,12 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
     if (body !== null && typeof body === 'object' && 'messages' in body) {
       const request = parseRequest(TokenizeChatRequestSchema, body);
       checkModel(request.model, engine.info, engine.adapters);
-      checkBounds(ctx, body);
+      checkBounds(ctx, request);
       return c.json(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), templateBudget(ctx)));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
+    checkBounds(ctx, request);
     return c.json(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
   });
 

@@ -1,0 +1,111 @@
+/**
+ * Issue 24's families, as a hostile client sends them: each is a fast 4xx in the API's
+ * error shape with a small body, /health answers all along (heartbeat), and the server
+ * serves a normal request afterwards.
+ */
+import type { Hono } from 'hono';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../../src/engine/types.js';
+import { errorResponse } from '../../src/http/errors.js';
+import { invalidRequest } from '../../src/protocol/errors.js';
+import { expectNoStall, withHeartbeat } from './heartbeat.js';
+import { MODEL, expectErrorBody, loadEngine, postJson, testApp } from './helpers.js';
+
+let engine: Engine;
+let app: Hono;
+beforeAll(async () => {
+  engine = await loadEngine();
+  app = testApp(engine);
+});
+afterAll(() => engine.dispose());
+
+const completion = { model: MODEL, prompt: 'Once upon a time', max_tokens: 4 };
+const chat = { model: MODEL, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4 };
+
+/** The largest error body any refusal here may have: a message quotes at most a prefix of a value. */
+const SMALL_BODY_BYTES = 2048;
+
+async function expectServes(): Promise<void> {
+  const response = await postJson(app, '/v1/completions', completion);
+  expect(response.status, await response.clone().text()).toBe(200);
+  expect((await response.json()).choices[0].text.length).toBeGreaterThan(0);
+}
+
+interface Refusal {
+  name: string;
+  path: string;
+  /** A function, so big bodies are built outside the heartbeat (the client's work). */
+  body: () => unknown;
+  param: string | null;
+  message: RegExp;
+  status?: number;
+}
+
+/** Sends each refusal while the heartbeat runs: a 4xx in the error shape, small, no stall, the server fine after. */
+async function expectRefusedQuickly({ path, body, param, message, status = 400 }: Refusal): Promise<void> {
+  const built = body();
+  // Bodies given as text are sent as is (giant literals JSON.stringify cannot write).
+  const text = typeof built === 'string' ? built : JSON.stringify(built);
+  const { result, report } = await withHeartbeat(app, async () => {
+    const response = await postJson(app, path, text);
+    return { status: response.status, raw: await response.text() };
+  });
+  expect(result.status, result.raw.slice(0, 500)).toBe(status);
+  expect(result.raw.length).toBeLessThan(SMALL_BODY_BYTES);
+  const parsed = JSON.parse(result.raw);
+  expectErrorBody(parsed, status, 'BadRequestError', param);
+  expect(parsed.message).toMatch(message);
+  expectNoStall(report);
+  expect([...report.healthStatuses]).toEqual([200]);
+  await expectServes();
+}
+
+describe('bounds judge values after lax coercion, and the request totals', () => {
+  const cases: Refusal[] = [
+    { name: 'n as the string "1000000" (issue 24: an 80-byte hang)', path: '/v1/completions', body: () => ({ ...completion, n: '1000000', temperature: 1 }), param: 'n', message: /n must be at most \d+ .*got 1000000/ },
+    { name: 'best_of as the string "1000000"', path: '/v1/completions', body: () => ({ ...completion, best_of: '1000000', temperature: 1 }), param: 'best_of', message: /best_of must be at most \d+ .*got 1000000/ },
+    { name: 'n as " 65 " on chat', path: '/v1/chat/completions', body: () => ({ ...chat, n: ' 65 ', temperature: 1 }), param: 'n', message: /n must be at most/ },
+    { name: 'n as "1e6"', path: '/v1/chat/completions', body: () => ({ ...chat, n: '1e6', temperature: 1 }), param: 'n', message: /n must be at most .*got 1000000/ },
+    { name: 'four prompts × n "64" (issue 24: 256 sequences)', path: '/v1/completions', body: () => ({ ...completion, prompt: ['a', 'b', 'c', 'd'], n: '64', temperature: 1 }), param: 'n', message: /at most/ },
+    { name: 'four prompts × n "16": 64 sequences, past one request\'s share', path: '/v1/completions', body: () => ({ ...completion, prompt: ['a', 'b', 'c', 'd'], n: '16', temperature: 1 }), param: 'prompt', message: /4 prompts × 16 sequences each is 64/ },
+    { name: 'beam width (best_of "64") as a string', path: '/v1/completions', body: () => ({ ...completion, use_beam_search: 'true', n: '2', best_of: '64', temperature: 0 }), param: 'best_of', message: /best_of must be at most/ },
+  ];
+  it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
+
+  it('a numeric string at the bound is served like the number', async () => {
+    const response = await postJson(app, '/v1/completions', { ...completion, max_tokens: '2', n: '3', best_of: '3', temperature: '1' });
+    expect(response.status, await response.clone().text()).toBe(200);
+    expect((await response.json()).choices).toHaveLength(3);
+  });
+});
+
+describe('giant number literals are refused from their length, naming the field', () => {
+  const digits = (count: number) => '7'.repeat(count);
+  const cases: Refusal[] = [
+    { name: 'a 16 MB integer in seed (issue 24: a 12.8 s freeze, echoed twice)', path: '/v1/completions', body: () => `{"model":"${MODEL}","prompt":"Hi","max_tokens":2,"seed":${digits(16_000_000)}}`, param: 'seed', message: /seed is a number literal of 16000000 characters \(7{20}…\); numbers may have at most 100/ },
+    { name: 'a 1 MB float in temperature on /generate', path: '/generate', body: () => `{"prompt":"Hi","temperature":0.${digits(1_000_000)}}`, param: 'temperature', message: /temperature is a number literal of 1000002 characters/ },
+    { name: 'a long literal deep in a guided_json schema', path: '/v1/completions', body: () => `{"model":"${MODEL}","prompt":"Hi","guided_json":{"type":"integer","maximum":${digits(5000)}}}`, param: 'guided_json.maximum', message: /guided_json\.maximum is a number literal of 5000 characters/ },
+    { name: 'a long literal in a prompt of token ids', path: '/v1/completions', body: () => `{"model":"${MODEL}","prompt":[1,2,${digits(200)}]}`, param: 'prompt[2]', message: /prompt\[2\] is a number literal of 200 characters/ },
+    { name: 'a 16 MB numeric string in seed (lax coercion would make a bigint of it)', path: '/v1/completions', body: () => ({ ...completion, seed: digits(16_000_000) }), param: 'seed', message: /seed must be an integer in .*got "7{40}\.\.\."/ },
+    { name: 'a 4 MB numeric string in n', path: '/v1/chat/completions', body: () => ({ ...chat, n: digits(4_000_000) }), param: 'n', message: /n must be an integer >= 1, got "7{40}\.\.\."/ },
+    { name: 'a 1 MB logit_bias key', path: '/v1/completions', body: () => ({ ...completion, logit_bias: { [digits(1_000_000)]: 1 } }), param: 'logit_bias', message: /has key "7{40}\.\.\.", but token ids must be integers/ },
+  ];
+  it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
+
+  it('a 100-character literal is still read', async () => {
+    const response = await postJson(app, '/v1/completions', `{"model":"${MODEL}","prompt":"Hi","max_tokens":2,"temperature":0.${'0'.repeat(98)}}`);
+    expect(response.status, await response.clone().text()).toBe(200);
+  });
+});
+
+describe('error bodies never echo more than a prefix of a value', () => {
+  it('whatever a message or param quotes, the body stays small', async () => {
+    const huge = 'x'.repeat(1_000_000);
+    const response = errorResponse(invalidRequest(`bad value ${huge}`, `logit_bias.${huge}`));
+    const raw = await response.text();
+    expect(raw.length).toBeLessThan(SMALL_BODY_BYTES + 512);
+    const body = JSON.parse(raw);
+    expect(body.message).toMatch(/^bad value x+…$/);
+    expect(body.param).toMatch(/^logit_bias\.x+…$/);
+  });
+});
