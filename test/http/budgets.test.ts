@@ -79,6 +79,17 @@ describe('bounds judge values after lax coercion, and the request totals', () =>
   });
 });
 
+describe('a prompt that cannot fit the context is refused from its length, before any tokenizer runs', () => {
+  const cjk = () => '漢'.repeat(4_000_000);
+  const cases: Refusal[] = [
+    { name: '4 M CJK characters on /v1/completions (issue 24: a 12–17 s freeze)', path: '/v1/completions', body: () => ({ ...completion, prompt: cjk() }), param: 'prompt', message: /maximum context length is 512 tokens\. However, you requested at least \d+ tokens/ },
+    { name: '4 M characters of one word on /generate', path: '/generate', body: () => ({ prompt: 'a'.repeat(4_000_000), max_tokens: 2 }), param: 'prompt', message: /The prompt has at least \d+ tokens after tokenization, more than the limit/ },
+    { name: '4 M CJK characters in a chat message', path: '/v1/chat/completions', body: () => ({ ...chat, messages: [{ role: 'user', content: cjk() }] }), param: 'messages', message: /However, you requested at least \d+ tokens/ },
+    { name: 'the second of two prompts, 1 M characters without a space', path: '/v1/completions', body: () => ({ ...completion, prompt: ['Once', 'x'.repeat(1_000_000)] }), param: 'prompt[1]', message: /at least \d+ tokens/ },
+  ];
+  it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
+});
+
 describe('giant number literals are refused from their length, naming the field', () => {
   const digits = (count: number) => '7'.repeat(count);
   const cases: Refusal[] = [

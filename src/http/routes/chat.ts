@@ -61,6 +61,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
       stopAfter: ceiling,
+      refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
       // A vision-language template sees content parts ({"type": "image"}) and writes a
       // placeholder per image, which expands to the image's tokens.
       // An audio-language template sees {"type": "audio"} parts (or, for a template that

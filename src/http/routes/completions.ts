@@ -42,7 +42,11 @@ export function completionsRoutes(ctx: ServingContext): Hono {
       let promptTokenIds: number[];
       let stoppedEarly = false;
       if ('text' in prompt) {
-        promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, { addSpecialTokens: request.add_special_tokens, stopAfter: ceiling });
+        promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, {
+          addSpecialTokens: request.add_special_tokens,
+          stopAfter: ceiling,
+          refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true),
+        });
         stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
       } else {
         checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);

@@ -49,7 +49,11 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
     const heard = audio !== null ? expandAudioPrompt(ctx, audio, expanded?.text ?? promptText, media, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
-    const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, { addSpecialTokens: true, stopAfter: ceiling });
+    const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {
+      addSpecialTokens: true,
+      stopAfter: ceiling,
+      refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'mindie', 'prompt', true),
+    });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
