@@ -120,3 +120,46 @@ describe('error bodies never echo more than a prefix of a value', () => {
     expect(body.param).toMatch(/^logit_bias\.x+…$/);
   });
 });
+
+describe('one request cannot take every sequence slot', () => {
+  it('n: 64 and a beam width of 64 are refused naming maxRequestSlotPercent', async () => {
+    for (const body of [{ ...completion, n: 64, temperature: 1 }, { ...completion, n: 2, best_of: 64, use_beam_search: true, temperature: 0 }]) {
+      const response = await postJson(app, '/v1/completions', body);
+      expect(response.status).toBe(400);
+      expect((await response.json()).message).toMatch(/at most 32 \(maxRequestSlotPercent: one request may hold 50% of the 64 sequences/);
+    }
+  });
+
+  it('a normal request arriving beside the widest allowed one starts within a few engine steps', async () => {
+    const wide = await postJson(app, '/v1/completions', { ...completion, n: 32, max_tokens: 300, ignore_eos: true, temperature: 1, stream: true });
+    expect(wide.status).toBe(200);
+    const wideReader = wide.body!.getReader();
+    const decoder = new TextDecoder();
+    await wideReader.read(); // under way
+    const stepsAtArrival = engine.stats().steps;
+    const normal = await postJson(app, '/v1/completions', { ...completion, max_tokens: 2, stream: true });
+    expect(normal.status).toBe(200);
+    const normalReader = normal.body!.getReader();
+    // Keep the wide stream read (as its client would) while the normal one starts.
+    let wideDone = false;
+    const wideDrain = (async () => {
+      for (;;) {
+        const { done, value } = await wideReader.read();
+        if (done) break;
+        if (decoder.decode(value).includes('[DONE]')) wideDone = true;
+      }
+      wideDone = true;
+    })();
+    const first = await normalReader.read();
+    const stepsToStart = engine.stats().steps - stepsAtArrival;
+    expect(first.done).toBe(false);
+    expect(wideDone).toBe(false);
+    // Prefill of the normal prompt is one step; the wide request's decode steps around it are the rest.
+    expect(stepsToStart).toBeLessThanOrEqual(4);
+    console.log(`normal request beside n=32: first token after ${stepsToStart} engine steps`);
+    await normalReader.cancel();
+    await wideReader.cancel().catch(() => {});
+    await wideDrain.catch(() => {});
+    await expectServes();
+  });
+});
