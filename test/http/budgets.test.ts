@@ -163,3 +163,33 @@ describe('one request cannot take every sequence slot', () => {
     await expectServes();
   });
 });
+
+describe('X-Request-Id is taken only as a short safe token', () => {
+  async function idsFor(header: string): Promise<{ header: string | null; id: string }> {
+    const response = await postJson(app, '/v1/completions', completion, { headers: { 'content-type': 'application/json', 'x-request-id': header } });
+    expect(response.status).toBe(200);
+    return { header: response.headers.get('x-request-id'), id: (await response.json()).id };
+  }
+
+  it.each(['req-42', '3f2a9c1e-7b4d-4e0a-9f1c-2d3e4f5a6b7c', 'trace.span:7_a'])('%s is echoed', async (token) => {
+    expect(await idsFor(token)).toEqual({ header: token, id: `cmpl-${token}` });
+  });
+
+  it.each([
+    ['8 KB (issue 24: echoed verbatim)', 'a'.repeat(8192)],
+    ['65 characters', 'b'.repeat(65)],
+    ['spaces', 'a b'],
+    ['a quote and angle brackets', '"><script>'],
+    ['a leading dash', '-x'],
+  ])('%s: replaced by a generated id', async (_name, header) => {
+    const { header: echoed, id } = await idsFor(header);
+    expect(echoed).toMatch(/^[0-9a-f]{32}$/);
+    expect(id).toBe(`cmpl-${echoed}`);
+  });
+
+  it('a body request_id follows the same rule', async () => {
+    const response = await postJson(app, '/v1/chat/completions', { ...chat, request_id: 'x'.repeat(100_000) });
+    expect(response.status).toBe(200);
+    expect((await response.json()).id).toMatch(/^chatcmpl-[0-9a-f]{32}$/);
+  });
+});
