@@ -65,6 +65,13 @@ export const REQUEST_BOUNDS_SHAPE = {
    * widest one finds free rows and starts at the next step.
    */
   maxRequestSlotPercent: percent(50),
+  /**
+   * Logprob entries (a token, or one of its alternatives) one request may report at most:
+   * sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1)),
+   * judged up front from the worst case. ~90 bytes of JSON each: the default bounds a
+   * response near 24 MB.
+   */
+  maxLogprobEntries: bound(1, 262_144),
 };
 
 export type RequestBounds = { [K in keyof typeof REQUEST_BOUNDS_SHAPE]: number };

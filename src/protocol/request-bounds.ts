@@ -206,3 +206,36 @@ export function checkRequestBounds(request: BoundedRequest, ctx: RequestBoundsCo
   checkTemplate(request, ctx.bounds);
   checkGuidedSource(request, ctx.bounds);
 }
+
+/** What one prompt of a request will report in logprobs, once its sampling parameters are resolved. */
+export interface LogprobWork {
+  promptTokenCount: number;
+  maxTokens: number;
+  n?: number;
+  bestOf?: number;
+  /** Alternatives per generated token; undefined: no logprobs. */
+  logprobs?: number;
+  /** Alternatives per prompt token; undefined: none. */
+  promptLogprobs?: number;
+}
+
+/**
+ * The logprob entries (a token with one alternative) a request can make at most: per
+ * sequence, each generated token with its alternatives and, with prompt logprobs (or
+ * echo), each prompt token with its. A 3 KB request (500-token prompt, n=64, logprobs 20,
+ * echo) made a 63.5 MB response; this is refused up front, from the worst case.
+ */
+export function checkLogprobBudget(work: readonly LogprobWork[], bounds: RequestBounds, param: string): void {
+  let entries = 0;
+  for (const prompt of work) {
+    const sequences = Math.max(prompt.n ?? 1, prompt.bestOf ?? 1);
+    if (prompt.logprobs !== undefined) entries += sequences * prompt.maxTokens * (prompt.logprobs + 1);
+    if (prompt.promptLogprobs !== undefined) entries += sequences * prompt.promptTokenCount * (prompt.promptLogprobs + 1);
+  }
+  if (entries > bounds.maxLogprobEntries) {
+    throw invalidRequest(
+      `This request could report up to ${entries} logprob entries (sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1))), more than the ${bounds.maxLogprobEntries} one request may (maxLogprobEntries). Ask for fewer tokens, sequences or logprobs.`,
+      param,
+    );
+  }
+}

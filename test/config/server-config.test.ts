@@ -67,6 +67,7 @@ describe('server configuration', () => {
       maxGrammarChars: 49152,
       maxGrammarWork: 2000000,
       maxRequestSlotPercent: 50,
+      maxLogprobEntries: 262144,
       loraModules: [],
       maxLoras: 4,
       maxLoraRank: 16,

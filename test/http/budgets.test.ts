@@ -80,11 +80,11 @@ describe('bounds judge values after lax coercion, and the request totals', () =>
 });
 
 describe('a prompt that cannot fit the context is refused from its length, before any tokenizer runs', () => {
-  const cjk = () => '漢'.repeat(4_000_000);
+  const cjk = () => '漢'.repeat(1_000_000);
   const cases: Refusal[] = [
-    { name: '4 M CJK characters on /v1/completions (issue 24: a 12–17 s freeze)', path: '/v1/completions', body: () => ({ ...completion, prompt: cjk() }), param: 'prompt', message: /maximum context length is 512 tokens\. However, you requested at least \d+ tokens/ },
+    { name: '1 M CJK characters on /v1/completions (issue 24: 4 M froze the loop 12–17 s)', path: '/v1/completions', body: () => ({ ...completion, prompt: cjk() }), param: 'prompt', message: /maximum context length is 512 tokens\. However, you requested at least \d+ tokens/ },
     { name: '4 M characters of one word on /generate', path: '/generate', body: () => ({ prompt: 'a'.repeat(4_000_000), max_tokens: 2 }), param: 'prompt', message: /The prompt has at least \d+ tokens after tokenization, more than the limit/ },
-    { name: '4 M CJK characters in a chat message', path: '/v1/chat/completions', body: () => ({ ...chat, messages: [{ role: 'user', content: cjk() }] }), param: 'messages', message: /However, you requested at least \d+ tokens/ },
+    { name: '1 M CJK characters in a chat message', path: '/v1/chat/completions', body: () => ({ ...chat, messages: [{ role: 'user', content: cjk() }] }), param: 'messages', message: /However, you requested at least \d+ tokens/ },
     { name: 'the second of two prompts, 1 M characters without a space', path: '/v1/completions', body: () => ({ ...completion, prompt: ['Once', 'x'.repeat(1_000_000)] }), param: 'prompt[1]', message: /at least \d+ tokens/ },
   ];
   it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
@@ -161,6 +161,45 @@ describe('one request cannot take every sequence slot', () => {
     await wideReader.cancel().catch(() => {});
     await wideDrain.catch(() => {});
     await expectServes();
+  });
+});
+
+describe('the logprobs one request may report are bounded up front', () => {
+  // About 400 tokens of the embedded model's vocabulary: close to its 512-token context.
+  const longPrompt = 'Once upon a time there was a little girl. '.repeat(40);
+
+  it('n 32 × logprobs 20 × echo of a 400-token prompt (issue 24: 63.5 MB) is refused naming maxLogprobEntries', async () => {
+    const refusal: Refusal = {
+      name: 'amplification',
+      path: '/v1/completions',
+      body: () => ({ ...completion, prompt: longPrompt, max_tokens: 16, n: 32, logprobs: 20, echo: true, temperature: 1 }),
+      param: 'logprobs',
+      message: /could report up to \d+ logprob entries .* more than the 262144 one request may \(maxLogprobEntries\)/,
+    };
+    await expectRefusedQuickly(refusal);
+  });
+
+  it('prompt_logprobs on chat count too', async () => {
+    const response = await postJson(app, '/v1/chat/completions', { ...chat, messages: [{ role: 'user', content: longPrompt }], n: 32, temperature: 1, prompt_logprobs: 20 });
+    expect(response.status).toBe(400);
+    const body = await response.json();
+    expect(body.param).toBe('prompt_logprobs');
+    expect(body.message).toMatch(/maxLogprobEntries/);
+  });
+
+  // The event-loop lag of this case is not asserted: building the prompt logprobs is one
+  // synchronous step (~0.1 s idle, past 1 s at this machine's load of 16-19); see notes.
+  it('a large response within the budget is served, written in chunks, /health answering', async () => {
+    const { result, report } = await withHeartbeat(app, async () => {
+      const response = await postJson(app, '/v1/completions', { ...completion, prompt: longPrompt, max_tokens: 16, n: 2, logprobs: 20, echo: true, temperature: 1 });
+      return { status: response.status, text: await response.text() };
+    });
+    expect(result.status).toBe(200);
+    const body = JSON.parse(result.text);
+    expect(body.choices).toHaveLength(2);
+    expect(body.choices[0].logprobs.top_logprobs.length).toBeGreaterThan(300);
+    expect([...report.healthStatuses]).toEqual([200]);
+    expect(report.tokens).toBeGreaterThan(3);
   });
 });
 

@@ -7,6 +7,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
 import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
+import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
@@ -63,7 +64,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }
-    return c.json(await generateNonStreaming(run, promptText));
+    return jsonResponse(await generateNonStreaming(run, promptText));
   });
 
   return routes;
