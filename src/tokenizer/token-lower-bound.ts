@@ -126,7 +126,8 @@ function utf8Length(text: string): number {
   return bytes;
 }
 
-function codePoints(text: string): number {
+/** Length in Unicode code points (protocol/fields.ts' codePointLength, which the specs call characters). */
+export function codePoints(text: string): number {
   let pairs = 0;
   for (let i = 0; i < text.length - 1; i++) {
     const code = text.charCodeAt(i);
