@@ -19,6 +19,14 @@ const bound = (min: number, fallback: number) => {
     .default(fallback);
 };
 
+const percent = (fallback: number) => {
+  const requirement = 'must be an integer from 1 to 100';
+  return z
+    .number({ error: requirement })
+    .refine((v) => Number.isSafeInteger(v) && v >= 1 && v <= 100, { error: requirement })
+    .default(fallback);
+};
+
 export const REQUEST_BOUNDS_SHAPE = {
   /**
    * Bytes of a request body, refused with a 413 before it is parsed: room for a prompt at
@@ -51,6 +59,19 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxGrammarChars: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarChars),
   /** Grammar characters × vocabulary size (compile time grows with both): large vocabularies get smaller grammars. */
   maxGrammarWork: bound(1, DEFAULT_GUIDED_LIMITS.maxGrammarWork),
+  /**
+   * The share of the batch (maxRunningSequences) one request's sequences may hold, in
+   * percent: n × prompts, best_of, the beam width. At 50 a request arriving beside the
+   * widest one finds free rows and starts at the next step.
+   */
+  maxRequestSlotPercent: percent(50),
+  /**
+   * Logprob entries (a token, or one of its alternatives) one request may report at most:
+   * sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1)),
+   * judged up front from the worst case. ~90 bytes of JSON each: the default bounds a
+   * response near 24 MB.
+   */
+  maxLogprobEntries: bound(1, 262_144),
 };
 
 export type RequestBounds = { [K in keyof typeof REQUEST_BOUNDS_SHAPE]: number };

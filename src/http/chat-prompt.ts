@@ -18,6 +18,8 @@ export interface ChatPromptOptions {
   templateBudget?: TemplateBudget;
   /** Tokenizing may stop once the prompt has more tokens than this (it will be refused anyway). */
   stopAfter?: number;
+  /** Refuses a prompt whose length alone shows more tokens than stopAfter (see encodePrompt). */
+  refuseAtLeast?: (tokenCount: number) => void;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -145,5 +147,5 @@ export async function buildChatPrompt(
     budget: options.templateBudget,
   });
   const text = options.multimodal?.expand(rendered) ?? rendered;
-  return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens, stopAfter: options.stopAfter }) };
+  return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens, stopAfter: options.stopAfter, refuseAtLeast: options.refuseAtLeast }) };
 }

@@ -104,9 +104,26 @@ function shaped(
   return { status, headers, body: errorBody(status, type, message, param) };
 }
 
+/**
+ * The longest message and param an error body carries. Every error body is built here, so
+ * however a message came to quote a client's value (a field name, a key, a literal), no
+ * response can echo more than this of it.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 1024;
+export const MAX_ERROR_PARAM_CHARS = 128;
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
 /** The error body for a status, type, message and param (for the few places that build one outside mapError). */
 export function errorBody(status: number, type: string, message: string, param: string | null = null): ErrorBody {
-  const info: ErrorInfo = { message, type, param, code: status };
+  const info: ErrorInfo = {
+    message: clip(message, MAX_ERROR_MESSAGE_CHARS),
+    type,
+    param: param === null ? null : clip(param, MAX_ERROR_PARAM_CHARS),
+    code: status,
+  };
   return { object: 'error', ...info, error: info };
 }
 

@@ -7,12 +7,21 @@ import type { Tokenizer } from '../tokenizer/types.js';
  * streams and other requests get their turn. Same ids as tokenizer.encode; with
  * `stopAfter`, tokenizing may stop once there are more ids than that (the prompt will be
  * refused as too long either way).
+ *
+ * With `stopAfter`, a text that surely has more tokens than that, judged from its length
+ * alone (tokenizer.minTokenCount), is handed to `refuseAtLeast` with that lower bound before
+ * any tokenizing: the caller's prompt check refuses it (4 M characters of one word took
+ * seconds to tokenize, only to be refused).
  */
 export async function encodePrompt(
   tokenizer: Tokenizer,
   text: string,
-  options: { addSpecialTokens?: boolean; stopAfter?: number } = {},
+  options: { addSpecialTokens?: boolean; stopAfter?: number; refuseAtLeast?: (tokenCount: number) => void } = {},
 ): Promise<number[]> {
+  if (options.stopAfter !== undefined && options.refuseAtLeast !== undefined && tokenizer.minTokenCount !== undefined) {
+    const atLeast = tokenizer.minTokenCount(text, options.stopAfter);
+    if (atLeast > options.stopAfter) options.refuseAtLeast(atLeast);
+  }
   if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
   const ids: number[] = [];
   let first = true;

@@ -8,6 +8,7 @@ import {
   type PositionReport,
   type TokenNaming,
 } from '../protocol/openai-logprobs.js';
+import { yieldToEventLoop } from '../engine/yield.js';
 import { streamingErrorPayload } from './errors.js';
 import { collectOutputs } from './generation.js';
 import { unixSeconds } from './ids.js';
@@ -89,7 +90,10 @@ function generatedReporter(job: CompletionJob, choiceIndex: number): GeneratedTo
 export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, job: CompletionJob): Promise<CompletionResponse> {
   const outputs = await collectOutputs(run);
   const promptReports = promptReportsOnce(job);
-  const choices = outputs.map((output) => {
+  const choices = [];
+  for (const output of outputs) {
+    // Each choice's logprobs can be thousands of entries: the event loop runs between choices.
+    if (job.logprobs !== undefined && choices.length > 0) await yieldToEventLoop();
     const { echoText } = promptOf(job, output.index);
     let logprobs: CompletionLogprobs | null = null;
     if (job.logprobs !== undefined) {
@@ -98,15 +102,15 @@ export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, 
       const positions = echoText !== undefined ? [...promptReports(output.index, output.promptLogprobs), ...generated] : generated;
       logprobs = completionLogprobs(positions, job.logprobs, 0);
     }
-    return {
+    choices.push({
       index: output.index,
       text: (echoText ?? '') + output.text,
       logprobs,
       finish_reason: output.finishReason,
       stop_reason: output.stopReason,
       prompt_logprobs: output.promptLogprobs !== null ? vllmPromptLogprobs(promptReports(output.index, output.promptLogprobs)) : null,
-    };
-  });
+    });
+  }
   const completionTokens = outputs.reduce((sum, output) => sum + output.tokenIds.length, 0);
   return {
     id: job.id,

@@ -3,7 +3,7 @@ import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
 import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
-import { checkRequestBounds } from '../protocol/request-bounds.js';
+import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
@@ -51,9 +51,17 @@ export function samplingContext(ctx: ServingContext): SamplingContext {
   };
 }
 
-/** Refuses a (schema-valid) request body past one of the server's request bounds, before any work on it. */
-export function checkBounds(ctx: ServingContext, body: unknown): void {
-  checkRequestBounds(body, { bounds: requestBoundsOf(ctx.config), maxRunningSequences: ctx.config.maxRunningSequences });
+/**
+ * Refuses a request past one of the server's request bounds, before any work on it. It
+ * takes the parsed request (values after lax coercion), never the body as sent.
+ */
+export function checkBounds(ctx: ServingContext, request: BoundedRequest): void {
+  checkRequestBounds(request, { bounds: requestBoundsOf(ctx.config), maxRunningSequences: ctx.config.maxRunningSequences });
+}
+
+/** Refuses a request whose logprobs could pass maxLogprobEntries, once its prompts are tokenized and its parameters resolved. */
+export function checkLogprobs(ctx: ServingContext, work: readonly LogprobWork[], param: string): void {
+  checkLogprobBudget(work, requestBoundsOf(ctx.config), param);
 }
 
 /** What a structured-output constraint may ask for: the server's guided bounds. */

@@ -3,6 +3,7 @@
  * ("must be a number in (0.0, 2.0]"), shared by the MindIE and OpenAI schemas.
  */
 import { z } from 'zod';
+import { codePoints } from '../tokenizer/token-lower-bound.js';
 
 export const INT32_MIN = -2147483648;
 export const INT32_MAX = 2147483647;
@@ -99,20 +100,7 @@ export function checkedField<T>(validate: (input: unknown, report: Report) => T)
 }
 
 /** Length in Unicode code points: what the specs mean by "characters". */
-export function codePointLength(text: string): number {
-  let surrogatePairs = 0;
-  for (let i = 0; i < text.length - 1; i++) {
-    const hi = text.charCodeAt(i);
-    if (hi >= 0xd800 && hi <= 0xdbff) {
-      const lo = text.charCodeAt(i + 1);
-      if (lo >= 0xdc00 && lo <= 0xdfff) {
-        surrogatePairs++;
-        i++;
-      }
-    }
-  }
-  return text.length - surrogatePairs;
-}
+export const codePointLength = codePoints;
 
 /** Whether `value` is an integer (number or bigint) within [min, max]; returns it as bigint. */
 export function toBigIntInRange(value: unknown, min: bigint, max: bigint): bigint | undefined {

@@ -45,7 +45,7 @@ export function plainErrorMap(issue: RawIssue): string {
       }
       return 'has an invalid value';
     case 'unrecognized_keys':
-      return `has unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+      return `has unknown field${issue.keys.length === 1 ? '' : 's'} ${issue.keys.slice(0, 5).map(showValue).join(', ')}${issue.keys.length > 5 ? ` and ${issue.keys.length - 5} more` : ''}`;
     case 'invalid_format':
       return `must be a valid ${issue.format}`;
     case 'invalid_key':
@@ -91,8 +91,10 @@ export function showValue(value: unknown): string {
     }
     case 'number':
     case 'bigint':
-    case 'boolean':
-      return String(value);
+    case 'boolean': {
+      const text = String(value);
+      return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+    }
     case 'object':
       if (value === null) return 'null';
       if (Array.isArray(value)) return value.length === 0 ? '[]' : 'a list';

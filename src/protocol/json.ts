@@ -6,11 +6,28 @@
  *
  * Only literals without a fraction or exponent are candidates: `1e20` and `12.0` are
  * floats in JSON's data model and stay numbers, as JSON.parse would return them.
+ *
+ * A number literal longer than MAX_NUMBER_LITERAL_CHARS is refused, naming the field,
+ * from its length alone: converting a 16 MB literal to a bigint takes seconds (the cost
+ * grows with the square of the digits), and no field means anything with that many digits.
  */
 import { invalidRequest } from './errors.js';
+import { formatPath } from './issues.js';
 
 /** Deeper nesting than any request needs; bounds the parser's recursion. */
 export const MAX_JSON_DEPTH = 512;
+
+/**
+ * The longest number literal read (and the longest numeric string lax coercion reads):
+ * a uint64 seed has 20 digits, a float printed exactly ~25 characters; 100 leaves room
+ * for any real client and keeps every conversion to microseconds.
+ */
+export const MAX_NUMBER_LITERAL_CHARS = 100;
+
+/** The start of a long value for an error message: never more than `max` characters of it. */
+export function clipForMessage(text: string, max = 40): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
 
 export function parseJsonBody(text: string): unknown {
   return new JsonParser(text).parseDocument();
@@ -36,6 +53,8 @@ const SIMPLE_ESCAPES: Record<string, string> = {
 
 class JsonParser {
   private pos = 0;
+  /** Keys and indexes down to the value being parsed, to name a refused number's field. */
+  private readonly path: (string | number)[] = [];
 
   constructor(private readonly text: string) {}
 
@@ -86,7 +105,9 @@ class JsonParser {
       if (this.text[this.pos] !== ':') this.failExpected("':' after the property name");
       this.pos++;
       this.skipWhitespace();
+      this.path.push(key);
       const value = this.parseValue(depth);
+      this.path.pop();
       if (key === '__proto__') {
         // JSON.parse makes "__proto__" an ordinary own property; plain assignment would
         // replace the object's prototype instead.
@@ -119,7 +140,9 @@ class JsonParser {
     }
     for (;;) {
       this.skipWhitespace();
+      this.path.push(result.length);
       result.push(this.parseValue(depth));
+      this.path.pop();
       this.skipWhitespace();
       const next = this.text[this.pos];
       if (next === ',') {
@@ -177,6 +200,13 @@ class JsonParser {
     const match = NUMBER.exec(this.text);
     if (match === null) this.fail('invalid number');
     const literal = match[0];
+    if (literal.length > MAX_NUMBER_LITERAL_CHARS) {
+      const param = formatPath(this.path);
+      throw invalidRequest(
+        `${param ?? 'The request body'} is a number literal of ${literal.length} characters (${clipForMessage(literal, 20)}); numbers may have at most ${MAX_NUMBER_LITERAL_CHARS} characters.`,
+        param,
+      );
+    }
     this.pos += literal.length;
     const isInteger = match[1] === undefined && match[2] === undefined;
     const value = Number(literal);

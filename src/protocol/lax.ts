@@ -4,17 +4,25 @@
  * pydantic's other spellings) or as 0/1. Clients send proper JSON types; the leniency is
  * for hand-written requests (curl, forms) that work against vLLM. Anything else is left
  * as is for the strict schema to refuse with its usual message. Strings are not made
- * from numbers (pydantic does not either).
+ * from numbers (pydantic does not either). A numeric string longer than the longest number
+ * literal the body parser reads stays a string (and is refused as one): converting it would
+ * cost what a giant literal costs.
  */
 import { z } from 'zod';
 import { bool, floatIn, intIn, type NumberRange } from './fields.js';
+import { MAX_NUMBER_LITERAL_CHARS } from './json.js';
 
 const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 const TRUE = new Set(['1', 'on', 't', 'true', 'y', 'yes']);
 const FALSE = new Set(['0', 'off', 'f', 'false', 'n', 'no']);
 
+/** Whether a string is short enough to be read as a number. */
+export function numericLength(input: string): boolean {
+  return input.length <= MAX_NUMBER_LITERAL_CHARS;
+}
+
 export function laxNumber(input: unknown): unknown {
-  return typeof input === 'string' && NUMERIC.test(input) ? Number(input) : input;
+  return typeof input === 'string' && numericLength(input) && NUMERIC.test(input) ? Number(input) : input;
 }
 
 export function laxBoolean(input: unknown): unknown {

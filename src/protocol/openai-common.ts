@@ -9,7 +9,7 @@
  * means "as many tokens as the context allows".
  */
 import { z } from 'zod';
-import { SENTENCE } from './issues.js';
+import { SENTENCE, showValue } from './issues.js';
 import {
   INT64_MAX,
   INT64_MIN,
@@ -21,7 +21,7 @@ import {
   withDefault,
 } from './fields.js';
 // Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
-import { laxBool as bool, laxFloatIn as floatIn, laxIntIn as intIn, laxNumber } from './lax.js';
+import { laxBool as bool, laxFloatIn as floatIn, laxIntIn as intIn, laxNumber, numericLength } from './lax.js';
 
 /** The spec table's max_tokens default. */
 export const OPENAI_DEFAULT_MAX_TOKENS = 16;
@@ -35,7 +35,7 @@ const topK = intIn().refine((k) => k === -1 || k >= 1, { error: 'must be -1 (dis
 
 /** An integer-looking string as a bigint (exact beyond 2^53); other input as laxNumber reads it. */
 function laxInteger(input: unknown): unknown {
-  return typeof input === 'string' && /^\s*[+-]?\d+\s*$/.test(input) ? BigInt(input.trim()) : laxNumber(input);
+  return typeof input === 'string' && numericLength(input) && /^\s*[+-]?\d+\s*$/.test(input) ? BigInt(input.trim()) : laxNumber(input);
 }
 
 /** A signed 64-bit integer, as vLLM bounds `seed` by torch.long. */
@@ -78,7 +78,7 @@ const logitBias = checkedField((input, report): Map<number, number> | undefined 
   for (const [key, raw] of Object.entries(input)) {
     const value = laxNumber(raw);
     if (!/^-?[0-9]+$/.test(key) || !Number.isSafeInteger(Number(key))) {
-      report(`has key ${JSON.stringify(key)}, but token ids must be integers`, { input: undefined });
+      report(`has key ${showValue(key)}, but token ids must be integers`, { input: undefined });
       return undefined;
     }
     if (typeof value !== 'number' || !(Math.abs(value) <= MAX_LOGIT_BIAS)) {

@@ -4,9 +4,11 @@
  * names the parameter and the setting that bounds it, so an operator can tell a client's
  * mistake from a limit to raise.
  *
- * The body is read as sent (field names are the same on every route), so one function
- * serves /generate, the OpenAI routes and /tokenize; fields of an unexpected type were
- * already refused by the schema.
+ * The bounds read the request as its schema parsed it, never the body as sent: lax
+ * coercion ("n": "1000000" → 1000000) has happened, so every bound judges the value the
+ * server would act on (a raw body is not a BoundedRequest: the type refuses it). Field
+ * names are the same on every route, so one function serves /generate, the OpenAI routes
+ * and /tokenize.
  */
 import type { RequestBounds } from '../config/request-bounds.js';
 import { invalidRequest } from './errors.js';
@@ -43,17 +45,45 @@ function textChars(value: unknown, limit: number): number {
   return total;
 }
 
+/**
+ * The fields the bounds read, as the schemas output them (numbers are numbers, stop is a
+ * list). Every field is optional: each route's request has the ones it knows.
+ */
+export interface BoundedRequest {
+  n?: number;
+  best_of?: number;
+  prompt?: unknown;
+  messages?: readonly unknown[];
+  stop?: readonly string[];
+  chat_template?: string;
+  guided_json?: unknown;
+  guided_regex?: unknown;
+  guided_choice?: unknown;
+  guided_grammar?: unknown;
+  response_format?: unknown;
+}
+
 function integer(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
-function checkSequences(body: Record<string, unknown>, ctx: RequestBoundsContext): void {
-  const { maxSequencesPerRequest } = ctx.bounds;
-  const limit = Math.min(maxSequencesPerRequest, ctx.maxRunningSequences);
-  const reason =
-    maxSequencesPerRequest <= ctx.maxRunningSequences
-      ? `maxSequencesPerRequest is ${maxSequencesPerRequest}`
-      : `maxRunningSequences, the sequences one engine step decodes, is ${ctx.maxRunningSequences}`;
+/**
+ * The most sequences one request may run, and why: maxSequencesPerRequest, or the share of
+ * the batch one request may hold (maxRequestSlotPercent of maxRunningSequences), so a
+ * request arriving beside the widest one still finds free rows and starts at the next step.
+ */
+export function requestSequenceLimit(ctx: RequestBoundsContext): { limit: number; reason: string } {
+  const { maxSequencesPerRequest, maxRequestSlotPercent } = ctx.bounds;
+  const share = Math.max(1, Math.floor((ctx.maxRunningSequences * maxRequestSlotPercent) / 100));
+  if (maxSequencesPerRequest <= share) return { limit: maxSequencesPerRequest, reason: `maxSequencesPerRequest is ${maxSequencesPerRequest}` };
+  return {
+    limit: share,
+    reason: `maxRequestSlotPercent: one request may hold ${maxRequestSlotPercent}% of the ${ctx.maxRunningSequences} sequences one engine step decodes (maxRunningSequences)`,
+  };
+}
+
+function checkSequences(body: BoundedRequest, ctx: RequestBoundsContext): void {
+  const { limit, reason } = requestSequenceLimit(ctx);
   for (const param of ['n', 'best_of'] as const) {
     const value = integer(body[param]);
     if (value !== undefined && value > limit) {
@@ -77,7 +107,7 @@ function promptListLength(prompt: unknown): number {
   return prompt.every((item) => typeof item === 'number') ? 1 : prompt.length;
 }
 
-function checkPrompt(body: Record<string, unknown>, bounds: RequestBounds): void {
+function checkPrompt(body: BoundedRequest, bounds: RequestBounds): void {
   const limit = bounds.maxPromptChars;
   for (const param of ['prompt', 'messages'] as const) {
     const value = body[param];
@@ -96,9 +126,8 @@ function checkPrompt(body: Record<string, unknown>, bounds: RequestBounds): void
   }
 }
 
-function checkStop(body: Record<string, unknown>, bounds: RequestBounds): void {
-  const stop = body.stop;
-  const list = typeof stop === 'string' ? [stop] : Array.isArray(stop) ? stop : [];
+function checkStop(body: BoundedRequest, bounds: RequestBounds): void {
+  const list = body.stop ?? [];
   if (list.length > bounds.maxStopStrings) {
     throw invalidRequest(`stop must have at most ${bounds.maxStopStrings} strings (maxStopStrings), got ${list.length}.`, 'stop');
   }
@@ -112,7 +141,7 @@ function checkStop(body: Record<string, unknown>, bounds: RequestBounds): void {
   }
 }
 
-function checkTemplate(body: Record<string, unknown>, bounds: RequestBounds): void {
+function checkTemplate(body: BoundedRequest, bounds: RequestBounds): void {
   const template = body.chat_template;
   if (typeof template !== 'string') return;
   const chars = charsOver(template, bounds.maxChatTemplateChars);
@@ -149,7 +178,7 @@ function sourceChars(value: unknown, limit: number): number {
 
 const GUIDED_SOURCE_FIELDS = ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'response_format'] as const;
 
-function checkGuidedSource(body: Record<string, unknown>, bounds: RequestBounds): void {
+function checkGuidedSource(body: BoundedRequest, bounds: RequestBounds): void {
   const limit = bounds.maxGuidedSourceChars;
   for (const param of GUIDED_SOURCE_FIELDS) {
     const value = body[param];
@@ -170,12 +199,43 @@ function checkGuidedSource(body: Record<string, unknown>, bounds: RequestBounds)
  * structured-output source size. Bounds inside a constraint (nesting, repetition, grammar
  * size) are checked where it is compiled (src/guided), before XGrammar sees it.
  */
-export function checkRequestBounds(body: unknown, ctx: RequestBoundsContext): void {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return;
-  const record = body as Record<string, unknown>;
-  checkSequences(record, ctx);
-  checkPrompt(record, ctx.bounds);
-  checkStop(record, ctx.bounds);
-  checkTemplate(record, ctx.bounds);
-  checkGuidedSource(record, ctx.bounds);
+export function checkRequestBounds(request: BoundedRequest, ctx: RequestBoundsContext): void {
+  checkSequences(request, ctx);
+  checkPrompt(request, ctx.bounds);
+  checkStop(request, ctx.bounds);
+  checkTemplate(request, ctx.bounds);
+  checkGuidedSource(request, ctx.bounds);
+}
+
+/** What one prompt of a request will report in logprobs, once its sampling parameters are resolved. */
+export interface LogprobWork {
+  promptTokenCount: number;
+  maxTokens: number;
+  n?: number;
+  bestOf?: number;
+  /** Alternatives per generated token; undefined: no logprobs. */
+  logprobs?: number;
+  /** Alternatives per prompt token; undefined: none. */
+  promptLogprobs?: number;
+}
+
+/**
+ * The logprob entries (a token with one alternative) a request can make at most: per
+ * sequence, each generated token with its alternatives and, with prompt logprobs (or
+ * echo), each prompt token with its. A 3 KB request (500-token prompt, n=64, logprobs 20,
+ * echo) made a 63.5 MB response; this is refused up front, from the worst case.
+ */
+export function checkLogprobBudget(work: readonly LogprobWork[], bounds: RequestBounds, param: string): void {
+  let entries = 0;
+  for (const prompt of work) {
+    const sequences = Math.max(prompt.n ?? 1, prompt.bestOf ?? 1);
+    if (prompt.logprobs !== undefined) entries += sequences * prompt.maxTokens * (prompt.logprobs + 1);
+    if (prompt.promptLogprobs !== undefined) entries += sequences * prompt.promptTokenCount * (prompt.promptLogprobs + 1);
+  }
+  if (entries > bounds.maxLogprobEntries) {
+    throw invalidRequest(
+      `This request could report up to ${entries} logprob entries (sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1))), more than the ${bounds.maxLogprobEntries} one request may (maxLogprobEntries). Ask for fewer tokens, sequences or logprobs.`,
+      param,
+    );
+  }
 }

@@ -1,6 +1,7 @@
 import { Tokenizer as HfTokenizersJs } from '@huggingface/tokenizers';
 import type { Tokenizer } from './types.js';
 import { isSplitBeforeMetaspaceExact, MetaspaceWordSplitter } from './metaspace-word-splitter.js';
+import { minTokenCount, tokenLowerBoundOf, type TokenLowerBound } from './token-lower-bound.js';
 
 /** A tokenizer_config.json token entry: a plain string or a serialized AddedToken. */
 type ConfigToken = string | { content?: unknown } | null | undefined;
@@ -86,7 +87,15 @@ export class HfTokenizer implements Tokenizer {
     if (exactSplit) impl.pre_tokenizer = new MetaspaceWordSplitter();
     const tokenizer = new HfTokenizer(impl, config, options);
     tokenizer.sliceable = exactSplit && sliceableAtSpaces(json) && tokenizer.specialTokensOnlyPrefix();
+    tokenizer.lowerBound = tokenLowerBoundOf(json);
     return tokenizer;
+  }
+
+  /** How few tokens a text can become, from its length (set once, by fromJson; null: unknown). */
+  private lowerBound: TokenLowerBound | null = null;
+
+  minTokenCount(text: string, enough?: number): number {
+    return minTokenCount(this.lowerBound, text, enough);
   }
 
   /** Whether encodeInSlices may cut texts (set once, by fromJson). */

@@ -14,6 +14,11 @@ export interface Tokenizer {
    * by tokenizers that cannot cut a text without changing its tokens.
    */
   encodeInSlices?(text: string, options?: { addSpecialTokens?: boolean }): Iterable<number[]>;
+  /**
+   * A lower bound on encode(text).length (special tokens aside) from the text's length alone,
+   * without tokenizing (see token-lower-bound.ts); 0 when the tokenizer knows none.
+   */
+  minTokenCount?(text: string, enough?: number): number;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   idToToken(id: number): string | undefined;
   tokenToId(token: string): number | undefined;

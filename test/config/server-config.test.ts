@@ -67,6 +67,8 @@ describe('server configuration', () => {
       maxGuidedRepetition: 1000,
       maxGrammarChars: 49152,
       maxGrammarWork: 2000000,
+      maxRequestSlotPercent: 50,
+      maxLogprobEntries: 262144,
       loraModules: [],
       maxLoras: 4,
       maxLoraRank: 16,

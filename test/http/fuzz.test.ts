@@ -84,11 +84,28 @@ const ENDPOINTS: Array<{ path: string; base: () => Record<string, unknown> }> = 
   { path: '/detokenize', base: () => ({ tokens: [1, 403, 407] }) },
 ];
 
+/**
+ * Stands for a number literal too long for any field (101 characters to 1 MB of digits):
+ * written into the body text after JSON.stringify, which cannot write one.
+ */
+const HUGE_LITERAL = '__HUGE_LITERAL__';
+
+function withHugeLiterals(text: string): string {
+  return text.replaceAll(`"${HUGE_LITERAL}"`, () => pick(['9'.repeat(101), `0.${'5'.repeat(5000)}`, '-'.concat('8'.repeat(1_000_000)), `1${'0'.repeat(400)}e5`]));
+}
+
 /** Values aimed at what each field makes the server do: sizes, counts, depths, degenerate numbers. */
 const TARGETED: Record<string, () => unknown> = {
-  n: () => pick([2, 64, 65, 128, 129, 1000, 1e9]),
-  best_of: () => pick([2, 64, 65, 128, 1000, 1e9]),
-  max_tokens: () => pick([1, 39, 40, 1e9, null]),
+  // Bounds judge values after lax coercion: numbers, numeric strings and other coercible
+  // spellings at and past every bound (one request's share is 32 of 64 sequences).
+  n: () => pick([2, 32, 33, 64, 65, 128, 129, 1000, 1e9, '32', '33', ' 64 ', '1000000', '1e6', '3.0', 'x', '7'.repeat(5000)]),
+  best_of: () => pick([2, 32, 33, 64, 65, 128, 1000, 1e9, '32', '33', '64', '1e9', '7'.repeat(200)]),
+  max_tokens: () => pick([1, 39, 40, 1e9, null, '39', '40', '41', '1e9', '2147483648']),
+  seed: () => pick([0, -1, '18446744073709551615', '9223372036854775808', '1'.repeat(101), '1'.repeat(100_000), HUGE_LITERAL]),
+  top_logprobs: () => pick([0, 20, 21, '20', '21', '1e3']),
+  truncate_prompt_tokens: () => pick([1, 39, 40, '40', '1e9']),
+  stream: () => pick(['true', 'yes', 1, 0, 'off']),
+  echo: () => pick(['true', 1, true]),
   repetition_penalty: () => pick([5e-324, 1e-310, 1e-300, 1e300, 2]),
   temperature: () => pick([1e-5, 1.0000001e-5, 1e308, 0]),
   presence_penalty: () => pick([-2, 2]),
@@ -105,8 +122,9 @@ const TARGETED: Record<string, () => unknown> = {
     random() < 0.05
       ? [{ role: 'user', content: 'y'.repeat(4_500_000) }]
       : pick([Array.from({ length: 2000 }, () => ({ role: 'user', content: 'x' })), [{ role: 'user', content: '\ud800' }], [{ role: 'system', content: 'a' }, { role: 'user', content: 'b' }]]),
-  prompt_logprobs: () => pick([0, 20, 21]),
-  logprobs: () => pick([0, 20, 21, true]),
+  prompt_logprobs: () => pick([0, 20, 21, '20', '21']),
+  logprobs: () => pick([0, 20, 21, true, '20', '21', HUGE_LITERAL]),
+  temperature_literal: () => HUGE_LITERAL,
   use_beam_search: () => true,
 };
 
@@ -125,7 +143,7 @@ function randomBody(): { path: string; body: string } {
     if (random() < 0.1) delete body[field];
     else body[field] = randomValue();
   }
-  return { path: endpoint.path, body: JSON.stringify(body) };
+  return { path: endpoint.path, body: withHugeLiterals(JSON.stringify(body)) };
 }
 
 /** An error body in the API's shape: a message, at the top or in OpenAI's nested `error` object. */
@@ -155,7 +173,9 @@ describe('fuzzing every endpoint', () => {
             statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
             const serverError = response.status >= 500 || /"code":5\d\d/.test(text);
             const shapeless = response.status >= 400 && !hasErrorMessage(text);
-            if (serverError || shapeless) failures.push(`${path} ${response.status} ${body.slice(0, 300)} -> ${text.slice(0, 300)}`);
+            // An error quotes at most a prefix of any value: no refusal echoes a huge one.
+            const echoes = response.status >= 400 && text.length > 4096;
+            if (serverError || shapeless || echoes) failures.push(`${path} ${response.status} ${body.slice(0, 300)} -> ${text.slice(0, 300)}`);
           }),
         );
       }

@@ -47,10 +47,10 @@ interface BoundCase {
 
 const CASES: BoundCase[] = [
   // Out of memory: n / best_of.
-  { name: 'best_of of a billion (issue 13)', path: '/v1/completions', body: () => ({ ...completion, max_tokens: 2, best_of: 1_000_000_000 }), param: 'best_of', message: /best_of must be at most 64 \(maxRunningSequences.*is 64\), got 1000000000/ },
-  { name: 'n of 1000 on chat', path: '/v1/chat/completions', body: () => ({ ...chat, n: 1000 }), param: 'n', message: /n must be at most 64 \(maxRunningSequences/ },
-  { name: 'n of 100 on /generate (in the spec range, wider than a batch)', path: '/generate', body: () => ({ prompt: 'Hi', max_tokens: 2, n: 100, temperature: 1 }), param: 'n', message: /n must be at most 64/ },
-  { name: '40 prompts × n 4 in one completions request', path: '/v1/completions', body: () => ({ ...completion, max_tokens: 2, prompt: Array.from({ length: 40 }, () => 'Hi'), n: 4, temperature: 1 }), param: 'prompt', message: /at most 64 sequences .*: 40 prompts × 4 sequences each is 160/ },
+  { name: 'best_of of a billion (issue 13)', path: '/v1/completions', body: () => ({ ...completion, max_tokens: 2, best_of: 1_000_000_000 }), param: 'best_of', message: /best_of must be at most 32 \(maxRequestSlotPercent: one request may hold 50% of the 64 sequences .*\), got 1000000000/ },
+  { name: 'n of 1000 on chat', path: '/v1/chat/completions', body: () => ({ ...chat, n: 1000 }), param: 'n', message: /n must be at most 32 \(maxRequestSlotPercent/ },
+  { name: 'n of 100 on /generate (in the spec range, wider than a batch)', path: '/generate', body: () => ({ prompt: 'Hi', max_tokens: 2, n: 100, temperature: 1 }), param: 'n', message: /n must be at most 32/ },
+  { name: '40 prompts × n 4 in one completions request', path: '/v1/completions', body: () => ({ ...completion, max_tokens: 2, prompt: Array.from({ length: 40 }, () => 'Hi'), n: 4, temperature: 1 }), param: 'prompt', message: /at most 32 sequences .*: 40 prompts × 4 sequences each is 160/ },
   // Chat templates: time and memory.
   { name: 'a template looping 10^8 times (issue 13)', path: '/tokenize', body: () => ({ messages: [{ role: 'user', content: 'x' }], chat_template: '{% for i in range(100000000) %}{% endfor %}' }), param: 'messages', message: /maxPromptChars|maxChatTemplateSteps/ },
   { name: 'nested template loops', path: '/tokenize', body: () => ({ messages: [{ role: 'user', content: 'x' }], chat_template: '{% for i in range(3000) %}{% for j in range(3000) %}{{ j }}{% endfor %}{% endfor %}' }), param: 'messages', message: /more than 100000 evaluation steps \(maxChatTemplateSteps\)/ },

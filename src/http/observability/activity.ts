@@ -10,6 +10,7 @@
 import type { FinishReason, GenerationDelta } from '../../engine/types.js';
 import type { RegistrySnapshot } from './prometheus.js';
 import { ServerMetrics } from './server-metrics.js';
+import { clientRequestId } from '../ids.js';
 
 /** What a generation reports to its request's record (GenerationRun calls these). */
 export interface GenerationObserver {
@@ -179,8 +180,7 @@ export class ServerActivity {
   }
 
   begin(request: Request, route: string): RequestRecord {
-    const header = request.headers.get('x-request-id');
-    const record = new RequestRecord(this, request.method, route.slice(0, 256), header !== null && header !== '' ? header.slice(0, 256) : null);
+    const record = new RequestRecord(this, request.method, route.slice(0, 256), clientRequestId(request.headers.get('x-request-id')));
     this.open.add(record);
     return record;
   }

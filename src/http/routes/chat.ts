@@ -10,12 +10,13 @@ import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
 import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
+import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
 import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
-import { checkBounds, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -30,7 +31,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(ChatCompletionRequestSchema, body);
     warnIgnoredFields(ChatCompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
+    checkBounds(ctx, request);
     refuseUnsupported(unsupportedChatFeatures(request));
     const tools = requestToolCalling(request, ctx.config.toolCallParser);
     // Structured output is compiled with the rest of validation: a constraint the server
@@ -61,6 +62,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
       stopAfter: ceiling,
+      refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
       // A vision-language template sees content parts ({"type": "image"}) and writes a
       // placeholder per image, which expands to the image's tokens.
       // An audio-language template sees {"type": "audio"} parts (or, for a template that
@@ -95,6 +97,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     // A parser's tags are special tokens in the models that write them (vLLM does the same).
     if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;
     refuseUnsupported(unsupportedByEngine(params, engine.features));
+    checkLogprobs(ctx, [{ ...params, promptTokenCount: promptTokenIds.length }], request.prompt_logprobs !== undefined ? 'prompt_logprobs' : 'top_logprobs');
 
     const placeholders = await encodePromptMedia(engine, images, heard);
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
@@ -115,7 +118,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       tools,
     };
     if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
-    return c.json(await chatNonStreaming(run, job));
+    return jsonResponse(await chatNonStreaming(run, job));
   });
 
   return routes;

@@ -9,8 +9,9 @@ import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide } from '../guided-decoding.js';
 import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
+import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -26,7 +27,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(CompletionRequestSchema, body);
     warnIgnoredFields(CompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
+    checkBounds(ctx, request);
     refuseUnsupported(unsupportedCompletionFeatures(request));
     // Structured output is compiled with the rest of validation: a constraint the server
     // cannot serve is refused before any prompt work.
@@ -42,7 +43,11 @@ export function completionsRoutes(ctx: ServingContext): Hono {
       let promptTokenIds: number[];
       let stoppedEarly = false;
       if ('text' in prompt) {
-        promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, { addSpecialTokens: request.add_special_tokens, stopAfter: ceiling });
+        promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, {
+          addSpecialTokens: request.add_special_tokens,
+          stopAfter: ceiling,
+          refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true),
+        });
         stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
       } else {
         checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
@@ -63,6 +68,11 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     }
     const first = inputs[0]!;
     refuseUnsupported(unsupportedByEngine(first.params, engine.features));
+    checkLogprobs(
+      ctx,
+      inputs.map((input) => ({ ...input.params, promptTokenCount: input.promptTokenIds.length })),
+      request.prompt_logprobs !== undefined ? 'prompt_logprobs' : 'logprobs',
+    );
 
     const job: CompletionJob = {
       id: responseId('cmpl', c.req.raw, undefined, c.get('requestRecord')?.id),
@@ -82,7 +92,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
       run = await MergedRuns.start(engine, inputs, request.n, c.req.raw.signal, c.get('requestRecord'), { adapter });
     }
     if (request.stream) return sseResponse(completionStream(run, job), () => run.abort());
-    return c.json(await completeNonStreaming(run, job));
+    return jsonResponse(await completeNonStreaming(run, job));
   });
 
   return routes;

@@ -7,6 +7,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { GenerationRun } from '../generation.js';
 import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
+import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
@@ -25,12 +26,14 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const request = parseRequest(MindieGenerateRequestSchema, body);
     // `model` is the LoRA id: an adapter's name, or none ("None", null, absent) for the base model.
     const adapter = checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
-    refuseUnsupported(unsupportedMindieFeatures(request));
     // An extension to MindIE's API: the OpenAI endpoints' structured-output fields
     // (guided_json, guided_regex, guided_choice, response_format), read from the body as
     // sent since the MindIE schema does not list them (parsing succeeded: it is an object).
-    const guide = await requestGuide(ctx.guideCompiler, body as RequestGuidedFields, guidedLimits(ctx));
+    const guided = body as RequestGuidedFields;
+    const { guided_json, guided_regex, guided_choice, guided_grammar, response_format } = guided;
+    checkBounds(ctx, { ...request, guided_json, guided_regex, guided_choice, guided_grammar, response_format });
+    refuseUnsupported(unsupportedMindieFeatures(request));
+    const guide = await requestGuide(ctx.guideCompiler, guided, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     const media = await loadGenerateMedia(ctx, request.prompt, c.req.raw.signal);
 
@@ -47,7 +50,11 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
     const heard = audio !== null ? expandAudioPrompt(ctx, audio, expanded?.text ?? promptText, media, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
-    const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, { addSpecialTokens: true, stopAfter: ceiling });
+    const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {
+      addSpecialTokens: true,
+      stopAfter: ceiling,
+      refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'mindie', 'prompt', true),
+    });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
     const params = { ...mindieToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     refuseUnsupported(unsupportedByEngine(params, engine.features));
@@ -57,7 +64,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     if (request.stream) {
       return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: params.n }), () => run.abort());
     }
-    return c.json(await generateNonStreaming(run, promptText));
+    return jsonResponse(await generateNonStreaming(run, promptText));
   });
 
   return routes;

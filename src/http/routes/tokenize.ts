@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { parseRequest } from '../../protocol/validate.js';
+import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { checkBounds, maxModelLen, templateBudget, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
@@ -21,13 +22,13 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
     if (body !== null && typeof body === 'object' && 'messages' in body) {
       const request = parseRequest(TokenizeChatRequestSchema, body);
       checkModel(request.model, engine.info, engine.adapters);
-      checkBounds(ctx, body);
-      return c.json(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), templateBudget(ctx)));
+      checkBounds(ctx, request);
+      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), templateBudget(ctx)));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
-    checkBounds(ctx, body);
-    return c.json(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
+    checkBounds(ctx, request);
+    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
   });
 
   routes.post('/detokenize', async (c) => {
