@@ -37,14 +37,14 @@ export class LoraRegistry {
     private readonly reader: AdapterReader,
     /** Names that cannot be adapters (the served model's). */
     private readonly reserved: ReadonlySet<string>,
-    /** Adapters held at once (maxLoras). */
+    /** Adapters held at once (maxCpuLoras). */
     private readonly maxAdapters: number = Infinity,
   ) {}
 
   private checkRoom(name: string): void {
     if (this.adapters.has(name)) throw new AdapterError(`The lora adapter '${name}' has already been loaded.`);
     if (this.adapters.size >= this.maxAdapters) {
-      throw new AdapterError(`The server holds at most ${this.maxAdapters} LoRA adapters (maxLoras); unload one before loading '${name}'.`);
+      throw new AdapterError(`The server holds at most ${this.maxAdapters} LoRA adapters (maxCpuLoras); unload one before loading '${name}'.`);
     }
   }
 

@@ -173,6 +173,11 @@ export const ServerConfigSchema = z.strictObject(
     loraModules: loraModulesSetting.default([]),
     /** Adapters one model call can mix (vLLM's max_loras); more wait for a free slot. */
     maxLoras: int(1, 64).default(4),
+    /**
+     * Adapters held in memory at once (vLLM's max_cpu_loras), at least maxLoras: bounds what
+     * run-time loads can add. vLLM evicts from a cache of this size; here a load past it is refused.
+     */
+    maxCpuLoras: int(1, 1024).default(16),
     /** Largest adapter rank accepted (vLLM's max_lora_rank). */
     maxLoraRank: int(1, 1024).default(16),
     /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
@@ -221,8 +226,11 @@ export function parseServerConfig(raw: unknown): ServerConfig {
   }
   const config = result.data;
   const conflicts: string[] = [];
-  if (config.loraModules.length > config.maxLoras) {
-    conflicts.push(`loraModules names ${config.loraModules.length} adapters, more than maxLoras (${config.maxLoras}), the most the server holds`);
+  if (config.maxCpuLoras < config.maxLoras) {
+    conflicts.push(`maxCpuLoras (${config.maxCpuLoras}) must be at least maxLoras (${config.maxLoras}), as in vLLM`);
+  }
+  if (config.loraModules.length > config.maxCpuLoras) {
+    conflicts.push(`loraModules names ${config.loraModules.length} adapters, more than maxCpuLoras (${config.maxCpuLoras}), the most the server holds`);
   }
   if (config.corsAllowCredentials && config.corsAllowedOrigins.includes('*')) {
     conflicts.push(
@@ -257,12 +265,13 @@ const ENV_VARIABLES = {
   ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
   LORA_MODULES: 'loraModules',
   MAX_LORAS: 'maxLoras',
+  MAX_CPU_LORAS: 'maxCpuLoras',
   MAX_LORA_RANK: 'maxLoraRank',
   VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
   LORA_ROOT: 'loraRoot',
 } as Record<string, string>;
 
-const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
+const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxCpuLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
 const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);

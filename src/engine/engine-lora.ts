@@ -17,6 +17,8 @@ import type { AdapterInfo, EngineAdapters } from './types.js';
 export interface LoraOptions {
   /** Adapters one model call can mix (vLLM's max_loras). */
   maxLoras: number;
+  /** Adapters held at once (vLLM's max_cpu_loras); a load past it is refused. Default: heldAdapterCap. */
+  maxCpuLoras?: number;
   /** Largest adapter rank accepted (vLLM's max_lora_rank); every slot is this wide. */
   maxLoraRank: number;
   /** Loaded at startup; a failure stops the start. */
@@ -60,7 +62,7 @@ export class EngineLora implements EngineAdapters {
     });
     const slots = new LoraSlots(layout);
     await decoder.attachLora(model, slots, sessionOptions);
-    const registry = new LoraRegistry(layout, spec.numLayers, options.maxLoraRank, options.reader, new Set([servedModelName]), options.maxLoras);
+    const registry = new LoraRegistry(layout, spec.numLayers, options.maxLoraRank, options.reader, new Set([servedModelName]), heldAdapterCap(options));
     const lora = new EngineLora(registry, slots, options.runtimeUpdates, options.runtimeReader);
     for (const { name, path } of options.modules) await lora.loadWith(name, path, options.reader);
     lora.notes.unshift(`LoRA: ${options.maxLoras} adapter slots of rank ${options.maxLoraRank} on ${[...layout.modules].join(', ')}`);
@@ -98,4 +100,9 @@ export class EngineLora implements EngineAdapters {
   unload(name: string): boolean {
     return this.registry.unload(name) !== undefined;
   }
+}
+
+/** The server configuration's default (16), never below the slots or the adapters named at startup. */
+function heldAdapterCap(options: LoraOptions): number {
+  return Math.max(options.maxCpuLoras ?? 16, options.maxLoras, options.modules.length);
 }

@@ -8,6 +8,7 @@ export function loraOptionsOf(config: ServerConfig, reader: AdapterReader, runti
   if (!loraEnabled(config)) return undefined;
   return {
     maxLoras: config.maxLoras,
+    maxCpuLoras: config.maxCpuLoras,
     maxLoraRank: config.maxLoraRank,
     modules: config.loraModules,
     reader,

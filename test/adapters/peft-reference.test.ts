@@ -44,9 +44,9 @@ let app: ReturnType<typeof testApp>;
 
 beforeAll(async () => {
   const loraModules = names.map((name) => `${name}=${join(FIXTURES, name)}`);
-  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, loraModules, maxLoras: 4, maxLoraRank: 16, allowRuntimeLoraUpdating: true });
+  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, loraModules, maxLoras: 4, maxLoraRank: 16, allowRuntimeLoraUpdating: true, loraRoot: FIXTURES, maxCpuLoras: 32 });
   engine = await createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL, lora: nodeLoraOptions(config) });
-  app = testApp(engine, { loraModules: config.loraModules, maxLoras: 4, maxLoraRank: 16, allowRuntimeLoraUpdating: true });
+  app = testApp(engine, { loraModules: config.loraModules, maxLoras: 4, maxLoraRank: 16, allowRuntimeLoraUpdating: true, loraRoot: FIXTURES, maxCpuLoras: 32 });
 });
 
 afterAll(async () => {

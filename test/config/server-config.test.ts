@@ -71,6 +71,7 @@ describe('server configuration', () => {
       maxLogprobEntries: 262144,
       loraModules: [],
       maxLoras: 4,
+      maxCpuLoras: 16,
       maxLoraRank: 16,
       allowRuntimeLoraUpdating: false,
       loraRoot: null,

@@ -117,7 +117,7 @@ describe('POST /generate, refusals', () => {
     expect(streamed).toMatch(/best_of must equal n when streaming/);
   });
 
-  it('decodes an image part, then refuses it because the model is text-only', async () => {
+  it('reads an image part\'s header, then refuses it undecoded because the model is text-only', async () => {
     // A 1×1 red PNG (8-bit RGB): signature, IHDR, IDAT (zlib of the row 00 ff 00 00), IEND.
     const png =
       'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
@@ -132,7 +132,7 @@ describe('POST /generate, refusals', () => {
       'BadRequestError',
       'prompt[1].image_url',
     );
-    expect(message).toBe('prompt[1].image_url: this model accepts text only; the image was fetched and decoded, but the model cannot use it');
+    expect(message).toBe('prompt[1].image_url: this model accepts text only; the image was fetched and its header checked (not decoded), but the model cannot use it');
   });
 
   it('refuses a local media path where this app has no local files (the default fetcher)', async () => {

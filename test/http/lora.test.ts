@@ -37,7 +37,7 @@ beforeAll(async () => {
   const bad = randomAdapter(ckpt, { seed: 43, rank: 2, alpha: 8, targets: ['q_proj'] });
   (bad.config as { target_modules: string[] }).target_modules = ['query_key_value'];
   badPath = await writeAdapterDir(join(loraRoot, 'bad'), bad);
-  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, loraModules: `story=${storyPath}`, allowRuntimeLoraUpdating: true, loraRoot });
+  const config = parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, loraModules: `story=${storyPath}`, allowRuntimeLoraUpdating: true, loraRoot, maxCpuLoras: 4 });
   engine = await createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL, lora: nodeLoraOptions(config) });
   app = testApp(engine, { loraModules: config.loraModules, allowRuntimeLoraUpdating: true, loraRoot });
 });
@@ -153,13 +153,14 @@ describe('LoRA adapters over HTTP', () => {
     expect((await postJson(app, '/v1/unload_lora_adapter', { lora_name: 'relative' })).status).toBe(200);
   });
 
-  it('holds at most maxLoras adapters', async () => {
-    // story is loaded; maxLoras is 4.
+  it('holds at most maxCpuLoras adapters', async () => {
+    // story is loaded; maxCpuLoras is 4.
     for (const name of ['a', 'b', 'c']) expect((await postJson(app, '/v1/load_lora_adapter', { lora_name: name, lora_path: tinyPath })).status).toBe(200);
     const full = await expectError(postJson(app, '/v1/load_lora_adapter', { lora_name: 'd', lora_path: tinyPath }), 400, 'BadRequestError');
-    expect(full).toBe("The server holds at most 4 LoRA adapters (maxLoras); unload one before loading 'd'.");
+    expect(full).toBe("The server holds at most 4 LoRA adapters (maxCpuLoras); unload one before loading 'd'.");
     for (const name of ['a', 'b', 'c']) expect((await postJson(app, '/v1/unload_lora_adapter', { lora_name: name })).status).toBe(200);
-    expect(() => parseServerConfig({ loraModules: 'a=/x,b=/y', maxLoras: 1 })).toThrow(/loraModules names 2 adapters, more than maxLoras \(1\)/);
+    expect(() => parseServerConfig({ loraModules: 'a=/x,b=/y', maxLoras: 1, maxCpuLoras: 1 })).toThrow(/loraModules names 2 adapters, more than maxCpuLoras \(1\)/);
+    expect(() => parseServerConfig({ maxLoras: 8, maxCpuLoras: 4 })).toThrow(/maxCpuLoras \(4\) must be at least maxLoras \(8\)/);
     expect(() => nodeLoraOptions(parseServerConfig({ allowRuntimeLoraUpdating: true }))).toThrow(/allowRuntimeLoraUpdating needs loraRoot/);
   });
 
