@@ -59,6 +59,7 @@ export function cachingFetch(cacheName = PLAYGROUND_CACHE, fetchFn: typeof fetch
       }
       if (fresh.status === 304) return fromCache(cached);
       if (fresh.status >= 500) return fromCache(cached);
+      if (fresh.status === 404 && cached.status === 404) return fresh;
       if (!fresh.ok) {
         await cache.delete(url); // The server no longer has it: do not serve a ghost later.
         return fresh;
@@ -66,7 +67,9 @@ export function cachingFetch(cacheName = PLAYGROUND_CACHE, fetchFn: typeof fetch
       return store(cache, url, fresh);
     }
     const response = await fetchFn(url, init);
-    return response.ok ? store(cache, url, response) : response;
+    // A 404 is remembered too: optional files (chat_template.jinja, generation_config.json)
+    // must read as absent on an offline reload, not as a failed download.
+    return response.ok || response.status === 404 ? store(cache, url, response) : response;
   }) as typeof fetch;
 }
 

@@ -75,7 +75,7 @@ describe('SmolVLM video', () => {
     expect(other.choices[0].message.content).not.toBe(first.choices[0].message.content);
   });
 
-  it('Idefics3 (no video in its processor) refuses a video part after decoding it', async () => {
+  it('Idefics3 (no video in its processor) refuses a video part from its header, undecoded', async () => {
     const idefics = await createNodeEngine({ modelDir: SMOLVLM_DIR, servedModelName: 'idefics' });
     try {
       const plain = createApp({ engine: idefics, config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: 'idefics' }) });
@@ -88,7 +88,7 @@ describe('SmolVLM video', () => {
         'BadRequestError',
         'messages[0].content[0].video_url.url',
       );
-      expect(message).toMatch(/accepts image input only; the video was fetched and decoded/);
+      expect(message).toMatch(/accepts image input only; the video was fetched and its header checked \(not decoded\)/);
     } finally {
       await idefics.dispose();
     }
