@@ -15,6 +15,7 @@ import type { InPageLoader } from '../../public/src/targets.js';
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
+import type { WebLlmApp, WebLlmAppOptions } from './browser-webllm.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
 import { WEBGPU_BUILD_META } from './playground-files.js';
@@ -161,6 +162,30 @@ export interface EdgeLlmConsole {
   benchmark(backend?: BrowserBackend, options?: BenchmarkOptions): Promise<BenchmarkResult>;
   /** Complete SamplingParams from overrides, for `engine.generate` from the console. */
   samplingParams: typeof defaultSamplingParams;
+  /**
+   * The page's web-llm app: loads an MLC model folder and its library the first time
+   * (later calls return the same app while the model is the same).
+   */
+  webllm(options: WebLlmAppOptions): Promise<WebLlmApp>;
+}
+
+let webLlmApp: { key: string; app: Promise<WebLlmApp> } | undefined;
+
+/** One web-llm app at a time (web-llm holds one model's weights on the GPU); a failed load is forgotten. */
+function inPageWebLlm(options: WebLlmAppOptions): Promise<WebLlmApp> {
+  const key = JSON.stringify([options.modelUrl, options.modelLibUrl, options.modelId ?? null]);
+  if (webLlmApp?.key === key) return webLlmApp.app;
+  const previous = webLlmApp?.app;
+  const app = (async () => {
+    await previous?.then(({ engine }) => engine.dispose(), () => {});
+    const { createWebLlmApp } = await import('./browser-webllm.js');
+    return createWebLlmApp(options);
+  })();
+  webLlmApp = { key, app };
+  app.catch(() => {
+    if (webLlmApp?.app === app) webLlmApp = undefined;
+  });
+  return app;
 }
 
 const edgeLlm: EdgeLlmConsole = {
@@ -171,6 +196,7 @@ const edgeLlm: EdgeLlmConsole = {
     return benchmarkEngine((await app).engine, options);
   },
   samplingParams: defaultSamplingParams,
+  webllm: inPageWebLlm,
 };
 (globalThis as { edgeLlm?: EdgeLlmConsole }).edgeLlm = edgeLlm;
 
