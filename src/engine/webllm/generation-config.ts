@@ -33,9 +33,6 @@ export interface WebLlmRefusal {
 
 const WHY = 'web-llm (the in-page engine serving this model) has no such option';
 
-/** web-llm's logit_bias bounds (it refuses the request beyond them). */
-const LOGIT_BIAS_LIMIT = 100;
-
 /** The fields of `params` web-llm cannot honour; empty when it can run the request as asked. */
 export function webLlmRefusals(params: SamplingParams): WebLlmRefusal[] {
   const out: WebLlmRefusal[] = [];
@@ -46,12 +43,6 @@ export function webLlmRefusals(params: SamplingParams): WebLlmRefusal[] {
   if (sampling && params.minP > 0) refuse('min_p', `min_p=${params.minP} is not supported`);
   if (params.minTokens > 0) refuse('min_tokens', `min_tokens=${params.minTokens} is not supported (web-llm cannot ban EOS for the first tokens)`);
   if (params.lengthPenalty !== undefined && params.lengthPenalty !== 1) refuse('length_penalty', 'length_penalty is not supported');
-  for (const [token, bias] of params.logitBias ?? []) {
-    if (Math.abs(bias) > LOGIT_BIAS_LIMIT) {
-      refuse('logit_bias', `logit_bias ${bias} for token ${token} is outside web-llm's range [-100, 100]`);
-      break;
-    }
-  }
   const guide = params.guide?.request;
   if (guide?.kind === 'regex') refuse(guide.param ?? 'guided_regex', 'guided_regex is not supported (web-llm takes JSON schemas and EBNF grammars)');
   return out;

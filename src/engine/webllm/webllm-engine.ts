@@ -94,6 +94,8 @@ export class WebLlmEngine implements Engine {
   readonly features = FEATURES;
   readonly tokenizer: Tokenizer;
   readonly generationDefaults: Partial<SamplingParams>;
+  /** tokenizer_config.json, for the chat template and special tokens (as LocalEngine exposes it). */
+  readonly tokenizerConfig: Record<string, unknown>;
 
   private readonly mlc: MlcEngineInternals;
   private readonly modelId: string;
@@ -114,6 +116,7 @@ export class WebLlmEngine implements Engine {
       vocabSize: numberField(chatConfig, 'vocab_size'),
     };
     this.generationDefaults = generationDefaultsFromConfig(chatConfig);
+    this.tokenizerConfig = options.files.tokenizerConfig;
   }
 
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta> {
