@@ -11,6 +11,8 @@
 import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
+import type { WebLlmCatalog } from '../../public/src/webllm-panel.js';
+import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 // Static, small: the benchmark must run when the server is gone and no chunk can load.
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
@@ -150,9 +152,47 @@ async function webGpuHere(): Promise<true | string> {
   return (await probeWebGpu()) ? true : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
 }
 
-const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
+const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, webllm }) => {
+  if (backend === 'webllm') {
+    if (!webllm) throw new Error('No web-llm model was picked.');
+    onStatus(`loading web-llm for ${webllm.id}…`);
+    const { app } = await inPageWebLlm({
+      modelUrl: webllm.modelUrl,
+      modelLibUrl: webllm.modelLibUrl,
+      modelId: webllm.id,
+      // web-llm reports the fraction of the weights' bytes and says how many MB in its text.
+      onProgress: ({ progress, text }) => onStatus(`${Math.floor(progress * 100)}% · ${text}`),
+    });
+    return { fetch: (request) => app.fetch(request), details: 'web-llm · WebGPU' };
+  }
   const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
   return { fetch: (request) => app.fetch(request), details: runsOn };
+};
+
+/** web-llm's prebuilt model list and caches, imported with web-llm when first asked for. */
+const webLlmCatalog: WebLlmCatalog = {
+  available: probeWebGpu().then((found) => (found ? true : NO_WEBGPU_MESSAGE)),
+  async prebuilt() {
+    const { prebuiltAppConfig } = await import('@mlc-ai/web-llm');
+    return prebuiltAppConfig.model_list
+      .filter((record) => record.model_type === undefined || record.model_type === 0)
+      .map((record) => ({
+        id: record.model_id,
+        modelUrl: record.model,
+        modelLibUrl: record.model_lib,
+        vramMB: record.vram_required_MB,
+        f16: (record.required_features ?? []).includes('shader-f16'),
+      }));
+  },
+  async cached(models) {
+    const { webLlmCachedModel } = await import('./browser-webllm.js');
+    const found = await Promise.all(models.map((model) => webLlmCachedModel(model.id, model.modelUrl, model.modelLibUrl).catch(() => false)));
+    return models.filter((_, i) => found[i]);
+  },
+  async remove(model) {
+    const { deleteWebLlmModel } = await import('./browser-webllm.js');
+    await deleteWebLlmModel(model.id, model.modelUrl, model.modelLibUrl);
+  },
 };
 
 export interface EdgeLlmConsole {
@@ -202,7 +242,8 @@ const edgeLlm: EdgeLlmConsole = {
 
 startPlayground({
   loadInPage,
-  benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
+  benchmark: (backend, options) =>
+    backend === 'webllm' ? Promise.reject(new Error('The benchmark measures the onnxruntime engines.')) : edgeLlm.benchmark(backend, options),
   cache: {
     async size() {
       await pageOffline;
@@ -216,6 +257,7 @@ startPlayground({
     },
   },
   webGpuAvailable: webGpuHere(),
+  webllm: webLlmCatalog,
   storage: (() => {
     try {
       return window.localStorage;

@@ -11,6 +11,7 @@ import { WebLlmEngine, type MlcEngineInternals, type MlcModelFiles } from '../en
 import { createApp } from '../http/app.js';
 import { cachingFetch } from './browser-cache.js';
 import { SHADER_F16, webGpuAdapterFeatures } from './browser-gpu.js';
+import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 
 /** web-llm's progress report (its InitProgressReport): `progress` is 0..1 of the bytes. */
 export interface WebLlmProgress {
@@ -50,9 +51,7 @@ export class WebLlmUnavailableError extends Error {
   override name = 'WebLlmUnavailableError';
 }
 
-export const NO_WEBGPU_MESSAGE =
-  'web-llm needs WebGPU, and this browser offers no WebGPU adapter (no GPU, a blocked driver, WebGPU turned off, or a page that is not a secure context). ' +
-  'Use the server or “In-page · WASM” (onnxruntime) instead.';
+export { NO_WEBGPU_MESSAGE };
 
 /** An f16 library (q4f16_1, q0f16, …) computes in float16: WebGPU's shader-f16 feature. */
 export function libraryNeedsShaderF16(modelLibUrl: string): boolean {
