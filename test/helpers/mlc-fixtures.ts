@@ -7,13 +7,16 @@
  * byte-level BPE tokenizer (test/helpers/byom-fixtures.ts) under the library's vocabulary.
  *
  * q4f32_1 stores a weight as 4-bit values q (8 per uint32) with one float32 scale per
- * group of 32: w = (q - 7) · scale. Rows of the (tied) embedding beyond the tokenizer's
- * vocabulary get scale 0, so their logits are 0 and greedy decoding picks tokens the
- * tokenizer can spell (random in-vocabulary logits are all but surely above 0 somewhere).
+ * group of 32: w = (q - 7) · scale. Rows of the (tied) embedding get scale 0 except for
+ * tokens that spell printable ASCII on their own, so the others' logits are 0 and greedy
+ * decoding picks tokens that release text at once (random logits of the ~115 kept rows
+ * are all but surely above 0 somewhere): a stream then has one event per token, as the
+ * server's has.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { byteLevelTokenizerFiles } from './byom-fixtures.js';
 import { REPO_ROOT } from './model.js';
 
@@ -64,8 +67,8 @@ function elements(shape: readonly number[]): number {
   return shape.reduce((product, size) => product * size, 1);
 }
 
-/** One parameter's bytes. `vocabulary`: the tokenizer's size, for the embedding's rows. */
-function paramBytes(param: MlcParam, next: () => number, vocabulary: number): Uint8Array {
+/** One parameter's bytes. `keptRow`: which of the embedding's rows (token ids) get weights. */
+function paramBytes(param: MlcParam, next: () => number, keptRow: (id: number) => boolean): Uint8Array {
   const count = elements(param.shape);
   if (param.dtype === 'uint32') {
     const words = new Uint32Array(count);
@@ -78,8 +81,11 @@ function paramBytes(param: MlcParam, next: () => number, vocabulary: number): Ui
   else if (param.name.endsWith('.bias')) values.fill(0);
   else if (param.name.endsWith('q_scale')) {
     const [rows, groups] = param.shape;
-    const usedRows = param.name === 'model.embed_tokens.q_scale' ? Math.min(rows, vocabulary) : rows;
-    for (let i = 0; i < usedRows * groups; i += 1) values[i] = WEIGHT_SCALE * (0.5 + next() / 2 ** 32);
+    const embedding = param.name === 'model.embed_tokens.q_scale';
+    for (let row = 0; row < rows; row += 1) {
+      if (embedding && !keptRow(row)) continue;
+      for (let i = row * groups; i < (row + 1) * groups; i += 1) values[i] = WEIGHT_SCALE * (0.5 + next() / 2 ** 32);
+    }
   } else {
     for (let i = 0; i < count; i += 1) values[i] = ((next() / 2 ** 32) * 2 - 1) * 0.02;
   }
@@ -102,11 +108,14 @@ export async function writeRandomMlcFolder(dir: string, seed = MLC_FIXTURE_SEED)
   const metadata = mlcLibraryMetadata(library);
   const { tokenizerJson, tokenizerConfig, vocabSize, special } = byteLevelTokenizerFiles();
   const folder = { dir, vocabulary: vocabSize, special };
-  const done = join(dir, `.written-${seed}`);
+  const done = join(dir, `.written-${seed}-ascii`);
   if (existsSync(done)) return folder;
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
 
+  const tokenizer = HfTokenizer.fromJson(tokenizerJson, tokenizerConfig);
+  const printable = new Set<number>();
+  for (let id = 0; id < vocabSize; id += 1) if (/^[\x20-\x7e]+$/.test(tokenizer.decode([id], { skipSpecialTokens: true }))) printable.add(id);
   const next = xorshift32(seed);
   const shards: Array<Record<string, unknown>> = [];
   let records: Array<Record<string, unknown>> = [];
@@ -123,7 +132,7 @@ export async function writeRandomMlcFolder(dir: string, seed = MLC_FIXTURE_SEED)
   };
   let totalBytes = 0;
   for (const param of metadata.params) {
-    const bytes = paramBytes(param, next, vocabSize);
+    const bytes = paramBytes(param, next, (id) => printable.has(id));
     if (offset > 0 && offset + bytes.byteLength > SHARD_BYTES) await flush();
     records.push({ name: param.name, shape: param.shape, dtype: param.dtype, format: 'raw', nbytes: bytes.byteLength, byteOffset: offset });
     chunks.push(bytes);
