@@ -57,6 +57,9 @@ export function toJsonValue(kind: ParamKind, raw: RawValue, boolDefault = false)
       } catch {
         return text;
       }
+    case 'text':
+      // As typed: a regular expression's spaces and backslashes are its own.
+      return raw;
   }
 }
 

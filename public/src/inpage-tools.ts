@@ -41,7 +41,7 @@ export function createInPageTools(options: InPageToolsOptions, target: () => Tar
 
   function refreshBenchmark(): void {
     const picked = target();
-    const usable = picked !== 'server' && isReady(picked) && options.benchmark !== undefined;
+    const usable = picked !== 'server' && picked !== 'webllm' && isReady(picked) && options.benchmark !== undefined;
     benchmarkButton.disabled = benchmarking || !usable;
     benchmarkButton.title = usable ? `Decode ${BENCHMARK.runs} × ${BENCHMARK.tokens} tokens on ${TARGET_LABELS[picked]}` : 'Pick an in-page engine first';
   }
@@ -53,7 +53,7 @@ export function createInPageTools(options: InPageToolsOptions, target: () => Tar
 
   benchmarkButton.addEventListener('click', async () => {
     const picked = target();
-    if (picked === 'server' || !options.benchmark) return;
+    if (picked === 'server' || picked === 'webllm' || !options.benchmark) return;
     benchmarking = true;
     refreshBenchmark();
     benchmarkResult.textContent = `Benchmarking ${TARGET_LABELS[picked]}…`;

@@ -7,7 +7,7 @@
  */
 import type { ApiFamily, ApiId } from './apis.js';
 
-export type ParamKind = 'float' | 'int' | 'seed' | 'bool' | 'stop' | 'token-ids' | 'json';
+export type ParamKind = 'float' | 'int' | 'seed' | 'bool' | 'stop' | 'token-ids' | 'json' | 'text';
 
 export type GroupId = 'length' | 'sampling' | 'penalties' | 'stop' | 'sequences' | 'structured';
 
@@ -243,8 +243,53 @@ export const PARAMS: readonly ParamSpec[] = [
     group: 'structured',
     apis: OPENAI,
     rule: { openai: 'a JSON schema (object or string); default none' },
-    help: 'Constrain the output to a JSON schema (not supported by this server yet).',
+    help: 'Constrain the output to a JSON schema: only tokens that keep it valid JSON of that schema are sampled, and the sequence ends when the value is complete. One structured-output field per request.',
     placeholder: { openai: '{"type": "object"}' },
+  },
+  {
+    key: 'guided_regex',
+    kind: 'text',
+    group: 'structured',
+    apis: OPENAI,
+    rule: { openai: 'a regular expression (Python / ECMAScript syntax); default none' },
+    help: 'Constrain the whole output to match a regular expression (not on the web-llm engine, which takes JSON schemas and grammars only).',
+    placeholder: { openai: '[A-Z][a-z]+ (is|was) [a-z]+\\.' },
+  },
+  {
+    key: 'guided_choice',
+    kind: 'json',
+    group: 'structured',
+    apis: OPENAI,
+    rule: { openai: 'a list of strings; default none' },
+    help: 'The output is exactly one of these strings.',
+    placeholder: { openai: '["yes", "no"]' },
+  },
+  {
+    key: 'response_format',
+    kind: 'json',
+    group: 'structured',
+    apis: OPENAI,
+    rule: { openai: '{"type": "text" | "json_object"} or {"type": "json_schema", "json_schema": {"name", "schema"}}; default text' },
+    help: 'OpenAI’s structured output: any JSON value (json_object), or JSON of a schema (json_schema).',
+    placeholder: { openai: '{"type": "json_object"}' },
+  },
+  {
+    key: 'tools',
+    kind: 'json',
+    group: 'structured',
+    apis: ['chat'],
+    rule: { openai: 'a list of {"type": "function", "function": {"name", "description", "parameters"}}; default none' },
+    help: 'Functions the model may call. With tool_choice "required" or a named function the call is constrained to the tools’ parameter schemas; "auto" needs a server started with a tool-call parser.',
+    placeholder: { openai: '[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]' },
+  },
+  {
+    key: 'tool_choice',
+    kind: 'json',
+    group: 'structured',
+    apis: ['chat'],
+    rule: { openai: '"none", "auto", "required" or {"type": "function", "function": {"name"}}; default "auto" with tools' },
+    help: 'Whether and which tool to call (JSON: quote the word, e.g. "required").',
+    placeholder: { openai: '"required"' },
   },
 ];
 

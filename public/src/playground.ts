@@ -18,6 +18,7 @@ import { createInPageTools } from './inpage-tools.js';
 import { TARGET_LABELS, Targets, type InPageBenchmark, type InPageLoader } from './targets.js';
 import { sendRequest } from './transport.js';
 import { topLevelParam } from './param-path.js';
+import { createWebLlmPanel, resolveChoice, type WebLlmCatalog } from './webllm-panel.js';
 
 export interface PlaygroundOptions {
   loadInPage: InPageLoader;
@@ -31,9 +32,11 @@ export interface PlaygroundOptions {
   /** The in-page engine's cached files (Cache Storage), for the footer's size and Clear button. */
   cache?: { size(): Promise<{ files: number; bytes: number; page?: boolean }>; clear(): Promise<void> };
   storage?: Storage;
+  /** web-llm's prebuilt models and caches, for the web-llm engine's model choice. */
+  webllm?: WebLlmCatalog;
 }
 
-const TARGET_IDS: TargetId[] = ['server', 'wasm', 'webgpu'];
+const TARGET_IDS: TargetId[] = ['server', 'wasm', 'webgpu', 'webllm'];
 
 export function startPlayground(options: PlaygroundOptions): void {
   const storage = options.storage;
@@ -47,7 +50,17 @@ export function startPlayground(options: PlaygroundOptions): void {
     statusLine.textContent = status ? `${label}: ${status.message}` : `${label}: connecting…`;
     statusLine.dataset.kind = status?.kind ?? 'idle';
   };
-  const targets = new Targets(options.loadInPage, document.baseURI, (target, message, kind) => {
+  // web-llm loads the model picked in its panel (below the engine choice).
+  let webLlmPanel: ReturnType<typeof createWebLlmPanel> | undefined;
+  const loadInPage: InPageLoader = async (backend, loaderOptions) => {
+    if (backend !== 'webllm') return options.loadInPage(backend, loaderOptions);
+    const model = resolveChoice(state.webllm, webLlmPanel?.models() ?? []);
+    if (typeof model === 'string') throw new Error(model);
+    const engine = await options.loadInPage(backend, { ...loaderOptions, webllm: model });
+    void webLlmPanel?.refreshCached();
+    return engine;
+  };
+  const targets = new Targets(loadInPage, document.baseURI, (target, message, kind) => {
     targetStatus.set(target, { message, kind });
     showStatus();
     schedulePreview();
@@ -77,13 +90,36 @@ export function startPlayground(options: PlaygroundOptions): void {
     engineBox.append(h('label', { for: `target-${id}`, class: 'engine-option' }, radio, TARGET_LABELS[id]));
   }
   showStatus();
+  const webLlmBox = h('div', { class: 'webllm-panel', id: 'webllm-panel', hidden: state.target !== 'webllm' });
+  engineBox.append(webLlmBox);
+  if (options.webllm) {
+    webLlmPanel = createWebLlmPanel(webLlmBox, options.webllm, state.webllm, () => {
+      targets.forget('webllm');
+      changed();
+      if (state.target === 'webllm') targets.fetchFor('webllm').catch(() => {});
+    });
+    if (state.target === 'webllm') void webLlmPanel.open();
+  }
+  engineBox.addEventListener('change', () => {
+    webLlmBox.hidden = state.target !== 'webllm';
+    if (state.target === 'webllm') void webLlmPanel?.open();
+  });
   const webGpuRadio = byId<HTMLInputElement>('target-webgpu');
+  const webLlmRadio = byId<HTMLInputElement>('target-webllm');
+  webLlmRadio.disabled = true;
   webGpuRadio.disabled = true;
   webGpuRadio.parentElement!.title = 'Checking for WebGPU…';
   void options.webGpuAvailable.then((available) => {
     webGpuRadio.disabled = available !== true;
     webGpuRadio.parentElement!.title = available === true ? 'Runs the model on the GPU through onnxruntime-web’s WebGPU backend' : available;
     if (available !== true && state.target === 'webgpu') byId<HTMLInputElement>('target-wasm').click();
+  });
+  // web-llm runs on WebGPU only; where there is none, WASM is the fallback.
+  webLlmRadio.parentElement!.title = options.webllm ? 'Checking for WebGPU…' : 'web-llm is not part of this page';
+  void (options.webllm?.available ?? Promise.resolve('web-llm is not part of this page')).then((available) => {
+    webLlmRadio.disabled = available !== true;
+    webLlmRadio.parentElement!.title = available === true ? 'Runs an MLC model with web-llm’s compiled WebGPU kernels' : available;
+    if (webLlmRadio.disabled && state.target === 'webllm') byId<HTMLInputElement>('target-wasm').click();
   });
 
   // API tabs and the request options.

@@ -3,8 +3,9 @@ import { isApiId, type ApiId } from './apis.js';
 import type { RawValue } from './form-values.js';
 import { PARAMS } from './params.js';
 import type { ChatMessageDraft } from './request.js';
+import { defaultWebLlmChoice, type WebLlmChoice } from './webllm-panel.js';
 
-export type TargetId = 'server' | 'wasm' | 'webgpu';
+export type TargetId = 'server' | 'wasm' | 'webgpu' | 'webllm';
 
 export interface PlaygroundState {
   api: ApiId;
@@ -17,6 +18,8 @@ export interface PlaygroundState {
   /** MindIE fullTextEnabled is a server setting: the page must know how to read the stream. */
   fullText: boolean;
   params: Record<string, RawValue>;
+  /** The web-llm engine's model. */
+  webllm: WebLlmChoice;
 }
 
 export const CHAT_ROLES = ['system', 'user', 'assistant'] as const;
@@ -35,6 +38,7 @@ export function defaultState(): PlaygroundState {
     includeUsage: true,
     fullText: false,
     params,
+    webllm: defaultWebLlmChoice(),
   };
 }
 
@@ -52,7 +56,11 @@ export function loadState(storage: Pick<Storage, 'getItem'> | undefined): Playgr
   if (typeof saved !== 'object' || saved === null) return state;
   const s = saved as Partial<Record<keyof PlaygroundState, unknown>>;
   if (isApiId(s.api)) state.api = s.api;
-  if (s.target === 'server' || s.target === 'wasm' || s.target === 'webgpu') state.target = s.target;
+  if (s.target === 'server' || s.target === 'wasm' || s.target === 'webgpu' || s.target === 'webllm') state.target = s.target;
+  const webllm = s.webllm as Partial<Record<string, unknown>> | undefined;
+  for (const key of ['model', 'modelUrl', 'modelLibUrl'] as const) {
+    if (typeof webllm?.[key] === 'string') state.webllm[key] = webllm[key] as string;
+  }
   if (typeof s.model === 'string') state.model = s.model;
   if (typeof s.prompt === 'string') state.prompt = s.prompt;
   if (Array.isArray(s.messages) && s.messages.every((m) => typeof m?.role === 'string' && typeof m?.content === 'string')) {

@@ -5,6 +5,7 @@
  */
 import type { TargetId } from './store.js';
 import type { ApiFetch } from './transport.js';
+import type { WebLlmModelEntry } from './webllm-panel.js';
 
 export type InPageBackend = Exclude<TargetId, 'server'>;
 
@@ -20,7 +21,7 @@ export interface InPageEngine {
 /** Supplied by the page's entry (src/runtime/browser-playground.ts): creates the in-page app. */
 export type InPageLoader = (
   backend: InPageBackend,
-  options: { servedModelName: string; onStatus: (message: string) => void },
+  options: { servedModelName: string; onStatus: (message: string) => void; /** For 'webllm': the model to load. */ webllm?: WebLlmModelEntry },
 ) => Promise<InPageEngine>;
 
 /** A decode benchmark of a started in-page engine (src/runtime/browser-benchmark.ts). */
@@ -38,6 +39,7 @@ export const TARGET_LABELS: Record<TargetId, string> = {
   server: 'Server',
   wasm: 'In-page · WASM',
   webgpu: 'In-page · WebGPU',
+  webllm: 'In-page · web-llm',
 };
 
 /** The embedded model's served name, for in-page mode when no server answers /v1/models. */
@@ -87,6 +89,11 @@ export class Targets {
       this.onStatus('server', `No server answers here (${(error as Error).message}): use an in-page engine.`, 'error');
       return false;
     }
+  }
+
+  /** Drops a target's in-page app (its model choice changed): the next use loads it again. */
+  forget(target: InPageBackend): void {
+    this.inPage.delete(target);
   }
 
   /** The fetch for a target, loading the in-page engine on first use. */

@@ -116,6 +116,11 @@ export interface EngineFeatures {
   beamSearch: boolean;
   /** SamplingParams.logprobs (top alternatives) and promptLogprobs. */
   logprobs: boolean;
+  /**
+   * Anything else of a request the engine cannot honour (an engine with its own sampler,
+   * such as web-llm), each naming the request field; absent: nothing else.
+   */
+  refusals?(params: SamplingParams): Array<{ param: string; message: string }>;
 }
 
 /** A LoRA adapter the engine serves, for /v1/models. */

@@ -61,6 +61,7 @@ export function unsupportedByEngine(params: SamplingParams, features: EngineFeat
   if ((params.bestOf ?? 1) > 1 && !features?.multipleSequences) refuse('best_of', `best_of > 1 (got best_of=${params.bestOf})`);
   if (params.logprobs !== undefined && !features?.logprobs) refuse('logprobs', 'logprobs');
   if (params.promptLogprobs !== undefined && !features?.logprobs) refuse('prompt_logprobs', 'prompt_logprobs');
+  out.push(...(features?.refusals?.(params) ?? []));
   return out;
 }
 

@@ -11,10 +11,13 @@
 import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
+import type { WebLlmCatalog } from '../../public/src/webllm-panel.js';
+import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 // Static, small: the benchmark must run when the server is gone and no chunk can load.
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
+import type { WebLlmApp, WebLlmAppOptions } from './browser-webllm.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
 import { WEBGPU_BUILD_META } from './playground-files.js';
@@ -149,9 +152,47 @@ async function webGpuHere(): Promise<true | string> {
   return (await probeWebGpu()) ? true : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
 }
 
-const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus }) => {
+const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, webllm }) => {
+  if (backend === 'webllm') {
+    if (!webllm) throw new Error('No web-llm model was picked.');
+    onStatus(`loading web-llm for ${webllm.id}…`);
+    const { app } = await inPageWebLlm({
+      modelUrl: webllm.modelUrl,
+      modelLibUrl: webllm.modelLibUrl,
+      modelId: webllm.id,
+      // web-llm reports the fraction of the weights' bytes and says how many MB in its text.
+      onProgress: ({ progress, text }) => onStatus(`${Math.floor(progress * 100)}% · ${text}`),
+    });
+    return { fetch: (request) => app.fetch(request), details: 'web-llm · WebGPU' };
+  }
   const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
   return { fetch: (request) => app.fetch(request), details: runsOn };
+};
+
+/** web-llm's prebuilt model list and caches, imported with web-llm when first asked for. */
+const webLlmCatalog: WebLlmCatalog = {
+  available: probeWebGpu().then((found) => (found ? true : NO_WEBGPU_MESSAGE)),
+  async prebuilt() {
+    const { prebuiltAppConfig } = await import('@mlc-ai/web-llm');
+    return prebuiltAppConfig.model_list
+      .filter((record) => record.model_type === undefined || record.model_type === 0)
+      .map((record) => ({
+        id: record.model_id,
+        modelUrl: record.model,
+        modelLibUrl: record.model_lib,
+        vramMB: record.vram_required_MB,
+        f16: (record.required_features ?? []).includes('shader-f16'),
+      }));
+  },
+  async cached(models) {
+    const { webLlmCachedModel } = await import('./browser-webllm.js');
+    const found = await Promise.all(models.map((model) => webLlmCachedModel(model.id, model.modelUrl, model.modelLibUrl).catch(() => false)));
+    return models.filter((_, i) => found[i]);
+  },
+  async remove(model) {
+    const { deleteWebLlmModel } = await import('./browser-webllm.js');
+    await deleteWebLlmModel(model.id, model.modelUrl, model.modelLibUrl);
+  },
 };
 
 export interface EdgeLlmConsole {
@@ -161,6 +202,30 @@ export interface EdgeLlmConsole {
   benchmark(backend?: BrowserBackend, options?: BenchmarkOptions): Promise<BenchmarkResult>;
   /** Complete SamplingParams from overrides, for `engine.generate` from the console. */
   samplingParams: typeof defaultSamplingParams;
+  /**
+   * The page's web-llm app: loads an MLC model folder and its library the first time
+   * (later calls return the same app while the model is the same).
+   */
+  webllm(options: WebLlmAppOptions): Promise<WebLlmApp>;
+}
+
+let webLlmApp: { key: string; app: Promise<WebLlmApp> } | undefined;
+
+/** One web-llm app at a time (web-llm holds one model's weights on the GPU); a failed load is forgotten. */
+function inPageWebLlm(options: WebLlmAppOptions): Promise<WebLlmApp> {
+  const key = JSON.stringify([options.modelUrl, options.modelLibUrl, options.modelId ?? null]);
+  if (webLlmApp?.key === key) return webLlmApp.app;
+  const previous = webLlmApp?.app;
+  const app = (async () => {
+    await previous?.then(({ engine }) => engine.dispose(), () => {});
+    const { createWebLlmApp } = await import('./browser-webllm.js');
+    return createWebLlmApp(options);
+  })();
+  webLlmApp = { key, app };
+  app.catch(() => {
+    if (webLlmApp?.app === app) webLlmApp = undefined;
+  });
+  return app;
 }
 
 const edgeLlm: EdgeLlmConsole = {
@@ -171,12 +236,14 @@ const edgeLlm: EdgeLlmConsole = {
     return benchmarkEngine((await app).engine, options);
   },
   samplingParams: defaultSamplingParams,
+  webllm: inPageWebLlm,
 };
 (globalThis as { edgeLlm?: EdgeLlmConsole }).edgeLlm = edgeLlm;
 
 startPlayground({
   loadInPage,
-  benchmark: (backend, options) => edgeLlm.benchmark(backend, options),
+  benchmark: (backend, options) =>
+    backend === 'webllm' ? Promise.reject(new Error('The benchmark measures the onnxruntime engines.')) : edgeLlm.benchmark(backend, options),
   cache: {
     async size() {
       await pageOffline;
@@ -190,6 +257,7 @@ startPlayground({
     },
   },
   webGpuAvailable: webGpuHere(),
+  webllm: webLlmCatalog,
   storage: (() => {
     try {
       return window.localStorage;

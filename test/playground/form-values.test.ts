@@ -51,6 +51,12 @@ describe('toJsonValue', () => {
     expect(toJsonValue('json', '{"type":"object"}')).toEqual({ type: 'object' });
     expect(toJsonValue('json', '{oops')).toBe('{oops');
   });
+
+  it('sends a regular expression as typed, even one that reads as JSON', () => {
+    expect(toJsonValue('text', '123')).toBe('123');
+    expect(toJsonValue('text', ' \\d+ ')).toBe(' \\d+ ');
+    expect(toJsonValue('text', '   ')).toBeUndefined();
+  });
 });
 
 describe('stop escapes', () => {

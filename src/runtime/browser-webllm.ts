@@ -1,0 +1,138 @@
+/**
+ * The browser home on @mlc-ai/web-llm: an MLC model folder (mlc-ai/*-MLC on the Hugging
+ * Face hub, or any host that serves one) and its compiled model library run on WebGPU,
+ * behind the same Hono app as the other in-page engines (engine/webllm/). web-llm keeps
+ * the weights and the library in Cache Storage, so a reload loads them without the network.
+ */
+import type { Hono } from 'hono';
+import { parseServerConfig, type ServerConfig } from '../config/server-config.js';
+import { forwardingGuideCompiler } from '../engine/remote-guides.js';
+import { WebLlmEngine, type MlcEngineInternals, type MlcModelFiles } from '../engine/webllm/webllm-engine.js';
+import { createApp } from '../http/app.js';
+import { cachingFetch } from './browser-cache.js';
+import { SHADER_F16, webGpuAdapterFeatures } from './browser-gpu.js';
+import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+
+/** web-llm's progress report (its InitProgressReport): `progress` is 0..1 of the bytes. */
+export interface WebLlmProgress {
+  progress: number;
+  timeElapsed: number;
+  text: string;
+}
+
+export interface WebLlmAppOptions {
+  /**
+   * The model folder as web-llm takes it: a hub repository URL (…/mlc-ai/Model-MLC) or
+   * any base under which `resolve/main/` holds the folder's files.
+   */
+  modelUrl: string;
+  /** The compiled model library (.wasm) for this model and web-llm's library version. */
+  modelLibUrl: string;
+  /** The id web-llm caches the model under; defaults to the folder's name. */
+  modelId?: string;
+  /** Defaults to the model id. */
+  servedModelName?: string;
+  /** Server settings, as in config.json. */
+  config?: Record<string, unknown>;
+  onProgress?: (report: WebLlmProgress) => void;
+  /** The adapter's features (tests); defaults to the page's default adapter's. */
+  adapterFeatures?: ReadonlySet<string> | null;
+}
+
+export interface WebLlmApp {
+  app: Hono;
+  engine: WebLlmEngine;
+  config: ServerConfig;
+  modelId: string;
+}
+
+/** Thrown when this browser cannot run the library; its message is meant for the page as it is. */
+export class WebLlmUnavailableError extends Error {
+  override name = 'WebLlmUnavailableError';
+}
+
+export { NO_WEBGPU_MESSAGE };
+
+/** An f16 library (q4f16_1, q0f16, …) computes in float16: WebGPU's shader-f16 feature. */
+export function libraryNeedsShaderF16(modelLibUrl: string): boolean {
+  const name = new URL(modelLibUrl, 'http://x/').pathname.split('/').at(-1) ?? '';
+  return /(^|[-_])q\d+f16(_\d+)?([-_.]|$)/.test(name);
+}
+
+/** Why this adapter cannot run the library, or null when it can. */
+export function webLlmAdapterRefusal(features: ReadonlySet<string> | null, modelLibUrl: string): string | null {
+  if (features === null) return NO_WEBGPU_MESSAGE;
+  if (libraryNeedsShaderF16(modelLibUrl) && !features.has(SHADER_F16)) {
+    return (
+      `This GPU adapter lacks the WebGPU feature "${SHADER_F16}", which the model library ${modelLibUrl} needs (it computes in float16). ` +
+      'Pick a q4f32 / q0f32 build of the model (e.g. …-q4f32_1-MLC), or “In-page · WASM”. Nothing of the model was downloaded.'
+    );
+  }
+  return null;
+}
+
+/** The folder's files under web-llm's spelling of its address. */
+export function mlcFileUrl(modelUrl: string, file: string): string {
+  const base = modelUrl.endsWith('/') ? modelUrl : `${modelUrl}/`;
+  return new URL(`resolve/main/${file}`, base).href;
+}
+
+/** The name web-llm would give the folder: the repository's (last path part). */
+export function mlcModelId(modelUrl: string): string {
+  return new URL(modelUrl).pathname.split('/').filter((part) => part !== '').at(-1) ?? 'web-llm-model';
+}
+
+async function fetchJson(fetchFn: typeof fetch, url: string, optional: boolean): Promise<Record<string, unknown>> {
+  const response = await fetchFn(url);
+  if (!response.ok) {
+    if (optional && response.status === 404) return {};
+    throw new Error(`Cannot read ${url}: HTTP ${response.status}`);
+  }
+  return (await response.json()) as Record<string, unknown>;
+}
+
+/** mlc-chat-config.json and the tokenizer's files, which the HTTP layer needs. */
+export async function fetchMlcModelFiles(modelUrl: string, fetchFn: typeof fetch = cachingFetch()): Promise<MlcModelFiles> {
+  const [chatConfig, tokenizerJson, tokenizerConfig] = await Promise.all([
+    fetchJson(fetchFn, mlcFileUrl(modelUrl, 'mlc-chat-config.json'), false),
+    fetchJson(fetchFn, mlcFileUrl(modelUrl, 'tokenizer.json'), false),
+    fetchJson(fetchFn, mlcFileUrl(modelUrl, 'tokenizer_config.json'), true),
+  ]);
+  return { chatConfig, tokenizerJson, tokenizerConfig };
+}
+
+/**
+ * Loads the model into web-llm (downloading what Cache Storage lacks) and wraps it in the
+ * HTTP app. Call `app.fetch(new Request(url, init))` as one would call the server.
+ */
+export async function createWebLlmApp(options: WebLlmAppOptions): Promise<WebLlmApp> {
+  const features = options.adapterFeatures === undefined ? await webGpuAdapterFeatures() : options.adapterFeatures;
+  const refusal = webLlmAdapterRefusal(features, options.modelLibUrl);
+  if (refusal !== null) throw new WebLlmUnavailableError(refusal);
+  const modelId = options.modelId ?? mlcModelId(options.modelUrl);
+  const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName ?? modelId });
+  const [webllm, files] = await Promise.all([import('@mlc-ai/web-llm'), fetchMlcModelFiles(options.modelUrl)]);
+  const mlc = await webllm.CreateMLCEngine(modelId, {
+    appConfig: { model_list: [{ model: options.modelUrl, model_id: modelId, model_lib: options.modelLibUrl }] },
+    initProgressCallback: options.onProgress,
+    logLevel: 'WARN',
+  });
+  const engine = new WebLlmEngine({
+    mlc: mlc as unknown as MlcEngineInternals,
+    modelId,
+    files,
+    servedModelName: config.servedModelName,
+  });
+  return { app: createApp({ engine, config, guideCompiler: forwardingGuideCompiler }), engine, config, modelId };
+}
+
+/** web-llm's caches of one model (weights, config, library), for listing and deleting them. */
+export async function webLlmCachedModel(modelId: string, modelUrl: string, modelLibUrl: string): Promise<boolean> {
+  const webllm = await import('@mlc-ai/web-llm');
+  return webllm.hasModelInCache(modelId, { model_list: [{ model: modelUrl, model_id: modelId, model_lib: modelLibUrl }] });
+}
+
+export async function deleteWebLlmModel(modelId: string, modelUrl: string, modelLibUrl: string): Promise<void> {
+  const webllm = await import('@mlc-ai/web-llm');
+  await webllm.deleteModelAllInfoInCache(modelId, { model_list: [{ model: modelUrl, model_id: modelId, model_lib: modelLibUrl }] });
+}
