@@ -91,12 +91,15 @@ export async function cachedBytes(cacheName = PLAYGROUND_CACHE): Promise<{ files
   if (!storage || !(await storage.has(cacheName))) return { files: 0, bytes: 0 };
   const cache = await storage.open(cacheName);
   let bytes = 0;
-  const requests = await cache.keys();
-  for (const request of requests) {
+  let files = 0;
+  for (const request of await cache.keys()) {
     const response = await cache.match(request);
-    bytes += Number(response?.headers.get('content-length') ?? 0) || 0;
+    // A remembered 404 (an optional file the model does not have) is no file of the model's.
+    if (response === undefined || response.status === 404) continue;
+    files++;
+    bytes += Number(response.headers.get('content-length') ?? 0) || 0;
   }
-  return { files: requests.length, bytes };
+  return { files, bytes };
 }
 
 export async function clearCache(cacheName = PLAYGROUND_CACHE): Promise<void> {
