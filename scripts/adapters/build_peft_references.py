@@ -31,9 +31,8 @@ from peft import IA3Config, LoHaConfig, LoKrConfig, LoraConfig, get_peft_model
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
-CHECKPOINT = os.environ.get('STORIES260K', os.path.join(ROOT, '..', '..', 'shared', 'models', 'stories260K', 'stories260K.bin'))
-if not os.path.exists(CHECKPOINT):
-    CHECKPOINT = '/work/shared/models/stories260K/stories260K.bin'
+# The committed copy of the stories260K checkpoint (test/fixtures/stories260K, MIT).
+CHECKPOINT = os.environ.get('STORIES260K', os.path.join(ROOT, 'test', 'fixtures', 'stories260K', 'stories260K.bin'))
 OUT = os.path.join(ROOT, 'test', 'fixtures', 'peft')
 MAX_NEW_TOKENS = 20
 torch.set_num_threads(1)

@@ -20,9 +20,9 @@ package, llama.cpp's own reader/writer and the reference for ggml's dequantizati
 - corrupt files are made by the tests themselves from these.
 
 The vocabulary is stories260K's llama2.c tokenizer (512 SentencePiece pieces with scores and
-byte fallback), read from the project's shared folder: only this script reads it.
+byte fallback), read from the committed test/fixtures/stories260K/tok512.bin.
 
-Usage: /path/to/venv/bin/python scripts/gguf/make_fixtures.py [shared_dir]
+Usage: /path/to/venv/bin/python scripts/gguf/make_fixtures.py [folder with tok512.bin]
 """
 import os
 import struct
@@ -34,9 +34,8 @@ from gguf import GGMLQuantizationType as T, quants
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, 'test', 'fixtures', 'gguf')
-SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, '..', 'shared')
-if not os.path.isdir(os.path.join(SHARED, 'models')):
-    SHARED = '/work/shared'
+# The committed copy of stories260K's tokenizer (test/fixtures/stories260K, MIT), or a folder holding tok512.bin.
+TOKENIZER_DIR = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, 'test', 'fixtures', 'stories260K')
 
 BLOCK_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q4_K', 'Q5_K', 'Q6_K']
 
@@ -147,7 +146,7 @@ def vector(writer, name, size):
 
 
 def write_model(path, types, *, rope_theta, tied, file_type, name):
-    pieces, scores = read_llama2c_tokenizer(os.path.join(SHARED, 'models', 'stories260K', 'tok512.bin'))
+    pieces, scores = read_llama2c_tokenizer(os.path.join(TOKENIZER_DIR, 'tok512.bin'))
     vocab = len(pieces)
     head_dim = DIM // N_HEADS
     kv_dim = head_dim * N_KV_HEADS
