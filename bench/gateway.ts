@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { startServer } from './http.js';
+import { terminate } from './child-process.js';
 import { decodeTokensPerSecond, streamTiming, type CompletionTarget, type StreamTiming } from './load-client.js';
 import { formatTable, median, percentile } from './stats.js';
 
@@ -116,12 +117,7 @@ export async function startWorkerd(upstreamUrl: string): Promise<{ url: string; 
   }
   return {
     url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => terminate(child),
   };
 }
 

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { terminate } from './child-process.js';
 
 export function llamaServerBinary(): string {
   const cache = process.env.LLAMA_SERVER_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'edge-llm', 'llama-server');
@@ -91,12 +92,7 @@ export async function startLlamaServer(config: PeerConfig): Promise<PeerHandle> 
     config,
     label: peerLabel(config),
     peakRssMiB: () => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => terminate(child),
   };
 }
 
