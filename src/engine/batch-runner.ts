@@ -1,8 +1,9 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
-import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding, type KvRowSource } from './kv-cache.js';
+import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache } from './kv/kv-cache.js';
+import type { KvCache, KvPadding, KvRowSource } from './kv/types.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
-import { freeReplacedKvBuffers } from './free-kv-buffers.js';
-import { localInPlaceKv, type InPlaceKvOps } from './in-place-step.js';
+import { freeReplacedKvBuffers } from './kv/free-kv-buffers.js';
+import { localInPlaceKv, type InPlaceKvOps } from './kv/in-place-step.js';
 import type { PlaceholderEmbeds } from './types.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 

@@ -9,9 +9,10 @@
  * a shorter row wrong logits, so the test compares numbers rather than reading the graph.
  * It also serves as the warm-up pass before the server listens.
  */
-import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache, type KvCache, type KvPadding } from './kv-cache.js';
+import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache } from './kv/kv-cache.js';
+import type { KvCache, KvPadding } from './kv/types.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
-import { localInPlaceKv } from './in-place-step.js';
+import { localInPlaceKv } from './kv/in-place-step.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }

@@ -6,7 +6,7 @@
  * Whatever the engine cannot feed is refused here, at startup, with the input's name.
  */
 import type { InferenceSession } from './ort-runtime.js';
-import type { KvElementType } from './kv-cache.js';
+import type { KvElementType } from './kv/types.js';
 import type { ModelSpec } from './model-spec.js';
 export type IdElementType = 'int64' | 'int32';
 

@@ -11,7 +11,7 @@ import { graphHasOp } from './graph-ops.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
-import type { GpuKvStore } from './gpu-kv-cache.js';
+import type { GpuKvStore } from './kv/gpu-kv-cache.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
 import { laneTakesRequest, NO_PIPELINE, type PipelineSettings } from './model-thread/lanes.js';

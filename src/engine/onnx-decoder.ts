@@ -1,11 +1,11 @@
 import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
-import type { GpuKvStore } from './gpu-kv-cache.js';
+import type { GpuKvStore } from './kv/gpu-kv-cache.js';
 import { readDecoderContract, type DecoderContract } from './decoder-contract.js';
 import { EngineRequestError } from './errors.js';
 import { float16Bits, float32Of, float32ToFloat16 } from './float16.js';
-import type { KvArray, KvCache } from './kv-cache.js';
-import { appendNewSlots, writeNewSlots } from './in-place-kv.js';
-import type { InPlaceKvOps } from './in-place-step.js';
+import type { KvArray, KvCache } from './kv/types.js';
+import { appendNewSlots, writeNewSlots } from './kv/in-place-kv.js';
+import type { InPlaceKvOps } from './kv/in-place-step.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
 import type { PlaceholderEmbeds } from './types.js';

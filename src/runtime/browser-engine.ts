@@ -6,7 +6,7 @@
  */
 import type { Hono } from 'hono';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
-import { GpuKvStore, type GpuDeviceLike } from '../engine/gpu-kv-cache.js';
+import { GpuKvStore, type GpuDeviceLike } from '../engine/kv/gpu-kv-cache.js';
 import { LocalEngine } from '../engine/local-engine.js';
 import { fetchAdapterReader } from '../adapters/fetch-reader.js';
 import { loraOptionsOf } from './lora-options.js';

@@ -11,7 +11,7 @@ import { buildLoraGraph, type LoraGraphLayout } from '../../src/adapters/lora-gr
 import { LoraRegistry } from '../../src/adapters/lora-registry.js';
 import { LoraSlots } from '../../src/adapters/lora-slots.js';
 import type { AdapterFiles } from '../../src/adapters/peft-adapter.js';
-import { emptyKvCache } from '../../src/engine/kv-cache.js';
+import { emptyKvCache } from '../../src/engine/kv/kv-cache.js';
 import { modelSpecFromFiles, type ModelSpec } from '../../src/engine/model-spec.js';
 import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';

@@ -18,7 +18,7 @@ import { buildLoraGraph } from '../../src/adapters/lora-graph.js';
 import { LoraRegistry } from '../../src/adapters/lora-registry.js';
 import { LoraSlots } from '../../src/adapters/lora-slots.js';
 import { nodeLoraOptions, readAdapterDir } from '../../src/runtime/node-adapters.js';
-import { emptyKvCache } from '../../src/engine/kv-cache.js';
+import { emptyKvCache } from '../../src/engine/kv/kv-cache.js';
 import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
 import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';

@@ -17,7 +17,7 @@ import { LOGITS_TO_KEEP_INPUT } from '../../scripts/convert/logits-to-keep.js';
 import { encodeOnnxModel } from '../../scripts/convert/onnx-writer.js';
 import { applyWeightDtype, checkpointOnWeightGrid, type WeightDtype } from '../../scripts/convert/weight-dtype.js';
 import { MS_DOMAIN } from '../../scripts/convert/llama-graph-blocks.js';
-import { emptyKvCache } from '../../src/engine/kv-cache.js';
+import { emptyKvCache } from '../../src/engine/kv/kv-cache.js';
 import { OnnxDecoder, promptInput } from '../../src/engine/onnx-decoder.js';
 import type { ModelSpec } from '../../src/engine/model-spec.js';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';

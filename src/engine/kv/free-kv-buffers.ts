@@ -12,7 +12,7 @@
  *
  * Only for arrays nothing else reads: a detached array has length 0.
  */
-import type { KvArray, KvCache } from './kv-cache.js';
+import type { KvArray, KvCache } from './types.js';
 
 /** Frees the arrays of `replaced` that `kept` does not share (compactInPlace may return the same arrays in a new cache). */
 export function freeReplacedKvBuffers(replaced: KvCache, kept: KvCache): void {

@@ -1,5 +1,5 @@
-import type { KvCache, KvRowSource } from './kv-cache.js';
-import type { OrtRuntime, Tensor } from './ort-runtime.js';
+import type { OrtRuntime, Tensor } from '../ort-runtime.js';
+import type { GpuKvTensors, KvCache, KvRowSource, KvStore } from './types.js';
 
 /*
  * WebGPU only: the KV cache kept in GPU buffers from one step to the next. onnxruntime-web
@@ -35,21 +35,13 @@ export interface GpuDeviceLike {
 /** GPUBufferUsage.COPY_SRC | COPY_DST | STORAGE: what onnxruntime-web needs of an input buffer. */
 const KV_BUFFER_USAGE = 0x0004 | 0x0008 | 0x0080;
 
-/** A cache's per-layer tensors on the GPU; `release` frees them (idempotent). */
-export interface GpuKvTensors {
-  store: GpuKvStore;
-  keys: Tensor[];
-  values: Tensor[];
-  release(): void;
-}
-
 const BYTES_PER_ELEMENT: Partial<Record<Tensor.Type, number>> = { float32: 4, float16: 2 };
 
 /**
  * Makes and repacks GPU-resident caches. One per engine, attached to onnxruntime-web's
  * GPUDevice once the WebGPU backend is up (the device only exists after the first session).
  */
-export class GpuKvStore {
+export class GpuKvStore implements KvStore {
   private device: GpuDeviceLike | undefined;
   /** Caches made and not released yet: 0 once the engine is idle, or buffers leak. */
   liveCaches = 0;

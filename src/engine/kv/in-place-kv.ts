@@ -11,7 +11,8 @@
  * row needs more slots than it has, or the batch more rows, each time with a quarter more
  * room. Rows leaving or joining move only the rows concerned (compact, below).
  */
-import { repackKvCache, type KvArray, type KvCache, type KvRowSource } from './kv-cache.js';
+import { repackKvCache } from './kv-cache.js';
+import type { KvArray, KvCache, KvRowSource } from './types.js';
 
 /** Spans up to this many values are copied element by element (writeNewSlots). */
 const SHORT_SPAN = 256;

@@ -3,7 +3,7 @@
  * interface so the cache can live in this thread or in the model's worker thread
  * (model-thread/remote-kv.ts: the same operations as messages, run there by this code).
  */
-import type { KvCache, KvRowSource } from './kv-cache.js';
+import type { KvCache, KvRowSource } from './types.js';
 import { compactInPlace, markInPlaceSlots } from './in-place-kv.js';
 
 export interface InPlaceStepLayout {

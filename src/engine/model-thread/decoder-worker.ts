@@ -7,9 +7,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { LoraSlots } from '../../adapters/lora-slots.js';
 import { EngineRequestError } from '../errors.js';
-import { emptyKvCache, repackKvCache, type KvCache, type KvRowSource } from '../kv-cache.js';
+import { emptyKvCache, repackKvCache } from '../kv/kv-cache.js';
+import type { KvCache, KvRowSource } from '../kv/types.js';
 import { OnnxDecoder } from '../onnx-decoder.js';
-import { localInPlaceKv, type InPlaceKvOps } from '../in-place-step.js';
+import { localInPlaceKv, type InPlaceKvOps } from '../kv/in-place-step.js';
 import { loadOnnxruntimeNode } from '../ort-native.js';
 import { TokenEmbedder } from '../token-embedder.js';
 import { EMPTY_CACHE, type FromWorker, type ToWorker, type WireError, type WorkerStart } from './protocol.js';

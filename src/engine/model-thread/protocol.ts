@@ -5,7 +5,7 @@
  * thread's), and the next run that reads it comes after it in the queue.
  */
 import type { InferenceSession } from '../ort-runtime.js';
-import type { KvPadding } from '../kv-cache.js';
+import type { KvPadding } from '../kv/types.js';
 import type { ModelSpec } from '../model-spec.js';
 import type { DecoderContract } from '../decoder-contract.js';
 import type { LoraGraphLayout } from '../../adapters/lora-graph.js';

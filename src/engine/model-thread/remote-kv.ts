@@ -1,20 +1,12 @@
-import type { KvCache, KvPadding, KvRowSource } from '../kv-cache.js';
-import type { InPlaceKvOps } from '../in-place-step.js';
+import type { KvCache, KvPadding, KvRowSource, KvStore, RemoteKvHandle } from '../kv/types.js';
+import type { InPlaceKvOps } from '../kv/in-place-step.js';
 import { EMPTY_CACHE, type ToWorker, type WireRowSource } from './protocol.js';
-
-/** A cache kept in the model's worker thread: the main thread holds its id and shape only. */
-export interface RemoteKvHandle {
-  store: RemoteKvStore;
-  id: number;
-  /** Frees the worker's arrays (idempotent). */
-  release(): void;
-}
 
 /**
  * The main thread's side of the worker-owned KV caches: makes handles, and turns
  * repacks and releases into messages (no reply awaited: the worker runs them in order).
  */
-export class RemoteKvStore {
+export class RemoteKvStore implements KvStore {
   private nextId = EMPTY_CACHE + 1;
   /** Caches made and not released yet: 0 once the engine is idle, or the worker's memory leaks. */
   liveCaches = 0;

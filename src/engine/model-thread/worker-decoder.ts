@@ -15,7 +15,7 @@ import type { Decoder, DecoderInput, DecoderOutput } from '../onnx-decoder.js';
 import type { InferenceSession } from '../ort-runtime.js';
 import type { FromWorker, ToWorker, WireError, WorkerStart } from './protocol.js';
 import { RemoteKvStore, remoteIdOf, remoteInPlaceKv } from './remote-kv.js';
-import type { InPlaceKvOps } from '../in-place-step.js';
+import type { InPlaceKvOps } from '../kv/in-place-step.js';
 
 interface Pending {
   resolve(message: FromWorker): void;

@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import * as ortNode from 'onnxruntime-node';
 import type { ModelSpec } from '../../../src/engine/model-spec.js';
-import { emptyKvCache } from '../../../src/engine/kv-cache.js';
+import { emptyKvCache } from '../../../src/engine/kv/kv-cache.js';
 import { OnnxDecoder, promptInput } from '../../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
 import type { DecoderLayoutOptions } from '../../../scripts/convert/graph-variants.js';

@@ -5,8 +5,8 @@
  * by test/engine/in-place-kv.test.ts (growth, rows joining and leaving, forks, speculation).
  */
 import { describe, expect, it } from 'vitest';
-import { freeReplacedKvBuffers } from '../../src/engine/free-kv-buffers.js';
-import type { KvCache } from '../../src/engine/kv-cache.js';
+import { freeReplacedKvBuffers } from '../../../src/engine/kv/free-kv-buffers.js';
+import type { KvCache } from '../../../src/engine/kv/types.js';
 
 const cache = (keys: Float32Array[], values: Float32Array[]): KvCache => ({ batch: 1, length: 4, heads: 1, headDim: 2, keys, values });
 

@@ -6,14 +6,15 @@
  * onnxruntime-node and onnxruntime-web (WASM).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { compactInPlace, markInPlaceSlots, slotRoom, writeNewSlots } from '../../src/engine/in-place-kv.js';
-import { emptyKvCache, type KvCache } from '../../src/engine/kv-cache.js';
-import { EngineRequestError } from '../../src/engine/errors.js';
-import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
-import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { fixtureCheckpoint, referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../helpers/byom-fixtures.js';
-import { collectGeneration, collectJoiningMidway } from '../helpers/model.js';
+import { compactInPlace, markInPlaceSlots, slotRoom, writeNewSlots } from '../../../src/engine/kv/in-place-kv.js';
+import { emptyKvCache } from '../../../src/engine/kv/kv-cache.js';
+import type { KvCache } from '../../../src/engine/kv/types.js';
+import { EngineRequestError } from '../../../src/engine/errors.js';
+import type { LocalEngine } from '../../../src/engine/local-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { defaultSamplingParams } from '../../../src/sampling/params.js';
+import { fixtureCheckpoint, referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../../helpers/byom-fixtures.js';
+import { collectGeneration, collectJoiningMidway } from '../../helpers/model.js';
 
 const HEADS = 2;
 const HEAD_DIM = 3;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomLlamaFolder, SHAPE_5M } from '../../../scripts/threads/random-llama.js';
-import { emptyKvCache } from '../../../src/engine/kv-cache.js';
+import { emptyKvCache } from '../../../src/engine/kv/kv-cache.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import { promptInput, type Decoder } from '../../../src/engine/onnx-decoder.js';
 import { createNodeEngine } from '../../../src/runtime/node-engine.js';
