@@ -6,7 +6,8 @@ import type { BatchRow, RowFork, StepResult, StepRow } from './batch-row.js';
 import { DeltaQueue } from './delta-queue.js';
 import type { RequestGroup } from './sequence-group.js';
 import { Sequence, type SequenceLimits } from './sequence.js';
-import type { FinishReason, GenerationDelta, PromptTokenLogprob, TokenLogprob } from './types.js';
+import type { FinishReason, GenerationDelta } from './types.js';
+import type { PromptTokenLogprob, TokenLogprob } from '../sampling/logprobs.js';
 
 /**
  * vLLM 0.6's beam score (Sequence.get_beam_search_score, after HF): the cumulative

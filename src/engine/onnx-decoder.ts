@@ -8,7 +8,7 @@ import { appendNewSlots, writeNewSlots } from './kv/in-place-kv.js';
 import type { InPlaceKvOps } from './kv/in-place-step.js';
 import type { ModelSpec } from './model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
-import type { PlaceholderEmbeds } from './types.js';
+import type { PlaceholderEmbeds } from './placeholder-embeds.js';
 import { LORA_INPUTS } from '../adapters/lora-graph.js';
 import type { LoraSlots } from '../adapters/lora-slots.js';
 

@@ -6,7 +6,8 @@ import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import type { BatchRow, RowGroup, StepResult, StepRow } from './batch-row.js';
 import { DeltaQueue } from './delta-queue.js';
 import { Sequence, type SequenceLimits } from './sequence.js';
-import type { GenerationDelta, PromptTokenLogprob } from './types.js';
+import type { GenerationDelta } from './types.js';
+import type { PromptTokenLogprob } from '../sampling/logprobs.js';
 
 /**
  * One request in the engine: its sequences, and the stream its client reads. The step

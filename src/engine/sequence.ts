@@ -7,7 +7,8 @@ import type { Tokenizer } from '../tokenizer/types.js';
 import type { BatchRow } from './batch-row.js';
 import { proposeNgramDraft } from './ngram-proposer.js';
 import { StopStringChecker } from './stop-checker.js';
-import type { FinishReason, GenerationDelta, TokenLogprob } from './types.js';
+import type { FinishReason, GenerationDelta } from './types.js';
+import type { TokenLogprob } from '../sampling/logprobs.js';
 
 /** The longest pause (in steps) between drafts of a sequence whose guesses keep failing. */
 const MAX_DRAFT_PAUSE = 32;

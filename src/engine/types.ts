@@ -1,19 +1,11 @@
+import type { PromptTokenLogprob, TokenLogprob } from '../sampling/logprobs.js';
 import type { SamplingParams } from '../sampling/params.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { MediaKind } from '../media/types.js';
 import type { VideoSampling } from '../media/decode/frame-sampling.js';
 import type { VisionLanguageModel } from '../multimodal/model.js';
 import type { AudioLanguageModel } from '../multimodal/audio-model.js';
-
-/**
- * Embeddings that replace the token embeddings at a placeholder's positions (a VLM's
- * image features at its `<image>` tokens), in prompt order: the k-th placeholder token
- * gets row k of `embeds` ([placeholders, hidden]).
- */
-export interface PlaceholderEmbeds {
-  tokenId: number;
-  embeds: Float32Array;
-}
+import type { PlaceholderEmbeds } from './placeholder-embeds.js';
 
 /** Why a sequence ended. vLLM's finish_reason values plus our own for aborts. */
 export type FinishReason = 'stop' | 'length' | 'abort';
@@ -36,20 +28,6 @@ export interface GenerateRequest {
  * string, is held back and released later (or dropped when the stop string matches).
  * The concatenation of all `text` fields equals the final output text.
  */
-/** A token with its log-probability. */
-export interface TokenLogprob {
-  tokenId: number;
-  logprob: number;
-}
-
-/** One prompt position's logprobs (SamplingParams.promptLogprobs). */
-export interface PromptTokenLogprob extends TokenLogprob {
-  /** 1-based rank of the prompt token in the model's distribution at that position. */
-  rank: number;
-  /** The most likely tokens there, best first (rank i + 1 at index i). */
-  top: TokenLogprob[];
-}
-
 export interface GenerationDelta {
   /** Sequence index within the request: 0 .. n-1. */
   index: number;

@@ -1,4 +1,5 @@
-import type { Engine, FinishReason, GenerateRequest, GenerationDelta, PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+import type { Engine, FinishReason, GenerateRequest, GenerationDelta } from '../engine/types.js';
+import type { PromptTokenLogprob, TokenLogprob } from '../sampling/logprobs.js';
 import type { SamplingParams } from '../sampling/params.js';
 import type { GenerationObserver } from './observability/activity.js';
 

@@ -4,7 +4,8 @@
  * they count towards the context before anything runs), and the vision encoder's
  * features ride with the request to the engine's prefill.
  */
-import type { Engine, PlaceholderEmbeds } from '../engine/types.js';
+import type { Engine } from '../engine/types.js';
+import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
 import type { LoadedMedia } from '../media/index.js';
 import type { MindiePromptPart } from '../protocol/mindie.js';
 import {

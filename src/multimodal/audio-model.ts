@@ -5,7 +5,7 @@
  * the text that stands for them and the features the engine splices in at their audio
  * tokens.
  */
-import type { PlaceholderEmbeds } from '../engine/types.js';
+import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
 import type { CompanionGraph } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import { resample } from '../media/decode/resample.js';

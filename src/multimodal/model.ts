@@ -4,7 +4,7 @@
  * embed_tokens; this turns a prompt's images into the text that stands for them and the
  * features the engine splices in at their image tokens.
  */
-import type { PlaceholderEmbeds } from '../engine/types.js';
+import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
 import type { CompanionGraph } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
 import type { DecodedImage, DecodedVideo } from '../media/index.js';

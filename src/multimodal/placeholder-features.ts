@@ -1,4 +1,4 @@
-import type { PlaceholderEmbeds } from '../engine/types.js';
+import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
 
 /**
  * Runs an encoder over a prompt's media parts one after another and joins their features,

@@ -7,7 +7,7 @@
  * min-p; for greedy and beam search after the penalties only), for prompt tokens the
  * raw model distribution.
  */
-import type { PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+import type { PromptTokenLogprob, TokenLogprob } from '../sampling/logprobs.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { TokenTexts } from './token-texts.js';
 

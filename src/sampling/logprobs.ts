@@ -3,7 +3,19 @@
  * rank. Shared by the sampler (top alternatives per generated token), beam search
  * (candidates per beam) and prompt logprobs.
  */
-import type { PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+/** A token with its log-probability. */
+export interface TokenLogprob {
+  tokenId: number;
+  logprob: number;
+}
+
+/** One prompt position's logprobs (SamplingParams.promptLogprobs). */
+export interface PromptTokenLogprob extends TokenLogprob {
+  /** 1-based rank of the prompt token in the model's distribution at that position. */
+  rank: number;
+  /** The most likely tokens there, best first (rank i + 1 at index i). */
+  top: TokenLogprob[];
+}
 
 /**
  * log(sum(exp(row))) computed stably, in float64; -Infinity when every entry is

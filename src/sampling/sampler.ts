@@ -1,4 +1,4 @@
-import type { TokenLogprob } from '../engine/types.js';
+import type { TokenLogprob } from './logprobs.js';
 import type { LogitsMask } from '../guided/guide.js';
 import type { LogitsProcessor } from './logits-processor.js';
 import { isGreedy, type SamplingParams } from './params.js';

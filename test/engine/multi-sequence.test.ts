@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Engine, GenerationDelta, TokenLogprob } from '../../src/engine/types.js';
+import type { Engine, GenerationDelta } from '../../src/engine/types.js';
+import type { TokenLogprob } from '../../src/sampling/logprobs.js';
 import { defaultSamplingParams, type SamplingParams } from '../../src/sampling/params.js';
 import { embeddedEngine, golden } from '../helpers/model.js';
 

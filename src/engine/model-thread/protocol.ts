@@ -9,7 +9,7 @@ import type { KvPadding } from '../kv/types.js';
 import type { ModelSpec } from '../model-spec.js';
 import type { DecoderContract } from '../decoder-contract.js';
 import type { LoraGraphLayout } from '../../adapters/lora-graph.js';
-import type { PlaceholderEmbeds } from '../types.js';
+import type { PlaceholderEmbeds } from '../placeholder-embeds.js';
 
 /** Cache id 0: an empty cache (no slots), which needs no storage on either side. */
 export const EMPTY_CACHE = 0;
