@@ -11,7 +11,8 @@ import { tokenVocabulary, type TokenVocabulary } from './token-vocabulary.js';
 import { Utf8MaskFilter } from './utf8-filter.js';
 import { BitmaskReader } from './xgrammar-bitmask.js';
 import { XGrammarGuide, type GuideContext, type MatcherHandle } from './xgrammar-guide.js';
-import { discardTrappedXGrammar, isWasmTrap, loadXGrammar, type XGrammarApi } from './xgrammar-runtime.js';
+import { discardTrappedXGrammar, isWasmTrap, loadXGrammar } from './xgrammar-runtime.js';
+import type { XGrammarApi } from './xgrammar-api.js';
 
 type MatcherConstructor = new (compiled: unknown, stopTokens: undefined, terminateWithoutStop: boolean, maxRollback: number) => MatcherHandle;
 

@@ -12,5 +12,6 @@ export { GuidedDecodingError } from './errors.js';
 export { MULTIPLE_GUIDED_KINDS_MESSAGE, pickGuidedDecoding, type GuidedDecodingFields } from './pick-guided-decoding.js';
 export { requestGrammar, type RequestGrammar } from './request-grammar.js';
 export { guidedParam, type GuidedDecodingRequest } from './request.js';
-export { loadXGrammar, setXGrammarLoader, xgrammarBrokenReason, type XGrammarLoader, type XGrammarRuntime } from './xgrammar-runtime.js';
+export { loadXGrammar, setXGrammarLoader, xgrammarBrokenReason } from './xgrammar-runtime.js';
+export type { XGrammarLoader, XGrammarRuntime } from './xgrammar-api.js';
 export { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';

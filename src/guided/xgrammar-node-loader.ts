@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { XGrammarRuntime } from './xgrammar-runtime.js';
+import type { XGrammarRuntime } from './xgrammar-api.js';
 import { startXGrammar } from './xgrammar-start.js';
 
 /**

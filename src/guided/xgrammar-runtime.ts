@@ -1,4 +1,4 @@
-import type xgrammar from '@mlc-ai/web-xgrammar';
+import type { XGrammarApi, XGrammarLoader, XGrammarRuntime } from './xgrammar-api.js';
 
 /**
  * The one place that starts XGrammar (@mlc-ai/web-xgrammar: XGrammar compiled to
@@ -10,24 +10,6 @@ import type xgrammar from '@mlc-ai/web-xgrammar';
  * a runtime entry (workerd, a browser bundle) installs its own loader with
  * setXGrammarLoader before the first use.
  */
-export type XGrammarApi = typeof xgrammar;
-
-export interface XGrammarRuntime {
-  readonly api: XGrammarApi;
-  /**
-   * Memories of the WebAssembly instances started while loading (may be empty). Token
-   * masks are read straight from XGrammar's memory when one of these is its memory,
-   * instead of one embind call per 32 tokens.
-   */
-  readonly memories: readonly WebAssembly.Memory[];
-}
-
-/**
- * Starts XGrammar. `instance` counts the starts after a trap (0 the first time): a loader
- * that can create a fresh WebAssembly instance (Node: a new module instance) uses it; one
- * that cannot returns the same API again, and XGrammar then stays reported broken.
- */
-export type XGrammarLoader = (instance: number) => Promise<XGrammarRuntime>;
 
 let customLoader: XGrammarLoader | null = null;
 let runtime: Promise<XGrammarRuntime> | null = null;
@@ -86,17 +68,4 @@ export function xgrammarBrokenReason(): string | null {
 async function loadInNode(instance: number): Promise<XGrammarRuntime> {
   const { loadXGrammarInNode } = await import('./xgrammar-node-loader.js');
   return loadXGrammarInNode(instance);
-}
-
-/**
- * The package's API object whichever way the module system delivered it: bundlers give a
- * CommonJS-style default export; Node's ESM loader runs its UMD wrapper with no `exports`,
- * which then installs it as globalThis.xgrammar.
- */
-export function pickXGrammarApi(module: unknown): XGrammarApi {
-  const candidates = [(module as { default?: unknown } | null)?.default, module, (globalThis as { xgrammar?: unknown }).xgrammar];
-  for (const candidate of candidates) {
-    if (candidate && typeof (candidate as Partial<XGrammarApi>).GrammarMatcher === 'function') return candidate as XGrammarApi;
-  }
-  throw new Error('@mlc-ai/web-xgrammar did not provide its API');
 }

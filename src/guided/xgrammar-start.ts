@@ -1,4 +1,4 @@
-import { pickXGrammarApi, type XGrammarRuntime } from './xgrammar-runtime.js';
+import { pickXGrammarApi, type XGrammarRuntime } from './xgrammar-api.js';
 
 type Instantiate = (...args: unknown[]) => Promise<unknown>;
 

@@ -15,7 +15,7 @@
  */
 import xgrammarWasm from '../../dist/xgrammar.wasm';
 import wasmInfo from '../../dist/xgrammar-wasm.json';
-import type { XGrammarLoader, XGrammarRuntime } from '../guided/xgrammar-runtime.js';
+import type { XGrammarLoader, XGrammarRuntime } from '../guided/xgrammar-api.js';
 import { startXGrammar } from '../guided/xgrammar-start.js';
 import { registerPrecompiledWasm, sameWasmBinary } from './worker-wasm.js';
 
