@@ -8,7 +8,7 @@ import { OnnxDecoder } from '../../../src/engine/onnx-decoder.js';
 import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
 import { readModelDir } from '../../../src/runtime/model-dir.js';
 
-const MODEL_DIR = fileURLToPath(new URL('../../models/stories260k/', import.meta.url));
+const MODEL_DIR = fileURLToPath(new URL('../../../models/stories260k/', import.meta.url));
 
 /** A cache whose every element encodes (layer, row, head, slot, dim) so copies can be traced. */
 function tracedCache(batch: number, length: number, heads = 2, headDim = 3, layers = 2): KvCache {
