@@ -3,7 +3,6 @@ import { tokenizerJsonAsLoaded } from './folder-layout.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
-import { BatchRunner, type JoiningRow } from './batch-runner.js';
 import { BeamSearchGroup } from './beam-search.js';
 import { checkBatching, type BatchingMode } from './batching-self-test.js';
 import { describeContract } from './decoder-contract.js';
@@ -14,17 +13,17 @@ import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from
 import type { GpuKvStore } from './kv/gpu-kv-cache.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
-import { laneTakesRequest, NO_PIPELINE, type PipelineSettings } from './model-thread/lanes.js';
+import { NO_PIPELINE, type PipelineSettings } from './model-thread/lanes.js';
 import type { WorkerStart } from './model-thread/protocol.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
 import { AudioLanguageModel } from '../multimodal/audio-model.js';
 import type { OrtRuntime } from './ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
+import { Scheduler } from './scheduler.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
-import type { LoraAdapter } from '../adapters/peft-adapter.js';
-import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo, PlaceholderEmbeds } from './types.js';
-import { yieldToEventLoop } from './yield.js';
+import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
+import type { PlaceholderEmbeds } from './placeholder-embeds.js';
 import { EngineLora, type LoraOptions } from './engine-lora.js';
 
 /** What the engine loaded, for the startup report. */
@@ -93,21 +92,11 @@ export interface LocalEngineOptions {
   pipeline?: PipelineSettings;
 }
 
-/** A batch of the running rows with its own step loop (more than one: model-thread/lanes.ts). */
-interface Lane {
-  index: number;
-  runner: BatchRunner;
-  loop: Promise<void> | null;
-  /** Rows prefilled for this lane and not admitted yet. */
-  joining: number;
-}
-
 /**
- * Generation on onnxruntime in this process. One step loop serves every request: it
- * prefills newly arrived prompts (once per request, however many sequences it asks
- * for), then decodes all running sequences together, one model call per step, and lets
- * the event loop breathe between steps. A request is a group of rows in the batch: its
- * n (or best_of) sampled sequences, or its beams.
+ * Generation on onnxruntime in this process: loads the model (decoder, tokenizer,
+ * companion encoders, adapters), checks each request and turns it into a group of rows,
+ * and hands the groups to the step loop (scheduler.ts). A request is a group of rows in
+ * the batch: its n (or best_of) sampled sequences, or its beams.
  */
 export class LocalEngine implements Engine {
   readonly info: ModelInfo;
@@ -118,20 +107,7 @@ export class LocalEngine implements Engine {
 
   readonly limits: SchedulerLimits;
   readonly adapters: EngineLora | undefined;
-  private readonly waiting: RequestGroup[] = [];
-  /** Requests prefilled and not finished yet. */
-  private readonly running = new Set<RequestGroup>();
-  private readonly lanes: Lane[];
-  private readonly pipelineMinRows: number;
-  /** Worker mode: each step is sent before the last one's tokens are streamed (runLane). */
-  private readonly launchEarly: boolean;
-  /** Resolved when a lane's batch changes or a request arrives: wakes lanes that had nothing to do. */
-  private change: { promise: Promise<void>; resolve: () => void } | null = null;
-  private counters = { steps: 0, generatedTokens: 0 };
-  /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
-  private readonly oneRequestPerStep: boolean;
-  /** Media features of waiting requests, handed to their prefill. */
-  private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
+  private readonly scheduler: Scheduler;
 
   private constructor(
     private readonly decoder: Decoder,
@@ -154,21 +130,14 @@ export class LocalEngine implements Engine {
     if (multimodal?.processor.videoSampling !== undefined) this.info.videoSampling = multimodal.processor.videoSampling;
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
-    this.oneRequestPerStep = loadReport.batching.kind !== 'batched';
-    const laneCount = this.oneRequestPerStep || loadReport.modelThread !== 'worker' ? 1 : Math.max(1, pipeline.lanes);
-    this.pipelineMinRows = pipeline.minRows;
-    this.launchEarly = loadReport.modelThread === 'worker';
-    this.lanes = Array.from({ length: laneCount }, (_, index) => ({
-      index,
-      runner: new BatchRunner(decoder, {
-        mode: limits.speculativeDecoding,
-        numSpeculativeTokens: limits.numSpeculativeTokens,
-        maxRows: limits.speculativeMaxSequences,
-      }, loadReport.batching.kind === 'batched' ? loadReport.batching.padding : 'end'),
-      loop: null,
-      joining: 0,
-    }));
     this.limits = limits;
+    this.scheduler = new Scheduler(decoder, {
+      limits,
+      batching: loadReport.batching,
+      modelThread: loadReport.modelThread,
+      pipeline,
+      adapters: this.adapters,
+    });
   }
 
   static async create(options: LocalEngineOptions): Promise<LocalEngine> {
@@ -292,26 +261,25 @@ export class LocalEngine implements Engine {
    * (EngineRequestError) or the waiting queue is full (EngineOverloadedError).
    */
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta> {
-    if (this.waiting.length >= this.limits.maxWaitingRequests) {
+    const { waiting } = this.scheduler;
+    if (waiting.length >= this.limits.maxWaitingRequests) {
       throw new EngineOverloadedError(
-        `The server is busy: ${this.waiting.length} requests are already waiting. Retry later.`,
+        `The server is busy: ${waiting.length} requests are already waiting. Retry later.`,
         Math.max(1, Math.ceil(this.limits.waitingDeadlineMs / 10_000)),
       );
     }
     const group = this.createGroup(request);
-    if (request.placeholders !== undefined && request.placeholders.length > 0) this.placeholders.set(group, request.placeholders);
     if (request.adapter !== undefined) {
       const adapter = this.adapters?.registry.get(request.adapter);
       if (adapter === undefined) throw new EngineRequestError(`The model \`${request.adapter}\` does not exist.`);
       group.adapter = adapter;
     }
     const { signal } = request;
-    const onAbort = () => this.abort(group);
+    const onAbort = () => this.scheduler.abort(group);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    this.waiting.push(group);
-    this.ensureLoop();
-    const engine = this;
+    this.scheduler.enqueue(group, request.placeholders);
+    const { scheduler } = this;
     return {
       async *[Symbol.asyncIterator]() {
         try {
@@ -319,7 +287,7 @@ export class LocalEngine implements Engine {
         } finally {
           signal?.removeEventListener('abort', onAbort);
           // A consumer that stops reading (client gone, error downstream) ends the request.
-          if (!group.finished) engine.abort(group);
+          if (!group.finished) scheduler.abort(group);
         }
       },
     };
@@ -330,13 +298,12 @@ export class LocalEngine implements Engine {
   }
 
   stats(): EngineStats {
-    return { ...this.counters, running: this.rowsRunning() + this.waiting.length };
+    const { counters, waiting } = this.scheduler;
+    return { ...counters, running: this.scheduler.rowsRunning() + waiting.length };
   }
 
   async dispose(): Promise<void> {
-    for (const group of [...this.waiting, ...this.running]) this.abort(group);
-    this.signalChange();
-    await Promise.all(this.lanes.map((lane) => lane.loop));
+    await this.scheduler.stop();
     await this.decoder.dispose();
     await this.multimodal?.dispose();
     await this.audio?.dispose();
@@ -380,181 +347,6 @@ export class LocalEngine implements Engine {
         throw new EngineRequestError(
           `The prompt has ${count} "${this.tokenizer.idToToken(tokenId) ?? tokenId}" tokens but features for ${given}: ` +
             'image and audio tokens may only come from media parts.',
-        );
-      }
-    }
-  }
-
-  private abort(group: RequestGroup): void {
-    if (group.finished) return;
-    const queued = this.waiting.indexOf(group);
-    if (queued >= 0) {
-      this.waiting.splice(queued, 1);
-      group.abort();
-      return;
-    }
-    // Running: the loop ends it before the next step, so its rows leave the batch at once.
-    group.abortRequested = true;
-  }
-
-  private ensureLoop(): void {
-    for (const lane of this.lanes) {
-      if (lane.loop) continue;
-      lane.loop = this.runLane(lane).finally(() => {
-        lane.loop = null;
-        if (this.waiting.length > 0) this.ensureLoop();
-      });
-    }
-    // Lanes that found nothing to take look again.
-    this.signalChange();
-  }
-
-  private rowsRunning(): number {
-    let rows = 0;
-    for (const lane of this.lanes) rows += lane.runner.size;
-    return rows;
-  }
-
-  private signalChange(): void {
-    const change = this.change;
-    this.change = null;
-    change?.resolve();
-  }
-
-  private nextChange(): Promise<void> {
-    if (this.change === null) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((done) => (resolve = done));
-      this.change = { promise, resolve };
-    }
-    return this.change.promise;
-  }
-
-  /** Ends aborted requests before the next step, so their rows leave the batch at once. */
-  private endAborted(): void {
-    for (const group of this.running) {
-      if (group.abortRequested && !group.finished) group.abort();
-      if (group.finished) this.running.delete(group);
-    }
-  }
-
-  /**
-   * One lane's step loop: admits what this lane takes of the waiting requests, steps its
-   * batch, and lets the event loop breathe. A lane with no rows while requests wait for
-   * a busy lane sleeps until something changes; with no rows and nothing waiting, it ends.
-   *
-   * In worker mode a step's successor is sent as soon as its tokens are picked, before the
-   * event loop runs their consumers (SSE, HTTP): the worker computes while this thread
-   * streams. Only a step that admits requests waits for the yield first (its prefills).
-   */
-  private async runLane(lane: Lane): Promise<void> {
-    const { runner } = lane;
-    let launched: Promise<() => number> | null = null;
-    for (;;) {
-      if (launched === null) {
-        this.endAborted();
-        const joining = await this.prefillWaiting(lane);
-        runner.admitAndEvict(joining);
-        lane.joining = 0;
-        if (runner.size === 0) {
-          if (this.waiting.length === 0) return;
-          // Requests wait for another lane (it wakes this one when its batch changes), or for
-          // the rows this lane just let go (the next pass admits them, after a yield).
-          const othersBusy = this.lanes.some((other) => other !== lane && (other.runner.size > 0 || other.joining > 0));
-          await (othersBusy ? this.nextChange() : yieldToEventLoop());
-          continue;
-        }
-        launched = runner.launchStep();
-      }
-      try {
-        const pickTokens = await launched;
-        this.counters.generatedTokens += pickTokens();
-        this.counters.steps += 1;
-      } catch (error) {
-        runner.failAll(error);
-      }
-      launched = null;
-      if (this.launchEarly && this.waiting.length === 0) {
-        this.endAborted();
-        runner.admitAndEvict([]);
-        if (runner.size > 0) launched = runner.launchStep();
-      }
-      if (this.lanes.length > 1) this.signalChange();
-      await yieldToEventLoop();
-    }
-  }
-
-  /** Whether `lane` takes the next waiting request (one lane: always). */
-  private laneTakes(lane: Lane): boolean {
-    if (this.lanes.length === 1) return true;
-    const loads = this.lanes.map((each) => each.runner.size + each.joining);
-    return laneTakesRequest(lane.index, loads, this.pipelineMinRows);
-  }
-
-  private async prefillWaiting(lane: Lane): Promise<JoiningRow[]> {
-    this.refuseOverdue();
-    const { runner } = lane;
-    const joining: JoiningRow[] = [];
-    // Every running sequence costs one token in the coming step; prompts share the rest.
-    let budget = this.limits.maxBatchedTokens - runner.size;
-    while (this.waiting.length > 0) {
-      const next = this.waiting[0];
-      const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
-      const idle = rowsNow === 0;
-      if (this.oneRequestPerStep && !idle) break;
-      if (!idle && !this.laneTakes(lane)) break;
-      // An idle engine always takes one request, so a prompt longer than the budget, or a
-      // request with more sequences than the batch holds, still runs.
-      if (!idle && rowsNow + next.width > this.limits.maxRunningSequences) break;
-      if (!idle && next.promptTokenIds.length > budget) break;
-      // Its adapter needs a slot; with every slot held by running requests' adapters it
-      // waits (in order: the requests behind it wait too).
-      if (next.adapter) {
-        const slot = this.adapters!.slots.acquire(next.adapter, this.adaptersInUse(joining));
-        if (slot === null) break;
-        next.loraSlot = slot;
-      }
-      this.waiting.shift();
-      budget -= next.promptTokenIds.length;
-      // Counted while its prefill runs, so the other lanes balance against it.
-      lane.joining += next.width;
-      try {
-        const { logits, cache } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
-        this.placeholders.delete(next);
-        this.counters.steps += 1;
-        const { rows, generated } = next.start(logits);
-        this.counters.generatedTokens += generated;
-        if (!next.finished) this.running.add(next);
-        for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
-        lane.joining = joining.length;
-      } catch (error) {
-        next.fail(error);
-      }
-    }
-    return joining;
-  }
-
-  /** Adapters of the requests in the batch or joining it: their slots must not be rewritten. */
-  private adaptersInUse(joining: readonly JoiningRow[]): Set<LoraAdapter> {
-    const inUse = new Set<LoraAdapter>();
-    for (const group of this.running) if (group.adapter && !group.finished) inUse.add(group.adapter);
-    for (const { group } of joining) {
-      const adapter = (group as RequestGroup).adapter;
-      if (adapter) inUse.add(adapter);
-    }
-    return inUse;
-  }
-
-  /** Refuses requests that waited for admission past the deadline, so their clients hear back. */
-  private refuseOverdue(): void {
-    const now = Date.now();
-    const deadline = this.limits.waitingDeadlineMs;
-    for (let i = this.waiting.length - 1; i >= 0; i--) {
-      const group = this.waiting[i];
-      if (now - group.enqueuedAt > deadline) {
-        this.waiting.splice(i, 1);
-        group.fail(
-          new EngineOverloadedError(`The request waited more than ${deadline} ms for a free slot. Retry later.`, 1),
         );
       }
     }

@@ -44,7 +44,7 @@ describe('admission control', () => {
   it('never runs more sequences at once than the running limit', async () => {
     const engine = await engineWith({ maxRunningSequences: 2 });
     let peak = 0;
-    const watch = setInterval(() => (peak = Math.max(peak, engine.stats().running - (engine as unknown as { waiting: unknown[] }).waiting.length)), 1);
+    const watch = setInterval(() => (peak = Math.max(peak, engine.stats().running - (engine as unknown as { scheduler: { waiting: unknown[] } }).scheduler.waiting.length)), 1);
     const outputs = await Promise.all(
       Array.from({ length: 5 }, () => drain(engine.generate({ promptTokenIds: golden.prompt_ids, params: long(40) }))),
     );

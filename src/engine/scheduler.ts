@@ -1,0 +1,270 @@
+import { BatchRunner, type JoiningRow } from './batch-runner.js';
+import type { BatchingMode } from './batching-self-test.js';
+import type { Decoder } from './onnx-decoder.js';
+import type { EngineLora } from './engine-lora.js';
+import { EngineOverloadedError } from './errors.js';
+import { laneTakesRequest, type PipelineSettings } from './model-thread/lanes.js';
+import type { ModelThread } from './model-thread/thread-plan.js';
+import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { SchedulerLimits } from './scheduler-limits.js';
+import type { RequestGroup } from './sequence-group.js';
+import type { LoraAdapter } from '../adapters/peft-adapter.js';
+import { yieldToEventLoop } from './yield.js';
+
+/**
+ * The engine's step loop (LocalEngine hands it every request it accepted): the waiting
+ * queue, admission (token budget, running-sequence cap, adapter slots, the waiting
+ * deadline) and the lanes, each a BatchRunner stepped by its own loop. One lane prefills
+ * newly arrived prompts (once per request, however many sequences it asks for), then
+ * decodes all its running rows together, one model call per step, and lets the event loop
+ * breathe between steps.
+ */
+
+/** A batch of the running rows with its own step loop (more than one: model-thread/lanes.ts). */
+interface Lane {
+  index: number;
+  runner: BatchRunner;
+  loop: Promise<void> | null;
+  /** Rows prefilled for this lane and not admitted yet. */
+  joining: number;
+}
+
+export interface SchedulerOptions {
+  limits: SchedulerLimits;
+  batching: BatchingMode;
+  modelThread: ModelThread;
+  /** Lanes whose steps overlap (worker mode only). */
+  pipeline: PipelineSettings;
+  /** The LoRA adapters and their slots, when the engine serves adapters. */
+  adapters?: EngineLora;
+}
+
+export class Scheduler {
+  readonly waiting: RequestGroup[] = [];
+  /** Requests prefilled and not finished yet. */
+  private readonly running = new Set<RequestGroup>();
+  private readonly lanes: Lane[];
+  private readonly limits: SchedulerLimits;
+  private readonly adapters: EngineLora | undefined;
+  private readonly pipelineMinRows: number;
+  /** Worker mode: each step is sent before the last one's tokens are streamed (runLane). */
+  private readonly launchEarly: boolean;
+  /** Resolved when a lane's batch changes or a request arrives: wakes lanes that had nothing to do. */
+  private change: { promise: Promise<void>; resolve: () => void } | null = null;
+  readonly counters = { steps: 0, generatedTokens: 0 };
+  /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
+  private readonly oneRequestPerStep: boolean;
+  /** Media features of waiting requests, handed to their prefill. */
+  private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
+
+  constructor(decoder: Decoder, options: SchedulerOptions) {
+    const { limits, batching, modelThread, pipeline } = options;
+    this.limits = limits;
+    this.adapters = options.adapters;
+    this.oneRequestPerStep = batching.kind !== 'batched';
+    const laneCount = this.oneRequestPerStep || modelThread !== 'worker' ? 1 : Math.max(1, pipeline.lanes);
+    this.pipelineMinRows = pipeline.minRows;
+    this.launchEarly = modelThread === 'worker';
+    this.lanes = Array.from({ length: laneCount }, (_, index) => ({
+      index,
+      runner: new BatchRunner(decoder, {
+        mode: limits.speculativeDecoding,
+        numSpeculativeTokens: limits.numSpeculativeTokens,
+        maxRows: limits.speculativeMaxSequences,
+      }, batching.kind === 'batched' ? batching.padding : 'end'),
+      loop: null,
+      joining: 0,
+    }));
+  }
+
+  /** Queues an accepted request (with its media features, if any) and starts the lanes' loops. */
+  enqueue(group: RequestGroup, placeholders: readonly PlaceholderEmbeds[] | undefined): void {
+    if (placeholders !== undefined && placeholders.length > 0) this.placeholders.set(group, placeholders);
+    this.waiting.push(group);
+    this.ensureLoop();
+  }
+
+  /** Ends every request and waits for the lanes' loops to stop. */
+  async stop(): Promise<void> {
+    for (const group of [...this.waiting, ...this.running]) this.abort(group);
+    this.signalChange();
+    await Promise.all(this.lanes.map((lane) => lane.loop));
+  }
+
+  /** Takes a waiting request out of the queue, or has the loop end a running one before its next step. */
+  abort(group: RequestGroup): void {
+    if (group.finished) return;
+    const queued = this.waiting.indexOf(group);
+    if (queued >= 0) {
+      this.waiting.splice(queued, 1);
+      group.abort();
+      return;
+    }
+    // Running: the loop ends it before the next step, so its rows leave the batch at once.
+    group.abortRequested = true;
+  }
+
+  private ensureLoop(): void {
+    for (const lane of this.lanes) {
+      if (lane.loop) continue;
+      lane.loop = this.runLane(lane).finally(() => {
+        lane.loop = null;
+        if (this.waiting.length > 0) this.ensureLoop();
+      });
+    }
+    // Lanes that found nothing to take look again.
+    this.signalChange();
+  }
+
+  /** Rows in the lanes' batches (not counting rows joining). */
+  rowsRunning(): number {
+    let rows = 0;
+    for (const lane of this.lanes) rows += lane.runner.size;
+    return rows;
+  }
+
+  private signalChange(): void {
+    const change = this.change;
+    this.change = null;
+    change?.resolve();
+  }
+
+  private nextChange(): Promise<void> {
+    if (this.change === null) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => (resolve = done));
+      this.change = { promise, resolve };
+    }
+    return this.change.promise;
+  }
+
+  /** Ends aborted requests before the next step, so their rows leave the batch at once. */
+  private endAborted(): void {
+    for (const group of this.running) {
+      if (group.abortRequested && !group.finished) group.abort();
+      if (group.finished) this.running.delete(group);
+    }
+  }
+
+  /**
+   * One lane's step loop: admits what this lane takes of the waiting requests, steps its
+   * batch, and lets the event loop breathe. A lane with no rows while requests wait for
+   * a busy lane sleeps until something changes; with no rows and nothing waiting, it ends.
+   *
+   * In worker mode a step's successor is sent as soon as its tokens are picked, before the
+   * event loop runs their consumers (SSE, HTTP): the worker computes while this thread
+   * streams. Only a step that admits requests waits for the yield first (its prefills).
+   */
+  private async runLane(lane: Lane): Promise<void> {
+    const { runner } = lane;
+    let launched: Promise<() => number> | null = null;
+    for (;;) {
+      if (launched === null) {
+        this.endAborted();
+        const joining = await this.prefillWaiting(lane);
+        runner.admitAndEvict(joining);
+        lane.joining = 0;
+        if (runner.size === 0) {
+          if (this.waiting.length === 0) return;
+          // Requests wait for another lane (it wakes this one when its batch changes), or for
+          // the rows this lane just let go (the next pass admits them, after a yield).
+          const othersBusy = this.lanes.some((other) => other !== lane && (other.runner.size > 0 || other.joining > 0));
+          await (othersBusy ? this.nextChange() : yieldToEventLoop());
+          continue;
+        }
+        launched = runner.launchStep();
+      }
+      try {
+        const pickTokens = await launched;
+        this.counters.generatedTokens += pickTokens();
+        this.counters.steps += 1;
+      } catch (error) {
+        runner.failAll(error);
+      }
+      launched = null;
+      if (this.launchEarly && this.waiting.length === 0) {
+        this.endAborted();
+        runner.admitAndEvict([]);
+        if (runner.size > 0) launched = runner.launchStep();
+      }
+      if (this.lanes.length > 1) this.signalChange();
+      await yieldToEventLoop();
+    }
+  }
+
+  /** Whether `lane` takes the next waiting request (one lane: always). */
+  private laneTakes(lane: Lane): boolean {
+    if (this.lanes.length === 1) return true;
+    const loads = this.lanes.map((each) => each.runner.size + each.joining);
+    return laneTakesRequest(lane.index, loads, this.pipelineMinRows);
+  }
+
+  private async prefillWaiting(lane: Lane): Promise<JoiningRow[]> {
+    this.refuseOverdue();
+    const { runner } = lane;
+    const joining: JoiningRow[] = [];
+    // Every running sequence costs one token in the coming step; prompts share the rest.
+    let budget = this.limits.maxBatchedTokens - runner.size;
+    while (this.waiting.length > 0) {
+      const next = this.waiting[0];
+      const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
+      const idle = rowsNow === 0;
+      if (this.oneRequestPerStep && !idle) break;
+      if (!idle && !this.laneTakes(lane)) break;
+      // An idle engine always takes one request, so a prompt longer than the budget, or a
+      // request with more sequences than the batch holds, still runs.
+      if (!idle && rowsNow + next.width > this.limits.maxRunningSequences) break;
+      if (!idle && next.promptTokenIds.length > budget) break;
+      // Its adapter needs a slot; with every slot held by running requests' adapters it
+      // waits (in order: the requests behind it wait too).
+      if (next.adapter) {
+        const slot = this.adapters!.slots.acquire(next.adapter, this.adaptersInUse(joining));
+        if (slot === null) break;
+        next.loraSlot = slot;
+      }
+      this.waiting.shift();
+      budget -= next.promptTokenIds.length;
+      // Counted while its prefill runs, so the other lanes balance against it.
+      lane.joining += next.width;
+      try {
+        const { logits, cache } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
+        this.placeholders.delete(next);
+        this.counters.steps += 1;
+        const { rows, generated } = next.start(logits);
+        this.counters.generatedTokens += generated;
+        if (!next.finished) this.running.add(next);
+        for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
+        lane.joining = joining.length;
+      } catch (error) {
+        next.fail(error);
+      }
+    }
+    return joining;
+  }
+
+  /** Adapters of the requests in the batch or joining it: their slots must not be rewritten. */
+  private adaptersInUse(joining: readonly JoiningRow[]): Set<LoraAdapter> {
+    const inUse = new Set<LoraAdapter>();
+    for (const group of this.running) if (group.adapter && !group.finished) inUse.add(group.adapter);
+    for (const { group } of joining) {
+      const adapter = (group as RequestGroup).adapter;
+      if (adapter) inUse.add(adapter);
+    }
+    return inUse;
+  }
+
+  /** Refuses requests that waited for admission past the deadline, so their clients hear back. */
+  private refuseOverdue(): void {
+    const now = Date.now();
+    const deadline = this.limits.waitingDeadlineMs;
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const group = this.waiting[i];
+      if (now - group.enqueuedAt > deadline) {
+        this.waiting.splice(i, 1);
+        group.fail(
+          new EngineOverloadedError(`The request waited more than ${deadline} ms for a free slot. Retry later.`, 1),
+        );
+      }
+    }
+  }
+}
