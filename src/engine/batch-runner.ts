@@ -38,7 +38,7 @@ export interface JoiningRow {
  *
  * Rows of different lengths share the step: each row's cache is aligned to the side the
  * graph wants (`padding`, chosen at load by the batching self-test) and its padding
- * masked (see kv-cache.ts), and position_ids carry each row's own positions, so a
+ * masked (see kv/kv-cache.ts), and position_ids carry each row's own positions, so a
  * sequence's logits are the same as if it ran alone.
  */
 export class BatchRunner {

@@ -1,7 +1,7 @@
 /**
  * Decides at load how (and whether) rows of different requests may share a model call,
  * by trying it: two prompts of different lengths are prefilled and decoded alone, then
- * decoded together in one batch with each padding side (kv-cache.ts's KvPadding); a side
+ * decoded together in one batch with each padding side (kv/types.ts' KvPadding); a side
  * whose batched logits equal the solo ones is the one the graph wants. Attention wirings
  * differ (Concat + mask wants left padding; GroupQueryAttention with seqlens_k from the
  * mask wants right padding; positions computed from the past length inside the graph
@@ -95,7 +95,7 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
   }
 
   const differences: Partial<Record<KvPadding, number>> = {};
-  // An in-place graph's cache is laid out one way only (real slots first, in-place-kv.ts):
+  // An in-place graph's cache is laid out one way only (real slots first, kv/in-place-kv.ts):
   // that is the layout tried, through the in-place step the batch runner takes.
   for (const padding of contract.kvOutputs === 'new' ? (['start'] as const) : (['end', 'start'] as const)) {
     try {

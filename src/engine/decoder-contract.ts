@@ -36,7 +36,7 @@ export interface DecoderContract {
    * "present": the Hugging Face contract, present.N.* = past + the fed tokens' slots (a new
    * cache per step). "new": the converter's `inplace` graphs output only the fed tokens'
    * slots (new_key_values.N.*), which the engine writes into the cache it keeps; the cache
-   * may hold free slots, masked by attention_mask (in-place-kv.ts).
+   * may hold free slots, masked by attention_mask (kv/in-place-kv.ts).
    */
   kvOutputs: 'present' | 'new';
   /** Every input name, for the startup report. */

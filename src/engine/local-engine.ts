@@ -64,7 +64,7 @@ export interface LocalEngineOptions {
   servedModelName: string;
   sessionOptions?: InferenceSession.SessionOptions;
   limits?: Partial<SchedulerLimits>;
-  /** WebGPU only: keep the KV cache in GPU buffers between steps (gpu-kv-cache.ts). */
+  /** WebGPU only: keep the KV cache in GPU buffers between steps (kv/gpu-kv-cache.ts). */
   gpuKv?: GpuKvStore;
   /**
    * Create the session from `files.onnxPath` rather than the bytes (onnxruntime-node), so

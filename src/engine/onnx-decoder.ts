@@ -120,7 +120,7 @@ export class OnnxDecoder implements Decoder {
     readonly spec: ModelSpec,
     readonly contract: DecoderContract,
     private readonly embedder: TokenEmbedder | null,
-    /** WebGPU: keeps present.* on the GPU as the next step's past (see gpu-kv-cache.ts). */
+    /** WebGPU: keeps present.* on the GPU as the next step's past (see kv/gpu-kv-cache.ts). */
     private readonly gpuKv?: GpuKvStore,
   ) {
     const layers = Array.from({ length: spec.numLayers }, (_, layer) => layer);
@@ -367,7 +367,7 @@ export class OnnxDecoder implements Decoder {
 }
 
 /** Session option: every present.* output written to a GPU buffer; logits still come to the CPU. */
-/** float32 stays; float16 as bit patterns (kv-cache.ts), also when onnxruntime gives a Float16Array. */
+/** float32 stays; float16 as bit patterns (kv/types.ts), also when onnxruntime gives a Float16Array. */
 function kvArrayOf(data: KvArray): KvArray {
   return data instanceof Float32Array ? data : float16Bits(data);
 }

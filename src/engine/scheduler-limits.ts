@@ -26,7 +26,7 @@ export interface SchedulerLimits {
   speculativeMaxSequences: number;
   /**
    * Sequences of different requests share a model call. Off, or forced off at load for a
-   * graph that cannot batch them correctly, one request runs per call (local-engine.ts).
+   * graph that cannot batch them correctly, one request runs per call (scheduler.ts).
    */
   crossRequestBatching: boolean;
 }

@@ -42,7 +42,7 @@ export interface WireRunInput {
   loraSlots?: number[];
   /**
    * In-place graphs: each row's real slots. The worker then makes the step's layout itself
-   * (in-place-step.ts: room for the fed tokens, the mask; `attentionMask` is empty).
+   * (kv/in-place-step.ts: room for the fed tokens, the mask; `attentionMask` is empty).
    */
   cacheLengths?: Int32Array;
   /** The past's id, and its shape (an empty past has no storage, only a shape). */

@@ -42,7 +42,7 @@ export class RemoteKvStore implements KvStore {
 }
 
 /**
- * An in-place cache in the worker (in-place-step.ts run there): compactions are messages;
+ * An in-place cache in the worker (kv/in-place-step.ts run there): compactions are messages;
  * a step's layout is made by the worker when it runs the step, since only it knows how
  * many slots its buffers hold, so this side sends each row's length and no mask. The
  * handles' `length` is the slots asked for, a lower bound of the worker's.
