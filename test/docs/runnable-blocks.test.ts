@@ -21,18 +21,35 @@ const scratch = mkdtempSync(join(tmpdir(), 'edge-llm-doc-blocks-'));
 /** Servers by their env; each block that needs one starts it or reuses it. */
 const servers = new Map<string, Promise<RunningServer>>();
 
-function serverFor(env: Record<string, string>): Promise<RunningServer> {
-  // Every server listens on loopback and a free port, whatever the block says (HOST=0.0.0.0 included);
-  // the GGUF graph cache goes to this run's scratch folder, not the user's ~/.cache.
+/** Every server listens on loopback and a free port, whatever the block says (HOST=0.0.0.0 included); GGUF graphs go to this run's scratch folder. */
+function serverEnv(env: Record<string, string>): Record<string, string> {
   const resolved = Object.fromEntries(Object.entries(env).map(([name, value]) => [name, value.replaceAll('$PWD', REPO_ROOT)]));
-  const full = { GGUF_CACHE_DIR: join(scratch, 'gguf'), ...resolved, HOST: '127.0.0.1', PORT: '0' };
-  const key = JSON.stringify(Object.entries(full).sort());
+  return { GGUF_CACHE_DIR: join(scratch, 'gguf'), ...resolved, HOST: '127.0.0.1', PORT: '0' };
+}
+
+const serverKey = (env: Record<string, string>) => JSON.stringify(Object.entries(serverEnv(env)).sort());
+
+function serverFor(env: Record<string, string>): Promise<RunningServer> {
+  const key = serverKey(env);
   let server = servers.get(key);
   if (!server) {
-    server = spawnServer(full);
+    server = spawnServer(serverEnv(env));
     servers.set(key, server);
   }
   return server;
+}
+
+/** Blocks still to run per server env: a server no later block needs is stopped at once (the default one stays). */
+const pendingBlocks = new Map<string, number>();
+
+async function releaseServer(env: Record<string, string>): Promise<void> {
+  const key = serverKey(env);
+  const left = (pendingBlocks.get(key) ?? 1) - 1;
+  pendingBlocks.set(key, left);
+  if (left > 0 || key === serverKey({})) return;
+  const server = servers.get(key);
+  servers.delete(key);
+  await (await server?.catch(() => undefined))?.stop();
 }
 
 afterAll(async () => {
@@ -128,9 +145,15 @@ function expectShape(call: CurlCall): void {
   }
 }
 
+/** The env of the server a block runs against: its `npm start` line's, then its marker's. */
+function blockEnv(block: DocBlock): Record<string, string> {
+  const script = ['ts', 'js', 'mjs'].includes(block.info);
+  return { ...(script ? {} : splitServerStart(block.code).env), ...block.marker!.env };
+}
+
 async function runShellBlock(block: DocBlock): Promise<void> {
-  const { env, script, startsServer } = splitServerStart(block.code);
-  const server = await serverFor({ ...env, ...block.marker!.env });
+  const { script, startsServer } = splitServerStart(block.code);
+  const server = await serverFor(blockEnv(block));
   const out = mkdtempSync(join(scratch, 'block-'));
   const result = await runBash(script.replace(DOCUMENTED_ORIGIN, server.url), out);
   expect(result.code, `bash exited ${result.code}: ${result.stderr}\nserver output:\n${server.output().slice(-2000)}`).toBe(0);
@@ -149,7 +172,7 @@ async function runShellBlock(block: DocBlock): Promise<void> {
 
 /** JavaScript / TypeScript snippets (written as plain JavaScript) run as ES modules from the repository. */
 async function runScriptBlock(block: DocBlock): Promise<void> {
-  const server = await serverFor(block.marker!.env);
+  const server = await serverFor(blockEnv(block));
   const code = block.code.replace(DOCUMENTED_ORIGIN, server.url);
   const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -166,6 +189,7 @@ async function runScriptBlock(block: DocBlock): Promise<void> {
 const blocks = docFiles().flatMap(docBlocks);
 const runnable = blocks.filter((block) => block.marker?.run);
 const notRun = blocks.filter((block) => block.marker?.needs !== undefined);
+for (const block of runnable) pendingBlocks.set(serverKey(blockEnv(block)), (pendingBlocks.get(serverKey(blockEnv(block))) ?? 0) + 1);
 
 describe('docs that run', () => {
   it('marks every block that talks to a server: run, or needs="what CI lacks"', () => {
@@ -182,6 +206,12 @@ describe('docs that run', () => {
 
   for (const block of runnable) {
     const script = ['ts', 'js', 'mjs'].includes(block.info);
-    it(`${block.where} runs`, { timeout: 90_000 }, () => (script ? runScriptBlock(block) : runShellBlock(block)));
+    it(`${block.where} runs`, { timeout: 90_000 }, async () => {
+      try {
+        await (script ? runScriptBlock(block) : runShellBlock(block));
+      } finally {
+        await releaseServer(blockEnv(block));
+      }
+    });
   }
 });
