@@ -204,14 +204,17 @@ describe('docs that run', () => {
     expect(notRun.length).toBeLessThan(runnable.length);
   });
 
-  for (const block of runnable) {
+  runnable.forEach((block, i) => {
     const script = ['ts', 'js', 'mjs'].includes(block.info);
+    const next = runnable[i + 1];
     it(`${block.where} runs`, { timeout: 90_000 }, async () => {
+      // The next block's server starts while this one runs (at most one extra process at a time).
+      if (next !== undefined) serverFor(blockEnv(next)).catch(() => undefined);
       try {
         await (script ? runScriptBlock(block) : runShellBlock(block));
       } finally {
         await releaseServer(blockEnv(block));
       }
     });
-  }
+  });
 });
