@@ -39,9 +39,6 @@ function links(file: string): string[] {
   return [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
 }
 
-/** Pages another branch of this session writes (s7-house: docs/architecture.md); checked like any other once they exist. */
-const PAGES_LANDING_ELSEWHERE = new Set(['docs/architecture.md']);
-
 describe('links in README.md and docs/', () => {
   for (const doc of docFiles()) {
     it(`${doc}: every relative link and anchor resolves`, () => {
@@ -51,7 +48,6 @@ describe('links in README.md and docs/', () => {
         if (/^[a-z]+:/i.test(link)) continue;
         const [path, anchor] = link.split('#') as [string, string | undefined];
         const target = path === '' ? file : join(dirname(file), path);
-        if (!existsSync(target) && PAGES_LANDING_ELSEWHERE.has(relative(REPO_ROOT, target))) continue;
         if (!existsSync(target)) broken.push(`${link} (no file ${relative(REPO_ROOT, target)})`);
         else if (anchor !== undefined && target.endsWith('.md') && !anchors(target).has(anchor)) broken.push(`${link} (no heading)`);
       }
