@@ -13,10 +13,10 @@
  * float32 as ggml does, in external data files beside each graph.
  */
 import { readFile } from 'node:fs/promises';
-import { convertLlama2cModel, writeConvertedFiles } from './convert/convert-llama2c-model.js';
+import { convertLlama2cModel, writeConvertedFiles } from '../src/convert/convert-llama2c-model.js';
 import { parseConvertFlags } from './convert/convert-flags.js';
-import { GRAPH_OPS } from './convert/llama-onnx-graph.js';
-import { WEIGHT_DTYPES } from './convert/weight-dtype.js';
+import { GRAPH_OPS } from '../src/convert/llama-onnx-graph.js';
+import { WEIGHT_DTYPES } from '../src/convert/weight-dtype.js';
 import { openGgufModelAt, writeGgufModelFolder } from '../src/gguf/node-gguf.js';
 
 const USAGE =

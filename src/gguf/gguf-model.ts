@@ -1,13 +1,13 @@
 /**
  * A GGUF file as this project's model folder contents: config.json, generation_config.json,
  * tokenizer.json, tokenizer_config.json and the decoder graph the converter builds
- * (scripts/convert/llama-onnx-graph.ts) from the file's weights, dequantized exactly as
+ * (src/convert/llama-onnx-graph.ts) from the file's weights, dequantized exactly as
  * ggml does. Runtime-neutral: the caller provides the file's bytes through a ByteSource
  * and decides where the graph's weights go (external data under Node).
  */
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../scripts/convert/llama-onnx-graph.js';
-import { encodeOnnxModel, type OnnxGraph } from '../../scripts/convert/onnx-writer.js';
-import { ONNX_IR_VERSION, ONNX_OPSET } from '../../scripts/convert/convert-llama2c-model.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-onnx-graph.js';
+import { encodeOnnxModel, type OnnxGraph } from '../convert/onnx-writer.js';
+import { ONNX_IR_VERSION, ONNX_OPSET } from '../convert/convert-llama2c-model.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
 import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';

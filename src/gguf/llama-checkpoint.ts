@@ -1,6 +1,6 @@
 /**
  * A GGUF of architecture `llama` (Llama 2/3, TinyLlama, SmolLM, Mistral-style dense
- * models) as the converter's checkpoint (scripts/convert/llama2c-checkpoint.ts): the same
+ * models) as the converter's checkpoint (src/convert/llama2c-checkpoint.ts): the same
  * decoder the project's ONNX graphs are built from, so a GGUF gets this project's own graph
  * (in-place KV, num_logits_to_keep, fused projections).
  *
@@ -17,10 +17,10 @@
  * Anything the graph cannot express exactly is refused by name: other architectures,
  * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
  */
-import type { Llama2cCheckpoint, Llama2cLayer } from '../../scripts/convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
-import { hfRowSource } from '../../scripts/convert/rope.js';
+import { hfRowSource } from '../convert/rope.js';
 
 /** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
 function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: number, cols: number): Float32Array {

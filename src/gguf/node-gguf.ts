@@ -11,8 +11,8 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeFi
 import { open, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import type { GraphOps } from '../../scripts/convert/llama-onnx-graph.js';
-import type { OnnxGraph } from '../../scripts/convert/onnx-writer.js';
+import type { GraphOps } from '../convert/llama-onnx-graph.js';
+import type { OnnxGraph } from '../convert/onnx-writer.js';
 import type { ByteSource } from './gguf-file.js';
 import { buildGgufGraph, encodeGgufGraph, GGUF_CONVERSION_VERSION, ggufReportLines, openGgufModel, type GgufModel } from './gguf-model.js';
 
