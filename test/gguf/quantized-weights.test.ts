@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildGgufGraph, encodeGgufGraph, sourcesOf, type GgufModel } from '../../src/gguf/gguf-model.js';
-import { openGgufModelAt } from '../../src/gguf/node-gguf.js';
+import { ggufGraphOptionsFromEnv, openGgufModelAt } from '../../src/gguf/node-gguf.js';
 import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
 import { REPO_ROOT } from '../helpers/model.js';
 import { readFile } from 'node:fs/promises';
@@ -94,4 +94,11 @@ describe('GGUF weights kept quantized', () => {
       expect(step).toBeLessThan(1e-5);
     }, 60_000);
   }
+
+  it('reads GGUF_WEIGHTS and GGUF_ACCURACY_LEVEL, refusing other values by name', () => {
+    expect(ggufGraphOptionsFromEnv({})).toEqual({ weights: 'quantized', accuracyLevel: 0 });
+    expect(ggufGraphOptionsFromEnv({ GGUF_WEIGHTS: 'float32', GGUF_ACCURACY_LEVEL: '4' })).toEqual({ weights: 'float32', accuracyLevel: 4 });
+    expect(() => ggufGraphOptionsFromEnv({ GGUF_WEIGHTS: 'int4' })).toThrow(/GGUF_WEIGHTS must be one of quantized, float32, got "int4"/);
+    expect(() => ggufGraphOptionsFromEnv({ GGUF_ACCURACY_LEVEL: '2' })).toThrow(/GGUF_ACCURACY_LEVEL must be 0, 1 or 4, got "2"/);
+  });
 });
