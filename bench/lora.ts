@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readLlama2cCheckpoint } from '../scripts/convert/llama2c-checkpoint.js';
+import { readLlama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
 import { randomAdapter, writeAdapterDir } from '../scripts/adapters/random-peft-adapter.js';
 import type { LocalEngine } from '../src/engine/local-engine.js';
 import { readAdapterDir } from '../src/runtime/node-adapters.js';

@@ -10,8 +10,8 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { convertCheckpoint, writeConvertedFiles } from '../scripts/convert/convert-llama2c-model.js';
-import type { Llama2cCheckpoint } from '../scripts/convert/llama2c-checkpoint.js';
+import { convertCheckpoint, writeConvertedFiles } from '../src/convert/convert-llama2c-model.js';
+import type { Llama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
 import { writeGgufFile } from '../scripts/convert/gguf-writer.js';
 import { buildLlamaGguf } from '../scripts/convert/llama-gguf.js';
 import { seededRandom } from '../scripts/seeded-random.js';

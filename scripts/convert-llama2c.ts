@@ -13,11 +13,11 @@
  * float32 as ggml does, in external data files beside each graph.
  */
 import { readFile } from 'node:fs/promises';
-import { convertLlama2cModel, writeConvertedFiles } from './convert/convert-llama2c-model.js';
+import { convertLlama2cModel, writeConvertedFiles } from '../src/convert/convert-llama2c-model.js';
 import { parseConvertFlags } from './convert/convert-flags.js';
-import { GRAPH_OPS } from './convert/llama-onnx-graph.js';
-import { WEIGHT_DTYPES } from './convert/weight-dtype.js';
-import { openGgufModelAt, writeGgufModelFolder } from '../src/gguf/node-gguf.js';
+import { GRAPH_OPS } from '../src/convert/llama-onnx-graph.js';
+import { WEIGHT_DTYPES } from '../src/convert/weight-dtype.js';
+import { ggufGraphOptionsFromEnv, openGgufModelAt, writeGgufModelFolder } from '../src/gguf/node-gguf.js';
 
 const USAGE =
   `usage: npm run convert -- --from-gguf [--ops=...] <model.gguf> <outdir>\n` +
@@ -36,11 +36,12 @@ async function fromGguf(args: string[]): Promise<void> {
   const [ggufPath, outDir] = positional;
   const model = await openGgufModelAt(ggufPath);
   const ops = options.ops ?? 'fused';
-  await writeGgufModelFolder(ggufPath, model, outDir, [
+  // GGUF_WEIGHTS / GGUF_ACCURACY_LEVEL as when serving the file.
+  const execution = await writeGgufModelFolder(ggufPath, model, outDir, [
     { file: 'onnx/model.onnx', ops },
     ...(ops === 'inplace' ? [] : [{ file: 'onnx/model.inplace.onnx', ops: 'inplace' as const }]),
-  ]);
-  console.log(`${outDir}: ${model.shape.architecture}, ${[...model.shape.tensorTypes.keys()].join('/')} dequantized to float32, graphs onnx/model.onnx (${ops})${ops === 'inplace' ? '' : ' and onnx/model.inplace.onnx'}`);
+  ], ggufGraphOptionsFromEnv());
+  console.log(`${outDir}: ${model.shape.architecture}, graphs onnx/model.onnx (${ops})${ops === 'inplace' ? '' : ' and onnx/model.inplace.onnx'}\n${execution.join('\n')}`);
 }
 
 async function main(args: string[]): Promise<void> {

@@ -5,7 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { readLlama2cCheckpoint } from './convert/llama2c-checkpoint.js';
+import { readLlama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
 import { randomAdapter, writeAdapterDir } from './adapters/random-peft-adapter.js';
 
 const SOURCE = fileURLToPath(new URL('../test/fixtures/stories260K/stories260K.bin', import.meta.url));

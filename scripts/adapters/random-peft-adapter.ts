@@ -7,7 +7,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Llama2cCheckpoint } from '../convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 import { writeSafetensors } from '../../src/adapters/safetensors.js';
 import { seededRandom } from '../seeded-random.js';
 

@@ -10,10 +10,10 @@
 import { readFile } from 'node:fs/promises';
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
-import { LLAMA2C_RMS_NORM_EPS } from './hf-config.js';
-import { readLlama2cCheckpoint, type Llama2cCheckpoint } from './llama2c-checkpoint.js';
-import { buildLlamaGraph, EXTRA_OPSETS, GRAPH_OPS, type GraphOps } from './llama-onnx-graph.js';
-import { encodeOnnxModel } from './onnx-writer.js';
+import { LLAMA2C_RMS_NORM_EPS } from '../../src/convert/hf-config.js';
+import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS, GRAPH_OPS, type GraphOps } from '../../src/convert/llama-onnx-graph.js';
+import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
 
 type Ort = typeof ortNode;
 

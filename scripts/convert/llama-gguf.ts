@@ -9,12 +9,12 @@
  * blocks the converter's `--dtype q4` writes), the rest as F32, as llama.cpp's quantizer
  * would fall back; norms are always F32. The tied output projection reads token_embd.
  */
-import { LLAMA2C_BOS_ID, LLAMA2C_EOS_ID, LLAMA2C_RMS_NORM_EPS } from './hf-config.js';
-import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
-import { hfPiece, parseLlama2cTokenizer } from './llama2c-tokenizer.js';
+import { LLAMA2C_BOS_ID, LLAMA2C_EOS_ID, LLAMA2C_RMS_NORM_EPS } from '../../src/convert/hf-config.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { hfPiece, parseLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { GgmlType, type GgufModel, type GgufTensor, type GgufValue } from './gguf-writer.js';
-import { packQ4_0, Q4_BLOCK, quantizeQ4Rows } from './q4-blocks.js';
-import { inferRopeTheta } from './rope.js';
+import { packQ4_0, Q4_BLOCK, quantizeQ4Rows } from '../../src/convert/q4-blocks.js';
+import { inferRopeTheta } from '../../src/convert/rope.js';
 
 export type GgufWeightType = 'F32' | 'Q4_0';
 

@@ -3,7 +3,7 @@
  * 135M-shaped model and the thread measurements all build theirs here, so one seed gives
  * one set of weights wherever it is used.
  */
-import type { Llama2cCheckpoint, Llama2cHeader } from './llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cHeader } from '../../src/convert/llama2c-checkpoint.js';
 import { seededRandom } from '../seeded-random.js';
 
 /** A llama2.c header's sizes; whether the classifier is shared is `tiedClassifier`. */

@@ -8,6 +8,8 @@ package, llama.cpp's own reader/writer and the reference for ggml's dequantizati
   Q6_K as a Q4_K_M file does, untied head, GQA, rope theta 500000;
 - tiny-llama-legacy.gguf: the same shape in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
   across its tensors, tied head, rope theta 10000;
+- tiny-llama-legacy-quantized.gguf: the same shape with every projection of one quantized
+  type (fused q/k/v and gate/up alike), untied Q5_1 embedding and Q4_0 head;
 - tiny-llama-kquants-f32.gguf: tiny-llama-kquants.gguf with every tensor replaced by the
   gguf package's dequantization of it, stored as F32: the same model for llama.cpp's float
   path, where neither engine quantizes activations;
@@ -346,6 +348,14 @@ def main():
     write_bpe_model(os.path.join(OUT, 'tiny-llama-bpe.gguf'))
     write_bpe_model(os.path.join(OUT, 'tiny-qwen2.gguf'), arch='qwen2', pre='qwen2', linear_rope=4.0)
     write_bpe_model(os.path.join(OUT, 'tiny-llama3-rope-freqs.gguf'), rope_freqs=True)
+    # Every projection of one quantized type (q/k/v and gate/up fused alike), untied: each legacy
+    # type executed quantized (the file above fuses several with float rows, which stay float32).
+    write_model(os.path.join(OUT, 'tiny-llama-legacy-quantized.gguf'), {
+        'token_embd': 'Q5_1', 'output': 'Q4_0',
+        'attn_q': ['Q5_0', 'Q4_0'], 'attn_k': ['Q5_0', 'Q4_0'], 'attn_v': ['Q5_0', 'Q4_0'],
+        'attn_output': ['Q4_1', 'Q5_0'], 'ffn_gate': ['Q5_1', 'Q4_1'], 'ffn_up': ['Q5_1', 'Q4_1'],
+        'ffn_down': ['Q8_0', 'Q5_1'],
+    }, rope_theta=10000.0, tied=False, file_type=7, name='tiny-llama-legacy-quantized')
 
 
 if __name__ == '__main__':

@@ -9,11 +9,11 @@ import { copyFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promis
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildGenerationConfig, buildHfConfig } from '../convert/hf-config.js';
-import { buildLlamaGraph, EXTRA_OPSETS } from '../convert/llama-onnx-graph.js';
-import type { Llama2cCheckpoint } from '../convert/llama2c-checkpoint.js';
-import { moveWeightsToExternalData } from '../convert/graph-variants.js';
-import { encodeOnnxModel } from '../convert/onnx-writer.js';
+import { buildGenerationConfig, buildHfConfig } from '../../src/convert/hf-config.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/convert/llama-onnx-graph.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { moveWeightsToExternalData } from '../../src/convert/graph-variants.js';
+import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
 import { randomLlamaCheckpoint } from '../convert/random-checkpoint.js';
 
 export interface LlamaShape {

@@ -20,7 +20,18 @@ export interface GgmlTypeInfo {
   blockBytes: number;
   /** Undefined: a type the file format knows and this engine cannot execute. */
   dequantize?: Dequantizer;
+  /** Quantized types: each element's block scale and block min (see BlockForm). */
+  blockForm?: BlockForm;
 }
+
+/**
+ * A quantized type as element = scale * t - min with t an integer (Q4_0's q - 8, Q8_0's
+ * int8, Q6_K's q - 32, Q4_1/Q5_1/K-quants' q, min 0 where the type has none): writes every
+ * element's scale and min, equal across one scale block (32 elements, Q6_K's 16). The
+ * values are ggml's own float32 factors, so scale * t - min, rounded as ggml rounds, is the
+ * dequantized element.
+ */
+export type BlockForm = (blocks: Uint8Array, scale: Float32Array, min: Float32Array) => void;
 
 let halfTable: Float32Array | undefined;
 function half(bytes: Uint8Array, at: number): number {
@@ -181,20 +192,60 @@ const q6_K: Dequantizer = (blocks, out) => {
   }
 };
 
-const TABLE: Array<[number, string, number, number, Dequantizer?]> = [
+
+function fill(out: Float32Array, from: number, count: number, value: number): void {
+  out.fill(value, from, from + count);
+}
+
+/** Types with one f16 scale (and for Q4_1/Q5_1 one f16 m, element = q d + m: min -m) per 32. */
+function legacyForm(blockBytes: number, withMin: boolean): BlockForm {
+  return (blocks, scale, min) => {
+    for (let b = 0; b * 32 < scale.length; b++) {
+      fill(scale, b * 32, 32, half(blocks, b * blockBytes));
+      fill(min, b * 32, 32, withMin ? -half(blocks, b * blockBytes + 2) : 0);
+    }
+  };
+}
+
+function kQuantForm(blockBytes: number): BlockForm {
+  return (blocks, scale, min) => {
+    for (let b = 0; b * 256 < scale.length; b++) {
+      const at = b * blockBytes;
+      const d = half(blocks, at);
+      const dmin = half(blocks, at + 2);
+      for (let j = 0; j < 8; j++) {
+        const [sc, m] = scaleMinK4(blocks, at + 4, j);
+        fill(scale, b * 256 + j * 32, 32, d * sc);
+        fill(min, b * 256 + j * 32, 32, dmin * m);
+      }
+    }
+  };
+}
+
+/** Q6_K: element j of the 256 uses int8 scale j / 16, as q6_K above reads them. */
+const q6_KForm: BlockForm = (blocks, scale, min) => {
+  min.fill(0);
+  for (let b = 0; b * 256 < scale.length; b++) {
+    const at = b * 210;
+    const d = half(blocks, at + 208);
+    for (let j = 0; j < 16; j++) fill(scale, b * 256 + j * 16, 16, Math.fround(d * ((blocks[at + 192 + j] << 24) >> 24)));
+  }
+};
+
+const TABLE: Array<[number, string, number, number, Dequantizer?, BlockForm?]> = [
   [0, 'F32', 1, 4, f32],
   [1, 'F16', 1, 2, f16],
-  [2, 'Q4_0', 32, 18, q4_0],
-  [3, 'Q4_1', 32, 20, q4_1],
-  [6, 'Q5_0', 32, 22, q5(false)],
-  [7, 'Q5_1', 32, 24, q5(true)],
-  [8, 'Q8_0', 32, 34, q8_0],
+  [2, 'Q4_0', 32, 18, q4_0, legacyForm(18, false)],
+  [3, 'Q4_1', 32, 20, q4_1, legacyForm(20, true)],
+  [6, 'Q5_0', 32, 22, q5(false), legacyForm(22, false)],
+  [7, 'Q5_1', 32, 24, q5(true), legacyForm(24, true)],
+  [8, 'Q8_0', 32, 34, q8_0, legacyForm(34, false)],
   [9, 'Q8_1', 32, 40],
   [10, 'Q2_K', 256, 84],
   [11, 'Q3_K', 256, 110],
-  [12, 'Q4_K', 256, 144, kQuant(false)],
-  [13, 'Q5_K', 256, 176, kQuant(true)],
-  [14, 'Q6_K', 256, 210, q6_K],
+  [12, 'Q4_K', 256, 144, kQuant(false), kQuantForm(144)],
+  [13, 'Q5_K', 256, 176, kQuant(true), kQuantForm(176)],
+  [14, 'Q6_K', 256, 210, q6_K, q6_KForm],
   [15, 'Q8_K', 256, 292],
   [16, 'IQ2_XXS', 256, 66],
   [17, 'IQ2_XS', 256, 74],
@@ -217,7 +268,7 @@ const TABLE: Array<[number, string, number, number, Dequantizer?]> = [
 ];
 
 export const GGML_TYPES: ReadonlyMap<number, GgmlTypeInfo> = new Map(
-  TABLE.map(([id, name, blockSize, blockBytes, dequantize]) => [id, { id, name, blockSize, blockBytes, dequantize }]),
+  TABLE.map(([id, name, blockSize, blockBytes, dequantize, blockForm]) => [id, { id, name, blockSize, blockBytes, dequantize, blockForm }]),
 );
 
 export const SUPPORTED_TYPE_NAMES: readonly string[] = TABLE.filter((row) => row[4]).map((row) => row[1]);
@@ -235,4 +286,14 @@ export function dequantize(type: GgmlTypeInfo, blocks: Uint8Array, elements: num
   const out = new Float32Array(elements);
   type.dequantize(blocks, out);
   return out;
+}
+
+/** Each element's block scale and min (`type.blockForm`), or undefined for float types. */
+export function blockFormOf(type: GgmlTypeInfo, blocks: Uint8Array, elements: number): { scale: Float32Array; min: Float32Array } | undefined {
+  if (!type.blockForm) return undefined;
+  if ((elements / type.blockSize) * type.blockBytes !== blocks.byteLength) throw new Error(`${elements} ${type.name} elements do not fill ${blocks.byteLength} bytes`);
+  const scale = new Float32Array(elements);
+  const min = new Float32Array(elements);
+  type.blockForm(blocks, scale, min);
+  return { scale, min };
 }

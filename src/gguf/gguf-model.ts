@@ -1,19 +1,36 @@
 /**
  * A GGUF file as this project's model folder contents: config.json, generation_config.json,
  * tokenizer.json, tokenizer_config.json and the decoder graph the converter builds
- * (scripts/convert/llama-onnx-graph.ts) from the file's weights, dequantized exactly as
+ * (src/convert/llama-onnx-graph.ts) from the file's weights, dequantized exactly as
  * ggml does. Runtime-neutral: the caller provides the file's bytes through a ByteSource
  * and decides where the graph's weights go (external data under Node).
  */
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../scripts/convert/llama-onnx-graph.js';
-import { encodeOnnxModel, type OnnxGraph } from '../../scripts/convert/onnx-writer.js';
-import { ONNX_IR_VERSION, ONNX_OPSET } from '../../scripts/convert/convert-llama2c-model.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-onnx-graph.js';
+import { encodeOnnxModel, type OnnxGraph } from '../convert/onnx-writer.js';
+import { ONNX_IR_VERSION, ONNX_OPSET } from '../convert/convert-llama2c-model.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
 import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
+import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
-export const GGUF_CONVERSION_VERSION = 1;
+export const GGUF_CONVERSION_VERSION = 2;
+
+/**
+ * How the file's quantized weights are executed: `quantized` (default) keeps them as
+ * MatMulNBits / GatherBlockQuantized over the file's integers (quantized-weights.ts);
+ * `float32` dequantizes every weight (4 bytes a weight, the reference the other is tested against).
+ */
+export type GgufWeights = 'quantized' | 'float32';
+export const GGUF_WEIGHT_MODES: readonly GgufWeights[] = ['quantized', 'float32'];
+
+export interface GgufGraphOptions {
+  weights: GgufWeights;
+  /** MatMulNBits accuracy_level (quantized weights): 0 float32 activations (default), 4 int8 activations as llama.cpp. */
+  accuracyLevel: GgufAccuracyLevel;
+}
+
+export const DEFAULT_GGUF_GRAPH_OPTIONS: GgufGraphOptions = { weights: 'quantized', accuracyLevel: 0 };
 
 export interface GgufModel {
   file: GgufFile;
@@ -58,10 +75,48 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
   return { file, shape, tokenizer, config, generationConfig };
 }
 
-/** The decoder graph in flavour `ops`, with float32 weights inline (the caller may move them out). */
-export async function buildGgufGraph(model: GgufModel, ops: GraphOps): Promise<OnnxGraph> {
-  const checkpoint = await readLlamaCheckpoint(model.file, model.shape);
-  return buildLlamaGraph(checkpoint, { rmsNormEps: model.shape.rmsNormEps, ops });
+/** ggml types whose blocks have a float min (element = scale * q - min). */
+const MIN_TYPES = new Set(['Q4_1', 'Q5_1', 'Q4_K', 'Q5_K']);
+
+/** The graph weights each GGUF matrix feeds (the converter's initializer names), for the report. */
+export function sourcesOf(graphWeight: string): string[] {
+  const layer = /^model\.layers\.(\d+)\.(self_attn\.qkv_proj|self_attn\.o_proj|mlp\.gate_up_proj|mlp\.down_proj)\.weight$/.exec(graphWeight);
+  if (layer) {
+    const p = `blk.${layer[1]}.`;
+    return { 'self_attn.qkv_proj': ['attn_q', 'attn_k', 'attn_v'], 'self_attn.o_proj': ['attn_output'], 'mlp.gate_up_proj': ['ffn_gate', 'ffn_up'], 'mlp.down_proj': ['ffn_down'] }[layer[2]]!.map((part) => `${p}${part}.weight`);
+  }
+  return graphWeight === 'model.embed_tokens.weight' ? ['token_embd.weight'] : graphWeight === 'lm_head.weight' ? ['output.weight'] : [];
+}
+
+/** "type: how" lines for the startup report: each ggml type the file holds and how its tensors are executed. */
+function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> | null): string[] {
+  const how = new Map<string, Set<string>>();
+  const typeOf = new Map(model.file.tensors.map((t) => [t.name, t.type!.name]));
+  const add = (type: string, form: string) => how.set(type, (how.get(type) ?? new Set()).add(form));
+  const matrices = new Set<string>();
+  for (const [graphWeight, form] of weights ?? []) {
+    for (const source of sourcesOf(graphWeight)) {
+      matrices.add(source);
+      add(typeOf.get(source)!, form.startsWith('float32') ? form : `MatMulNBits/GatherBlockQuantized, ${form}`);
+    }
+  }
+  for (const tensor of model.file.tensors) {
+    if (matrices.has(tensor.name)) continue;
+    const isMatrix = tensor.dims.length === 2;
+    add(tensor.type!.name, isMatrix ? (weights ? 'float32 (not a quantizable projection)' : 'float32, dequantized at load exactly as ggml does') : 'float32 (norms, biases, rope factors)');
+  }
+  return [...how].map(([type, forms]) => `GGUF ${type} ×${model.shape.tensorTypes.get(type) ?? 0}: ${[...forms].join('; ')}`);
+}
+
+/** The decoder graph in flavour `ops`, weights inline (the caller may move them out), and its execution report lines. */
+export async function buildGgufGraph(model: GgufModel, ops: GraphOps, options: GgufGraphOptions = DEFAULT_GGUF_GRAPH_OPTIONS): Promise<{ graph: OnnxGraph; execution: string[]; weights: ReadonlyMap<string, string> }> {
+  const build = async (projection: 'values' | 'scales' | 'mins') =>
+    buildLlamaGraph(await readLlamaCheckpoint(model.file, model.shape, projection), { rmsNormEps: model.shape.rmsNormEps, ops });
+  const values = await build('values');
+  if (options.weights === 'float32') return { graph: values, execution: executionLines(model, null), weights: new Map() };
+  const hasMins = model.file.tensors.some((tensor) => MIN_TYPES.has(tensor.type!.name));
+  const { graph, report } = await keepWeightsQuantized(values, () => build('scales'), hasMins ? () => build('mins') : null, options.accuracyLevel);
+  return { graph, execution: executionLines(model, report.weights), weights: report.weights };
 }
 
 export function encodeGgufGraph(graph: OnnxGraph, ops: GraphOps, model: GgufModel): Uint8Array {
@@ -71,7 +126,7 @@ export function encodeGgufGraph(graph: OnnxGraph, ops: GraphOps, model: GgufMode
     opsetVersion: ONNX_OPSET,
     producerName: 'edge-llm gguf',
     producerVersion: String(GGUF_CONVERSION_VERSION),
-    docString: `${model.shape.architecture} decoder built from the GGUF "${model.shape.name ?? 'unnamed'}", weights dequantized to float32 as ggml does.`,
+    docString: `${model.shape.architecture} decoder built from the GGUF "${model.shape.name ?? 'unnamed'}".`,
     graph,
   });
 }
@@ -80,10 +135,9 @@ export function encodeGgufGraph(graph: OnnxGraph, ops: GraphOps, model: GgufMode
 export function ggufReportLines(model: GgufModel): string[] {
   const { shape } = model;
   const types = [...shape.tensorTypes.entries()].map(([type, count]) => `${type} ×${count}`).join(', ');
-  const quantized = [...shape.tensorTypes.keys()].filter((type) => type !== 'F32');
   return [
     `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads, rope theta ${shape.ropeTheta}${shape.ropeScaling.kind === 'none' ? '' : `, rope scaling ${shape.ropeScaling.kind}`}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
-    `GGUF tensors: ${types}; executed as float32 MatMul/Gather weights${quantized.length > 0 ? `: ${quantized.join(', ')} dequantized at load exactly as ggml dequantizes them (not kept quantized: memory is 4 bytes per weight)` : ''}`,
+    `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
   ];

@@ -15,7 +15,7 @@
  * when it parses special tokens (its server does for prompts); user-defined tokens are
  * added tokens too. add_bos / add_eos come from the file (llama.cpp's defaults when absent).
  */
-import { deriveMerges, sentencepieceTokenizerJson } from '../../scripts/convert/llama2c-tokenizer.js';
+import { deriveMerges, sentencepieceTokenizerJson } from '../convert/llama2c-tokenizer.js';
 import type { GgufFile, GgufMetadataValue } from './gguf-file.js';
 import { GgufModelError } from './llama-checkpoint.js';
 

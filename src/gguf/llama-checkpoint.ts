@@ -1,6 +1,6 @@
 /**
  * A GGUF of architecture `llama` (Llama 2/3, TinyLlama, SmolLM, Mistral-style dense
- * models) as the converter's checkpoint (scripts/convert/llama2c-checkpoint.ts): the same
+ * models) as the converter's checkpoint (src/convert/llama2c-checkpoint.ts): the same
  * decoder the project's ONNX graphs are built from, so a GGUF gets this project's own graph
  * (in-place KV, num_logits_to_keep, fused projections).
  *
@@ -17,10 +17,10 @@
  * Anything the graph cannot express exactly is refused by name: other architectures,
  * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
  */
-import type { Llama2cCheckpoint, Llama2cLayer } from '../../scripts/convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
-import { dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
-import { hfRowSource } from '../../scripts/convert/rope.js';
+import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
+import { hfRowSource } from '../convert/rope.js';
 
 /** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
 function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
@@ -192,14 +192,30 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   };
 }
 
-async function floats(file: GgufFile, tensor: GgufTensorInfo): Promise<Float32Array> {
+/**
+ * What a checkpoint read holds in each weight element: its float32 value (ggml's
+ * dequantization), or, for the quantized-weight pass (quantized-weights.ts), its block's
+ * scale or min (ggml-types.ts BlockForm; NaN scales mark float-typed tensors). The graph
+ * builder moves and scales all three alike, so each graph weight's scales line up with its values.
+ */
+export type CheckpointProjection = 'values' | 'scales' | 'mins';
+
+/** A tensor's bytes as the projection's floats (sync: the bytes are already read). */
+function project(tensor: GgufTensorInfo, bytes: Uint8Array, projection: CheckpointProjection): Float32Array {
   const elements = tensor.dims.reduce((x, y) => x * y, 1);
   try {
-    return dequantize(tensor.type!, await readTensorBytes(file, tensor), elements);
+    if (projection === 'values') return dequantize(tensor.type!, bytes, elements);
+    const form = blockFormOf(tensor.type!, bytes, elements);
+    if (!form) return projection === 'scales' ? new Float32Array(elements).fill(Number.NaN) : new Float32Array(elements);
+    return projection === 'scales' ? form.scale : form.min;
   } catch (error) {
     if (error instanceof GgufFormatError) throw error;
     throw new GgufFormatError(`tensor ${tensor.name}: ${(error as Error).message}`);
   }
+}
+
+async function floats(file: GgufFile, tensor: GgufTensorInfo, projection: CheckpointProjection): Promise<Float32Array> {
+  return project(tensor, await readTensorBytes(file, tensor), projection);
 }
 
 /**
@@ -222,17 +238,32 @@ function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { 
   return { real, imag };
 }
 
-/** The model's weights, dequantized (float32) in the converter's checkpoint layout. */
-export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape): Promise<Llama2cCheckpoint> {
+/**
+ * The model's weights, dequantized (float32) in the converter's checkpoint layout; with
+ * `projection` scales or mins, the matrices hold their blocks' factors instead (norms,
+ * biases and RoPE tables stay values: no graph weight built from them is quantized).
+ */
+export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape, projection: CheckpointProjection = 'values'): Promise<Llama2cCheckpoint> {
   const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const read = (name: string) => floats(file, byName.get(name)!);
-  const tokenEmbedding = await read('token_embd.weight');
+  const read = (name: string) => floats(file, byName.get(name)!, 'values');
+  // Matrices are kept as the file's bytes and made float32 when the graph builder reads them
+  // (once each): the builder holds one matrix's floats at a time, not the whole model's.
+  const matrix = async (name: string): Promise<() => Float32Array> => {
+    const tensor = byName.get(name)!;
+    const bytes = await readTensorBytes(file, tensor);
+    return () => project(tensor, bytes, projection);
+  };
+  const tokenEmbedding = await matrix('token_embd.weight');
+  const classifier = shape.tiedEmbeddings ? tokenEmbedding : await matrix('output.weight');
   const layers: Llama2cLayer[] = [];
   const { nHeads, nKvHeads, headDim, dim } = shape;
   const pairs = (w: Float32Array, heads: number, cols: number) =>
     shape.ropeOrder === 'rotate-half' ? rotateHalfToAdjacentPairs(w, heads, headDim, cols) : w;
   for (let i = 0; i < shape.nLayers; i++) {
     const p = `blk.${i}.`;
+    const [wq, wk, wv, wo, w1, w2, w3] = await Promise.all(
+      ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_down', 'ffn_up'].map((part) => matrix(`${p}${part}.weight`)),
+    );
     layers.push({
       ...(shape.qkvBias
         ? {
@@ -244,18 +275,19 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape)
           }
         : {}),
       rmsAtt: await read(`${p}attn_norm.weight`),
-      wq: pairs(await read(`${p}attn_q.weight`), nHeads, dim),
-      wk: pairs(await read(`${p}attn_k.weight`), nKvHeads, dim),
-      wv: await read(`${p}attn_v.weight`),
-      wo: await read(`${p}attn_output.weight`),
       rmsFfn: await read(`${p}ffn_norm.weight`),
-      w1: await read(`${p}ffn_gate.weight`),
-      w2: await read(`${p}ffn_down.weight`),
-      w3: await read(`${p}ffn_up.weight`),
+      get wq() { return pairs(wq(), nHeads, dim); },
+      get wk() { return pairs(wk(), nKvHeads, dim); },
+      get wv() { return wv(); },
+      get wo() { return wo(); },
+      get w1() { return w1(); },
+      get w2() { return w2(); },
+      get w3() { return w3(); },
     });
   }
   const freqFactors = shape.ropeScaling.kind === 'llama3-freqs' ? await read('rope_freqs.weight') : null;
   const { real, imag } = ropeTables(shape, freqFactors);
+  const rmsFinal = await read('output_norm.weight');
   return {
     header: {
       dim: shape.dim,
@@ -269,11 +301,11 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape)
     },
     headDim: shape.headDim,
     kvDim: shape.headDim * shape.nKvHeads,
-    tokenEmbedding,
+    get tokenEmbedding() { return tokenEmbedding(); },
     layers,
-    rmsFinal: await read('output_norm.weight'),
+    rmsFinal,
     freqCisReal: real,
     freqCisImag: imag,
-    classifier: shape.tiedEmbeddings ? tokenEmbedding : await read('output.weight'),
+    get classifier() { return classifier(); },
   };
 }

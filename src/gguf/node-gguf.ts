@@ -7,14 +7,29 @@
  * `npm run convert -- --from-gguf` writes the same folder where asked.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import type { GraphOps } from '../../scripts/convert/llama-onnx-graph.js';
-import type { OnnxGraph } from '../../scripts/convert/onnx-writer.js';
+import type { GraphOps } from '../convert/llama-onnx-graph.js';
+import type { OnnxGraph } from '../convert/onnx-writer.js';
 import type { ByteSource } from './gguf-file.js';
-import { buildGgufGraph, encodeGgufGraph, GGUF_CONVERSION_VERSION, ggufReportLines, openGgufModel, type GgufModel } from './gguf-model.js';
+import {
+  buildGgufGraph,
+  DEFAULT_GGUF_GRAPH_OPTIONS,
+  encodeGgufGraph,
+  GGUF_CONVERSION_VERSION,
+  GGUF_WEIGHT_MODES,
+  ggufReportLines,
+  openGgufModel,
+  type GgufGraphOptions,
+  type GgufModel,
+  type GgufWeights,
+} from './gguf-model.js';
+import type { GgufAccuracyLevel } from './quantized-weights.js';
+
+/** The startup report's execution lines, kept beside the graphs so a reused folder reports them too. */
+const EXECUTION_FILE = 'gguf-execution.json';
 
 export function isGgufPath(path: string | undefined): path is string {
   return path !== undefined && /\.gguf$/i.test(path);
@@ -69,22 +84,41 @@ export interface GgufFolderGraph {
   ops: GraphOps;
 }
 
-/** The model folder for `model` at `outDir`: JSON files, then each graph with its external data. */
-export async function writeGgufModelFolder(path: string, model: GgufModel, outDir: string, graphs: readonly GgufFolderGraph[]): Promise<void> {
+/** The model folder for `model` at `outDir`: JSON files, then each graph with its external data; returns the execution report lines. */
+export async function writeGgufModelFolder(
+  path: string,
+  model: GgufModel,
+  outDir: string,
+  graphs: readonly GgufFolderGraph[],
+  options: GgufGraphOptions = DEFAULT_GGUF_GRAPH_OPTIONS,
+): Promise<string[]> {
   mkdirSync(join(outDir, 'onnx'), { recursive: true });
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
   writeFileSync(join(outDir, 'config.json'), json(model.config));
   writeFileSync(join(outDir, 'generation_config.json'), json(model.generationConfig));
   writeFileSync(join(outDir, 'tokenizer.json'), json(model.tokenizer.tokenizerJson));
   writeFileSync(join(outDir, 'tokenizer_config.json'), json(model.tokenizer.tokenizerConfig));
+  let execution: string[] = [];
   await withFileSource(path, async (source) => {
     // The header again, now bound to this read's handle.
     const reopened = { ...model, file: { ...model.file, source } };
     for (const { file, ops } of graphs) {
-      const graph = await buildGgufGraph(reopened, ops);
-      writeGraphWithExternalData(graph, join(outDir, file), (g) => encodeGgufGraph(g, ops, model));
+      const built = await buildGgufGraph(reopened, ops, options);
+      execution = built.execution;
+      writeGraphWithExternalData(built.graph, join(outDir, file), (g) => encodeGgufGraph(g, ops, model));
     }
   });
+  writeFileSync(join(outDir, EXECUTION_FILE), json(execution));
+  return execution;
+}
+
+/** GGUF_WEIGHTS (quantized | float32) and GGUF_ACCURACY_LEVEL (0 | 1 | 4) from the environment. */
+export function ggufGraphOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): GgufGraphOptions {
+  const weights = (env.GGUF_WEIGHTS ?? DEFAULT_GGUF_GRAPH_OPTIONS.weights) as GgufWeights;
+  if (!GGUF_WEIGHT_MODES.includes(weights)) throw new Error(`GGUF_WEIGHTS must be one of ${GGUF_WEIGHT_MODES.join(', ')}, got "${env.GGUF_WEIGHTS}"`);
+  const level = Number(env.GGUF_ACCURACY_LEVEL ?? DEFAULT_GGUF_GRAPH_OPTIONS.accuracyLevel);
+  if (![0, 1, 4].includes(level)) throw new Error(`GGUF_ACCURACY_LEVEL must be 0, 1 or 4, got "${env.GGUF_ACCURACY_LEVEL}"`);
+  return { weights, accuracyLevel: level as GgufAccuracyLevel };
 }
 
 export async function openGgufModelAt(path: string): Promise<GgufModel> {
@@ -105,17 +139,25 @@ function cacheRoot(): string {
  */
 export async function ggufModelFolder(ggufPath: string): Promise<{ dir: string; notes: string[] }> {
   const path = resolve(ggufPath);
+  const options = ggufGraphOptionsFromEnv();
   const model = await openGgufModelAt(path);
   const { size, mtimeMs } = await stat(path);
-  const key = createHash('sha256').update(`${path}\0${size}\0${mtimeMs}\0${GGUF_CONVERSION_VERSION}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(`${path}\0${size}\0${mtimeMs}\0${GGUF_CONVERSION_VERSION}\0${options.weights}\0${options.accuracyLevel}`)
+    .digest('hex')
+    .slice(0, 16);
   const dir = join(cacheRoot(), `${basename(path).replace(/\.gguf$/i, '')}-${key}`);
   const notes = ggufReportLines(model);
-  if (existsSync(join(dir, 'onnx', 'model.onnx'))) return { dir, notes: [...notes, `GGUF graph: reused ${dir}`] };
+  if (existsSync(join(dir, 'onnx', 'model.onnx')) && existsSync(join(dir, EXECUTION_FILE))) {
+    const execution = JSON.parse(readFileSync(join(dir, EXECUTION_FILE), 'utf8')) as string[];
+    return { dir, notes: [...notes, ...execution, `GGUF graph: reused ${dir}`] };
+  }
   const started = performance.now();
   const temporary = `${dir}.partial-${process.pid}`;
+  let execution: string[];
   rmSync(temporary, { recursive: true, force: true });
   try {
-    await writeGgufModelFolder(path, model, temporary, [{ file: 'onnx/model.onnx', ops: 'inplace' }]);
+    execution = await writeGgufModelFolder(path, model, temporary, [{ file: 'onnx/model.onnx', ops: 'inplace' }], options);
     // Another engine process may have finished first: its folder is the same.
     if (existsSync(dir)) rmSync(temporary, { recursive: true, force: true });
     else renameSync(temporary, dir);
@@ -123,5 +165,5 @@ export async function ggufModelFolder(ggufPath: string): Promise<{ dir: string; 
     rmSync(temporary, { recursive: true, force: true });
     throw new Error(`Cannot load the GGUF "${path}": ${(error as Error).message}`);
   }
-  return { dir, notes: [...notes, `GGUF graph: built in ${Math.round(performance.now() - started)} ms into ${dir}`] };
+  return { dir, notes: [...notes, ...execution, `GGUF graph: built in ${Math.round(performance.now() - started)} ms into ${dir}`] };
 }

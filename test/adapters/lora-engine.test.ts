@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { readAdapterDir } from '../../src/runtime/node-adapters.js';

@@ -6,7 +6,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 import { buildLoraGraph, type LoraGraphLayout } from '../../src/adapters/lora-graph.js';
 import { LoraRegistry } from '../../src/adapters/lora-registry.js';
 import { LoraSlots } from '../../src/adapters/lora-slots.js';

@@ -5,10 +5,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
-import { buildLlamaGraph, EXTRA_OPSETS } from '../../scripts/convert/llama-onnx-graph.js';
-import { rewriteDecoderLayout } from '../../scripts/convert/graph-variants.js';
-import { encodeOnnxModel } from '../../scripts/convert/onnx-writer.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/convert/llama-onnx-graph.js';
+import { rewriteDecoderLayout } from '../../src/convert/graph-variants.js';
+import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
 import { buildLoraGraph, type LoraGraphLayout } from '../../src/adapters/lora-graph.js';
 import { parsePeftAdapter, type AdapterFiles } from '../../src/adapters/peft-adapter.js';
 import { readSafetensors, writeSafetensors } from '../../src/adapters/safetensors.js';

@@ -4,7 +4,7 @@
  * batches, masked holes and fully padded rows. Registered once per model and runtime.
  */
 import { beforeAll, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 import { Llama2cReference } from './llama2c-reference.js';
 import { loadSharedCheckpoint } from './model-paths.js';
 import { DecoderHarness, logitsAt, maxAbsDiff, VOCAB, type Ort } from './onnx-decoder-harness.js';

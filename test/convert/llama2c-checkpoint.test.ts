@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { readLlama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import { readLlama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 import { sharedModelFile } from './model-paths.js';
 
 const load = async () => new Uint8Array(await readFile(sharedModelFile('stories260K.bin')));

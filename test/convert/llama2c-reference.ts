@@ -3,7 +3,7 @@
  * the checkpoint: adjacent-pair RoPE from the file's freq_cis tables, no weight permutation,
  * no fusion. One sequence, one token per call, with its own KV cache.
  */
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 
 const EPS = 1e-5;
 

@@ -1,5 +1,5 @@
 /**
- * The converter's num_logits_to_keep input (scripts/convert/logits-to-keep.ts): the lm_head
+ * The converter's num_logits_to_keep input (src/convert/logits-to-keep.ts): the lm_head
  * projects only the last N fed positions of every row, with the same logits there as the
  * graph projecting all of them, in every flavour and weight dtype; 0 keeps all (as in
  * transformers). The engine asks for the last position in a prefill unless a request reads
@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { convertLlama2cModel, writeConvertedFiles } from '../../scripts/convert/convert-llama2c-model.js';
+import { convertLlama2cModel, writeConvertedFiles } from '../../src/convert/convert-llama2c-model.js';
 import { parseConvertFlags } from '../../scripts/convert/convert-flags.js';
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../scripts/convert/llama-onnx-graph.js';
-import { LOGITS_TO_KEEP_INPUT } from '../../scripts/convert/logits-to-keep.js';
-import { encodeOnnxModel } from '../../scripts/convert/onnx-writer.js';
-import { applyWeightDtype, checkpointOnWeightGrid, type WeightDtype } from '../../scripts/convert/weight-dtype.js';
-import { MS_DOMAIN } from '../../scripts/convert/llama-graph-blocks.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../src/convert/llama-onnx-graph.js';
+import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
+import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
+import { applyWeightDtype, checkpointOnWeightGrid, type WeightDtype } from '../../src/convert/weight-dtype.js';
+import { MS_DOMAIN } from '../../src/convert/llama-graph-blocks.js';
 import { emptyKvCache } from '../../src/engine/kv/kv-cache.js';
 import { OnnxDecoder, promptInput } from '../../src/engine/onnx-decoder.js';
 import type { ModelSpec } from '../../src/engine/model-spec.js';

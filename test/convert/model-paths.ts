@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
+import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The source files as published (MIT; see the README there). */

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { convertLlama2cModel, writeConvertedFiles } from '../../scripts/convert/convert-llama2c-model.js';
+import { convertLlama2cModel, writeConvertedFiles } from '../../src/convert/convert-llama2c-model.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { sharedModelFile } from '../convert/model-paths.js';

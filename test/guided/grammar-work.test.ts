@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { convertLlama2cTokenizer } from '../../scripts/convert/llama2c-tokenizer.js';
+import { convertLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { compileGuide } from '../../src/guided/index.js';
 import { estimateGrammarWork, grammarVocabulary, uniformGrammarVocabulary } from '../../src/guided/grammar-work.js';
 import { requestGrammar } from '../../src/guided/request-grammar.js';

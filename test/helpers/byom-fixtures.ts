@@ -9,11 +9,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
-import { buildLlamaGraph, EXTRA_OPSETS } from '../../scripts/convert/llama-onnx-graph.js';
-import { buildGenaiGqaLlamaGraph } from '../../scripts/convert/llama-graph-gqa.js';
-import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../scripts/convert/graph-variants.js';
-import { encodeOnnxModel, type OnnxGraph } from '../../scripts/convert/onnx-writer.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/convert/llama-onnx-graph.js';
+import { buildGenaiGqaLlamaGraph } from '../../src/convert/llama-graph-gqa.js';
+import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../src/convert/graph-variants.js';
+import { encodeOnnxModel, type OnnxGraph } from '../../src/convert/onnx-writer.js';
 import { Llama2cReference } from '../convert/llama2c-reference.js';
 import { randomLlamaCheckpoint } from '../../scripts/convert/random-checkpoint.js';
 
@@ -144,7 +144,7 @@ export interface FixtureFolderOptions {
 /**
  * The graph in an exporter's layout. Like Optimum's exports, it has no num_logits_to_keep
  * input unless `layout.logitsToKeep` adds one (after the lm_head) or `converterLogitsToKeep`
- * keeps the converter's own (before it, scripts/convert/logits-to-keep.ts).
+ * keeps the converter's own (before it, src/convert/logits-to-keep.ts).
  */
 export function buildFixtureGraph(graph: FixtureGraph = 'fused', layout: DecoderLayoutOptions = {}, converterLogitsToKeep = false): OnnxGraph {
   const ckpt = fixtureCheckpoint();

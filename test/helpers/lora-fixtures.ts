@@ -2,8 +2,8 @@
  * The oracle for LoRA tests: the seeded random adapters of scripts/adapters/random-peft-adapter.ts
  * merged into the checkpoint (W + scale·B·A in Hugging Face's row order), for the llama2.c reference.
  */
-import type { Llama2cCheckpoint } from '../../scripts/convert/llama2c-checkpoint.js';
-import { hfRowSource } from '../../scripts/convert/rope.js';
+import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { hfRowSource } from '../../src/convert/rope.js';
 import type { LoraModuleName, RandomAdapter } from '../../scripts/adapters/random-peft-adapter.js';
 
 export { ALL_MODULES, moduleShapes, randomAdapter, writeAdapterDir } from '../../scripts/adapters/random-peft-adapter.js';

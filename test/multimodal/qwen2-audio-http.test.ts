@@ -9,7 +9,7 @@ import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
-import { encodeOnnxModel, OnnxDataType } from '../../scripts/convert/onnx-writer.js';
+import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';

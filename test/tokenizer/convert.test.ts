@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Template } from '@huggingface/jinja';
-import { convertLlama2cTokenizer, parseLlama2cTokenizer } from '../../scripts/convert/llama2c-tokenizer.js';
+import { convertLlama2cTokenizer, parseLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { COMMITTED_MODEL_DIR, readTok512 } from './helpers/paths.js';
 

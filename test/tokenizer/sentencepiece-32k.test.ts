@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Tokenizer as HfTokenizersJs } from '@huggingface/tokenizers';
-import { convertLlama2cTokenizer } from '../../scripts/convert/llama2c-tokenizer.js';
+import { convertLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { readSentencepiece32kEncodings, readSentencepiece32kModel } from './helpers/paths.js';
 import { readReferenceVocab, referenceEncode } from './helpers/reference-llama2c-encoder.js';

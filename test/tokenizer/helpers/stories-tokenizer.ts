@@ -1,4 +1,4 @@
-import { convertLlama2cTokenizer } from '../../../scripts/convert/llama2c-tokenizer.js';
+import { convertLlama2cTokenizer } from '../../../src/convert/llama2c-tokenizer.js';
 import { HfTokenizer } from '../../../src/tokenizer/hf-tokenizer.js';
 import { readTok512 } from './paths.js';
 import { readReferenceVocab, type ReferenceVocab } from './reference-llama2c-encoder.js';

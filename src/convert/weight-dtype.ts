@@ -18,7 +18,7 @@
  * so the graph means what a Q4_0 (or F16) GGUF of the same checkpoint means; the graph's own
  * re-layouts keep that grid, and the pass below re-quantizes it without loss.
  */
-import { float16ToFloat32, float32ToFloat16 } from '../../src/engine/float16.js';
+import { float16ToFloat32, float32ToFloat16 } from '../engine/float16.js';
 import type { Llama2cCheckpoint, Llama2cLayer } from './llama2c-checkpoint.js';
 import { OnnxDataType, type OnnxGraph, type OnnxNode, type OnnxTensor } from './onnx-writer.js';
 import { packForMatMulNBits, Q4_BLOCK, quantizeQ4Rows, snapToQ4 } from './q4-blocks.js';

@@ -14,7 +14,7 @@
  * by a constant: this is how the converter keeps Q4_0's blocks through its weight re-layouts
  * (row permutations, concatenations, q pre-scaled by 1/sqrt(head_dim)).
  */
-import { float16ToFloat32, float32ToFloat16 } from '../../src/engine/float16.js';
+import { float16ToFloat32, float32ToFloat16 } from '../engine/float16.js';
 
 export const Q4_BLOCK = 32;
 
