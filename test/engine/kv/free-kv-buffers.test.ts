@@ -1,8 +1,8 @@
 /**
- * A replaced KV cache gives its memory back at once (src/engine/free-kv-buffers.ts) instead
+ * A replaced KV cache gives its memory back at once (src/engine/kv/free-kv-buffers.ts) instead
  * of waiting for V8's next full collection; arrays the new cache still uses are kept.
  * That the batches' tokens stay right while their caches are replaced and freed is checked
- * by test/engine/in-place-kv.test.ts (growth, rows joining and leaving, forks, speculation).
+ * by test/engine/kv/in-place-kv.test.ts (growth, rows joining and leaving, forks, speculation).
  */
 import { describe, expect, it } from 'vitest';
 import { freeReplacedKvBuffers } from '../../../src/engine/kv/free-kv-buffers.js';

@@ -1,5 +1,5 @@
 /**
- * The in-place KV cache (src/engine/in-place-kv.ts) and the converter's `inplace` graphs
+ * The in-place KV cache (src/engine/kv/in-place-kv.ts) and the converter's `inplace` graphs
  * served with it: rows keep their slots in one buffer with room to grow, a step writes only
  * the new slots, rows leaving and joining move only themselves, and the tokens are the
  * reference forward pass's, alone, batched, across growth, to the end of the context, on
