@@ -14,7 +14,7 @@ import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
+import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processMultimodalImages } from '../serving-multimodal.js';
 import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
 import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
@@ -44,6 +44,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
     const multimodal = multimodalModel(engine);
+    // The images' resizing runs now, off the event loop; the template's expansion only splices text.
+    const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'messages', c.req.raw.signal) : null;
     let images: ProcessedImage[] = [];
     const audio = audioModel(engine);
     let heard: ProcessedAudio[] = [];
@@ -73,8 +75,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
           : {
               expand: (text) => {
                 let expanded = text;
-                if (multimodal !== null) {
-                  const prompt = expandMultimodalPrompt(ctx, multimodal, expanded, media, 'messages');
+                if (multimodal !== null && visuals !== null) {
+                  const prompt = expandMultimodalPrompt(multimodal, expanded, visuals, 'messages');
                   images = prompt.images;
                   expanded = prompt.text;
                 }
