@@ -1,6 +1,16 @@
 import { yieldToEventLoop } from '../engine/yield.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 
+export interface PromptTokenOptions {
+  addSpecialTokens?: boolean;
+  /** Tokenizing may stop once there are more ids than this (the prompt is refused anyway). */
+  stopAfter?: number;
+  /** Without stopAfter: the most tokens the text may have, judged from its length before tokenizing. */
+  lengthCeiling?: number;
+  /** Refuses a text whose length alone shows more tokens than stopAfter (or lengthCeiling). */
+  refuseAtLeast?: (tokenCount: number) => void;
+}
+
 /**
  * Tokenizes a prompt without holding the event loop for more than one slice's work:
  * between slices (tokenizers that can cut texts exactly; see encodeInSlices) running
@@ -11,16 +21,18 @@ import type { Tokenizer } from '../tokenizer/types.js';
  * With `stopAfter`, a text that surely has more tokens than that, judged from its length
  * alone (tokenizer.minTokenCount), is handed to `refuseAtLeast` with that lower bound before
  * any tokenizing: the caller's prompt check refuses it (4 M characters of one word took
- * seconds to tokenize, only to be refused).
+ * seconds to tokenize, only to be refused). Without `stopAfter`, `lengthCeiling` is that
+ * bound: the text is judged from its length against it, then tokenized whole.
  */
 export async function encodePrompt(
   tokenizer: Tokenizer,
   text: string,
-  options: { addSpecialTokens?: boolean; stopAfter?: number; refuseAtLeast?: (tokenCount: number) => void } = {},
+  options: PromptTokenOptions = {},
 ): Promise<number[]> {
-  if (options.stopAfter !== undefined && options.refuseAtLeast !== undefined && tokenizer.minTokenCount !== undefined) {
-    const atLeast = tokenizer.minTokenCount(text, options.stopAfter);
-    if (atLeast > options.stopAfter) options.refuseAtLeast(atLeast);
+  const ceiling = options.stopAfter ?? options.lengthCeiling;
+  if (ceiling !== undefined && options.refuseAtLeast !== undefined && tokenizer.minTokenCount !== undefined) {
+    const atLeast = tokenizer.minTokenCount(text, ceiling);
+    if (atLeast > ceiling) options.refuseAtLeast(atLeast);
   }
   if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
   const ids: number[] = [];

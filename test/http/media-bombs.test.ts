@@ -152,9 +152,8 @@ describe('a large image within the bounds, on a vision-language model', () => {
     // 3 × 3 tiles and the global image: 9 × (4 + 2) + 4 + 3 image and marker tokens, and the text.
     expect(result.body.usage.prompt_tokens).toBeGreaterThan(61);
     expect(tasks, 'image processing jobs on the media thread').toBe(1);
-    expect(report.maxLoopLagMs, 'event-loop lag').toBeLessThan(400);
-    expect(report.maxHealthMs, '/health latency').toBeLessThan(400);
-    expectNoStall(report);
+    // A few hundred ms: the loop is never held longer (CPU-backed; see heartbeat.ts).
+    expectNoStall(report, 400);
   });
 });
 

@@ -16,7 +16,7 @@ import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processMultimodalImages } from '../serving-multimodal.js';
 import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
-import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -64,7 +64,10 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
       stopAfter: ceiling,
-      refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
+      // Truncating: the prompt is tokenized whole, so its length is bounded first.
+      lengthCeiling: tokenizeBound(ctx).ceiling,
+      refuseAtLeast: (atLeast) =>
+        ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true) : tokenizeBound(ctx).refuse(atLeast, 'messages'),
       // A vision-language template sees content parts ({"type": "image"}) and writes a
       // placeholder per image, which expands to the image's tokens.
       // An audio-language template sees {"type": "audio"} parts (or, for a template that
