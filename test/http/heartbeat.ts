@@ -21,6 +21,8 @@ export interface HeartbeatReport {
   maxLoopLagMs: number;
   /** The longest late tick's lag counted only up to the CPU time the process used in it: the loop held by work. */
   maxBlockedMs: number;
+  /** When the tick of maxBlockedMs came (performance.now()): what ran just before it held the loop. */
+  maxBlockedAt: number;
   /** Over each run of late ticks, the lag beyond the CPU time used: the process waiting for a core. The longest run's. */
   maxStarvedMs: number;
   maxHealthMs: number;
@@ -37,7 +39,7 @@ export async function withHeartbeat<T>(
   options: { streamTokens?: number } = {},
 ): Promise<{ result: T; report: HeartbeatReport }> {
   const streamBody = { model: MODEL, prompt: 'Once upon a time', max_tokens: options.streamTokens ?? 400, ignore_eos: true, temperature: 0, stream: true };
-  const report: HeartbeatReport = { maxLoopLagMs: 0, maxBlockedMs: 0, maxStarvedMs: 0, maxHealthMs: 0, maxTokenGapMs: 0, healthStatuses: new Set(), tokens: 0 };
+  const report: HeartbeatReport = { maxLoopLagMs: 0, maxBlockedMs: 0, maxBlockedAt: 0, maxStarvedMs: 0, maxHealthMs: 0, maxTokenGapMs: 0, healthStatuses: new Set(), tokens: 0 };
   let running = true;
 
   let last = performance.now();
@@ -49,7 +51,10 @@ export async function withHeartbeat<T>(
     const lag = now - last - 10;
     const blocked = Math.min(lag, cpu - lastCpu);
     report.maxLoopLagMs = Math.max(report.maxLoopLagMs, lag);
-    report.maxBlockedMs = Math.max(report.maxBlockedMs, blocked);
+    if (blocked > report.maxBlockedMs) {
+      report.maxBlockedMs = blocked;
+      report.maxBlockedAt = now;
+    }
     starvedRun = lag > 5 ? starvedRun + lag - blocked : 0;
     report.maxStarvedMs = Math.max(report.maxStarvedMs, starvedRun);
     last = now;

@@ -15,6 +15,7 @@ import { LlavaProcessor } from '../../src/multimodal/processors/llava.js';
 import { DEFAULT_MULTIMODAL_LIMITS, MultimodalRequestError, type PromptImage } from '../../src/multimodal/types.js';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { decodeFixtureImage, IMAGE_NAMES, LLAVA_DIR, readJson, SMOLVLM_DIR } from './fixtures.js';
+import { maxLoopLag } from '../media/helpers/loop-lag.js';
 
 const decoder = createWorkerMediaDecoder({ timeoutMs: 20_000 });
 afterAll(() => decoder.close());
@@ -53,23 +54,6 @@ function noise(width: number, height: number, seed = 7): DecodedImage {
 function video(): DecodedVideo {
   const frames = [noise(40, 24, 1), noise(40, 24, 2), noise(40, 24, 3)];
   return { kind: 'video', frames, timestamps: [0, 0.5, 1], duration: 1.5, totalFrames: 15 };
-}
-
-/** Largest gap between 10 ms timer ticks while `work` runs. */
-async function maxLoopLag(work: () => Promise<unknown>): Promise<number> {
-  let last = performance.now();
-  let max = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    max = Math.max(max, now - last - 10);
-    last = now;
-  }, 10);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-  }
-  return Math.max(max, performance.now() - last - 10);
 }
 
 describe('image processing on the media thread', () => {
