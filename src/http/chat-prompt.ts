@@ -18,7 +18,9 @@ export interface ChatPromptOptions {
   templateBudget?: TemplateBudget;
   /** Tokenizing may stop once the prompt has more tokens than this (it will be refused anyway). */
   stopAfter?: number;
-  /** Refuses a prompt whose length alone shows more tokens than stopAfter (see encodePrompt). */
+  /** Without stopAfter: the most tokens the prompt may have, judged from its length (see encodePrompt). */
+  lengthCeiling?: number;
+  /** Refuses a prompt whose length alone shows more tokens than stopAfter or lengthCeiling (see encodePrompt). */
   refuseAtLeast?: (tokenCount: number) => void;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
@@ -147,5 +149,11 @@ export async function buildChatPrompt(
     budget: options.templateBudget,
   });
   const text = options.multimodal?.expand(rendered) ?? rendered;
-  return { text, tokenIds: await encodePrompt(tokenizer, text, { addSpecialTokens: options.addSpecialTokens, stopAfter: options.stopAfter, refuseAtLeast: options.refuseAtLeast }) };
+  const tokenIds = await encodePrompt(tokenizer, text, {
+    addSpecialTokens: options.addSpecialTokens,
+    stopAfter: options.stopAfter,
+    lengthCeiling: options.lengthCeiling,
+    refuseAtLeast: options.refuseAtLeast,
+  });
+  return { text, tokenIds };
 }

@@ -1,12 +1,6 @@
 import type { FinishReason, GenerationDelta } from '../engine/types.js';
-import {
-  GeneratedTokenReporter,
-  chatLogprobContent,
-  promptPositionReports,
-  vllmPromptLogprobs,
-  type ChatLogprobContent,
-  type TokenNaming,
-} from '../protocol/openai-logprobs.js';
+import { GeneratedTokenReporter, chatLogprobContent, type ChatLogprobContent, type TokenNaming, type VllmLogprob } from '../protocol/openai-logprobs.js';
+import { chatLogprobContentInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from './logprob-chunks.js';
 import { ToolCallStream, readMessage } from '../tools/tool-call-stream.js';
 import type { ToolCalling } from '../tools/tool-choice.js';
 import type { ToolCall, ToolCallDelta } from '../tools/types.js';
@@ -59,7 +53,7 @@ export interface ChatCompletionResponse {
     stop_reason: string | number | null;
   }>;
   usage: UsageInfo;
-  prompt_logprobs: ReturnType<typeof vllmPromptLogprobs> | null;
+  prompt_logprobs: Array<Record<string, VllmLogprob> | null> | null;
 }
 
 /** vLLM's ChatCompletionLogProbs. */
@@ -92,32 +86,32 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
   const outputs = await collectOutputs(run);
   const promptLogprobs = outputs.find((output) => output.promptLogprobs !== null)?.promptLogprobs ?? null;
   const naming = job.tokens;
+  const choices = [];
+  for (const output of outputs) {
+    const message = job.tools ? readMessage(job.tools.reader, output.text, job.tools.newCallId) : { content: output.text, toolCalls: [] };
+    const content = job.echoText ? job.echoText + (message.content ?? '') : message.content;
+    // Each choice's logprobs can be thousands of entries: named and shaped in blocks.
+    const logprobs =
+      job.logprobs !== undefined
+        ? { content: await chatLogprobContentInBlocks(await generatedReportsInBlocks(generatedReporter(job), output.tokenIds, output.logprobs, output.topLogprobs ?? undefined)) }
+        : null;
+    choices.push({
+      index: output.index,
+      message: { role: job.role, content, tool_calls: message.toolCalls },
+      logprobs,
+      finish_reason: finishReason(output.finishReason ?? 'stop', message.toolCalls.length > 0, job.tools),
+      stop_reason: output.stopReason,
+    });
+  }
   return {
     id: job.id,
     object: 'chat.completion',
     created: unixSeconds(),
     model: job.model,
-    choices: outputs.map((output) => {
-      const message = job.tools
-        ? readMessage(job.tools.reader, output.text, job.tools.newCallId)
-        : { content: output.text, toolCalls: [] };
-      const content = job.echoText ? job.echoText + (message.content ?? '') : message.content;
-      return {
-        index: output.index,
-        message: { role: job.role, content, tool_calls: message.toolCalls },
-        logprobs:
-          job.logprobs !== undefined
-            ? { content: chatLogprobContent(generatedReporter(job).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined)) }
-            : null,
-        finish_reason: finishReason(output.finishReason ?? 'stop', message.toolCalls.length > 0, job.tools),
-        stop_reason: output.stopReason,
-      };
-    }),
+    choices,
     usage: usageInfo(job.promptTokenCount, outputs.reduce((sum, output) => sum + output.tokenIds.length, 0)),
     prompt_logprobs:
-      promptLogprobs !== null && naming !== undefined
-        ? vllmPromptLogprobs(promptPositionReports(naming, promptLogprobs))
-        : null,
+      promptLogprobs !== null && naming !== undefined ? await vllmPromptLogprobsInBlocks(await promptPositionReportsInBlocks(naming, promptLogprobs)) : null,
   };
 }
 

@@ -1,14 +1,7 @@
 import type { FinishReason, GenerationDelta } from '../engine/types.js';
-import {
-  GeneratedTokenReporter,
-  completionLogprobs,
-  promptPositionReports,
-  vllmPromptLogprobs,
-  type CompletionLogprobs,
-  type PositionReport,
-  type TokenNaming,
-} from '../protocol/openai-logprobs.js';
+import { GeneratedTokenReporter, completionLogprobs, type CompletionLogprobs, type PositionReport, type TokenNaming, type VllmLogprob } from '../protocol/openai-logprobs.js';
 import { yieldToEventLoop } from '../engine/yield.js';
+import { completionLogprobsInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from './logprob-chunks.js';
 import { streamingErrorPayload } from './errors.js';
 import { collectOutputs } from './generation.js';
 import { unixSeconds } from './ids.js';
@@ -56,7 +49,7 @@ export interface CompletionResponse {
   object: 'text_completion';
   created: number;
   model: string;
-  choices: Array<CompletionChoice & { prompt_logprobs: ReturnType<typeof vllmPromptLogprobs> | null }>;
+  choices: Array<CompletionChoice & { prompt_logprobs: Array<Record<string, VllmLogprob> | null> | null }>;
   usage: UsageInfo;
 }
 
@@ -69,15 +62,15 @@ export interface CompletionChunk {
   usage?: UsageInfo | null;
 }
 
-/** Each prompt's positions for echo and prompt_logprobs, computed once per prompt and response. */
+/** Each prompt's positions for echo and prompt_logprobs, computed once per prompt and response (yielding between blocks). */
 function promptReportsOnce(
   job: CompletionJob,
-): (choiceIndex: number, promptLogprobs: GenerationDelta['promptLogprobs'] | null) => PositionReport[] {
-  const reports = new Map<TokenNaming, PositionReport[]>();
+): (choiceIndex: number, promptLogprobs: GenerationDelta['promptLogprobs'] | null) => Promise<PositionReport[]> {
+  const reports = new Map<TokenNaming, Promise<PositionReport[]>>();
   return (choiceIndex, promptLogprobs) => {
     const tokens = promptOf(job, choiceIndex).tokens!;
     let report = reports.get(tokens);
-    if (report === undefined) reports.set(tokens, (report = promptPositionReports(tokens, promptLogprobs ?? [])));
+    if (report === undefined) reports.set(tokens, (report = promptPositionReportsInBlocks(tokens, promptLogprobs ?? [])));
     return report;
   };
 }
@@ -97,10 +90,10 @@ export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, 
     const { echoText } = promptOf(job, output.index);
     let logprobs: CompletionLogprobs | null = null;
     if (job.logprobs !== undefined) {
-      const generated = generatedReporter(job, output.index).report(output.tokenIds, output.logprobs, output.topLogprobs ?? undefined);
+      const generated = await generatedReportsInBlocks(generatedReporter(job, output.index), output.tokenIds, output.logprobs, output.topLogprobs ?? undefined);
       // vLLM: with echo the prompt's tokens come first, the first of them without a logprob.
-      const positions = echoText !== undefined ? [...promptReports(output.index, output.promptLogprobs), ...generated] : generated;
-      logprobs = completionLogprobs(positions, job.logprobs, 0);
+      const positions = echoText !== undefined ? [...(await promptReports(output.index, output.promptLogprobs)), ...generated] : generated;
+      logprobs = await completionLogprobsInBlocks(positions, job.logprobs, 0);
     }
     choices.push({
       index: output.index,
@@ -108,7 +101,7 @@ export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, 
       logprobs,
       finish_reason: output.finishReason,
       stop_reason: output.stopReason,
-      prompt_logprobs: output.promptLogprobs !== null ? vllmPromptLogprobs(promptReports(output.index, output.promptLogprobs)) : null,
+      prompt_logprobs: output.promptLogprobs !== null ? await vllmPromptLogprobsInBlocks(await promptReports(output.index, output.promptLogprobs)) : null,
     });
   }
   const completionTokens = outputs.reduce((sum, output) => sum + output.tokenIds.length, 0);
@@ -147,9 +140,10 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
         let reporter = reporters.get(delta.index);
         if (reporter === undefined) reporters.set(delta.index, (reporter = generatedReporter(job, delta.index)));
         const generated = reporter.report(delta.tokenIds, delta.logprobs, delta.topLogprobs);
-        const positions = echo ? [...promptReports(delta.index, delta.promptLogprobs), ...generated] : generated;
+        const positions = echo ? [...(await promptReports(delta.index, delta.promptLogprobs)), ...generated] : generated;
         const offset = offsets.get(delta.index) ?? 0;
-        logprobs = completionLogprobs(positions, job.logprobs, offset);
+        // A step's own positions are few; an echoed prompt's are many, shaped in blocks.
+        logprobs = echo ? await completionLogprobsInBlocks(positions, job.logprobs, offset) : completionLogprobs(positions, job.logprobs, offset);
         offsets.set(delta.index, positions.reduce((end, position) => end + position.text.length, offset));
       } else {
         offsets.set(delta.index, 0);

@@ -2,7 +2,7 @@ import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
-import { servedMaxModelLen, type PromptLimits } from '../protocol/prompt-limits.js';
+import { refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../protocol/prompt-limits.js';
 import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
@@ -68,6 +68,12 @@ export function checkLogprobs(ctx: ServingContext, work: readonly LogprobWork[],
 export function guidedLimits(ctx: ServingContext): GuidedLimits {
   const { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork } = requestBoundsOf(ctx.config);
   return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork };
+}
+
+/** How much text /tokenize and truncate_prompt_tokens prompts may bring: the served context's tokens, judged from the length. */
+export function tokenizeBound(ctx: ServingContext): { ceiling: number; refuse(atLeast: number, param: string): never } {
+  const limits = promptLimits(ctx);
+  return { ceiling: tokenizeCeiling(limits), refuse: (atLeast, param) => refuseOverTokenizeCeiling(atLeast, limits, param) };
 }
 
 /** What one chat template rendering may take: maxChatTemplateSteps, and no text longer than a prompt may be. */

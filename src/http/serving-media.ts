@@ -14,11 +14,11 @@ import { badRequest, HttpError } from './errors.js';
 import { promptLimits, type ServingContext } from './serving-context.js';
 
 /**
- * The client hung up while its media was being fetched: the fetches are aborted and the
- * answer goes nowhere, so it is a quiet 499 (nginx's "client closed request"), not a
- * logged server error.
+ * The client hung up while its media was being fetched or processed: the work is aborted
+ * and the answer goes nowhere, so it is a quiet 499 (nginx's "client closed request"), not
+ * a logged server error.
  */
-function clientGone(): HttpError {
+export function clientGone(): HttpError {
   return new HttpError(499, 'ClientClosedRequest', 'The client closed the request while its media was being fetched.');
 }
 

@@ -15,24 +15,29 @@ import {
   type MultimodalPrompt,
   type ProcessedAudio,
   type ProcessedImage,
+  type ProcessedVisuals,
   type PromptImage,
   type VisionLanguageModel,
 } from '../multimodal/index.js';
 import { badRequest } from './errors.js';
 import type { ServingContext } from './serving-context.js';
+import { clientGone } from './serving-media.js';
 
 export function multimodalModel(engine: Engine): VisionLanguageModel | null {
   return engine.multimodal ?? null;
 }
 
-/** Processes the loaded images and expands `text`'s placeholders; 400 naming the part on a refusal. */
-export function expandMultimodalPrompt(
+/**
+ * Runs the model's image processor over the loaded images and videos, off the event loop
+ * (the media decoding thread, under MEDIA_DECODE_TIMEOUT_MS); 400 naming the part on a refusal.
+ */
+export async function processMultimodalImages(
   ctx: ServingContext,
   model: VisionLanguageModel,
-  text: string,
   media: readonly LoadedMedia[],
   param: string,
-): MultimodalPrompt {
+  signal: AbortSignal,
+): Promise<ProcessedVisuals> {
   const { maxImagesPerPrompt, maxImageTiles } = ctx.mediaFetcher.config;
   const images: PromptImage[] = media.flatMap((entry): PromptImage[] =>
     entry.decoded.kind === 'image'
@@ -42,7 +47,18 @@ export function expandMultimodalPrompt(
         : [],
   );
   try {
-    return model.buildPrompt(text, images, param, { maxImagesPerPrompt, maxImageTiles });
+    return await model.processImages(images, { maxImagesPerPrompt, maxImageTiles }, ctx.mediaFetcher.decoder, signal);
+  } catch (error) {
+    if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
+    if (signal.aborted) throw clientGone();
+    throw error;
+  }
+}
+
+/** Expands `text`'s placeholders with the processed images; 400 when they do not match the parts. */
+export function expandMultimodalPrompt(model: VisionLanguageModel, text: string, visuals: ProcessedVisuals, param: string): MultimodalPrompt {
+  try {
+    return model.expandPrompt(text, visuals, param);
   } catch (error) {
     if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
     throw error;

@@ -12,12 +12,23 @@ export interface TokenizeResponse {
   tokens: number[];
 }
 
+/** The text may have at most this many tokens, judged from its length before tokenizing (tokenizeCeiling). */
+export interface TokenizeBound {
+  ceiling: number;
+  refuse(atLeast: number, param: string): never;
+}
+
 export async function tokenizeCompletion(
   request: TokenizeCompletionRequest,
   tokenizer: Tokenizer,
   maxModelLen: number,
+  bound: TokenizeBound,
 ): Promise<TokenizeResponse> {
-  const tokens = await encodePrompt(tokenizer, request.prompt, { addSpecialTokens: request.add_special_tokens });
+  const tokens = await encodePrompt(tokenizer, request.prompt, {
+    addSpecialTokens: request.add_special_tokens,
+    lengthCeiling: bound.ceiling,
+    refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+  });
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
 
@@ -27,6 +38,7 @@ export async function tokenizeChat(
   tokenizer: Tokenizer,
   template: ChatTemplate | null,
   maxModelLen: number,
+  bound: TokenizeBound,
   templateBudget?: TemplateBudget,
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
@@ -39,6 +51,8 @@ export async function tokenizeChat(
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
     templateBudget,
+    lengthCeiling: bound.ceiling,
+    refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
   });
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }

@@ -4,20 +4,32 @@
  * a deadline (MEDIA_DECODE_TIMEOUT_MS); past it, or when the part's request goes away,
  * the thread is terminated, which stops the decoder wherever it is, and the next part
  * gets a fresh one. Video is decoded where it was (ffmpeg is its own process already).
+ * The same thread, queue and deadline run the thread's other tasks (`runTask`: an image
+ * processor's resizing and normalising, media-decode-worker.ts).
  */
 import { Worker } from 'node:worker_threads';
-import { inlineMediaDecoder, type MediaDecoder } from './decode/media-decoder.js';
+import { inlineMediaDecoder, type MediaDecoder, type MediaThreadTask } from './decode/media-decoder.js';
 import { mediaError } from './errors.js';
-import type { DecodeJob, DecodeReply } from './media-decode-worker.js';
+import type { ThreadJob, ThreadReply } from './media-decode-worker.js';
 import type { DecodedMedia, FetchedMedia } from './types.js';
 import type { DecodeOptions } from './decode/index.js';
 
 interface Queued {
-  job: DecodeJob;
+  job: ThreadJob;
+  transfer: ArrayBuffer[];
+  /** What the job works on, for errors ("image", "PNG image"). */
+  what: { kind: string; format: string };
   signal?: AbortSignal;
-  resolve(decoded: DecodedMedia): void;
+  resolve(result: unknown): void;
   reject(error: unknown): void;
 }
+
+/** An error the thread's task threw, as it crossed back: its name and request parameter kept. */
+function threadError(error: Extract<ThreadReply, { error: unknown }>['error']): Error {
+  if (error.reason !== null) return mediaError(error.reason, error.message);
+  return Object.assign(new Error(error.message), { name: error.name, param: error.param });
+}
+
 
 /** The bundled .js beside the server in a build; the .ts source under tsx or vitest (tsx registered in the thread). */
 function startWorker(): Worker {
@@ -52,19 +64,19 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number }): Worker
     const started = startWorker();
     // An idle decoding thread must not keep the process alive.
     started.unref();
-    started.on('message', (reply: DecodeReply) => {
+    started.on('message', (reply: ThreadReply) => {
       if (current === null || current.job.id !== reply.id) return;
       const finished = current;
       finished.done();
-      if ('decoded' in reply) finished.resolve(reply.decoded);
-      else finished.reject(reply.error.reason === null ? new Error(reply.error.message) : mediaError(reply.error.reason, reply.error.message));
+      if ('result' in reply) finished.resolve(reply.result);
+      else finished.reject(threadError(reply.error));
     });
     const failed = (error: Error) => {
       if (worker === started) worker = null;
       const finished = current;
       if (finished === null) return;
       finished.done();
-      finished.reject(mediaError('decode_failed', `the ${finished.job.media.format.toUpperCase()} ${finished.job.media.kind} could not be decoded (${error.message})`));
+      finished.reject(mediaError('decode_failed', `the ${finished.what.format.toUpperCase()} ${finished.what.kind} could not be decoded (${error.message})`));
     };
     started.on('error', failed);
     started.on('exit', (code) => {
@@ -94,7 +106,8 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number }): Worker
     const timer = setTimeout(() => {
       finish();
       stopWorker();
-      next.reject(mediaError('timeout', `decoding the ${next.job.media.kind} took longer than ${options.timeoutMs} ms (MEDIA_DECODE_TIMEOUT_MS)`));
+      const doing = next.job.task === 'decode' ? 'decoding' : 'processing';
+      next.reject(mediaError('timeout', `${doing} the ${next.what.kind} took longer than ${options.timeoutMs} ms (MEDIA_DECODE_TIMEOUT_MS)`));
     }, options.timeoutMs);
     const finish = () => {
       clearTimeout(timer);
@@ -105,7 +118,14 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number }): Worker
     };
     current = { ...next, done: finish };
     next.signal?.addEventListener('abort', onAbort, { once: true });
-    thread.postMessage(next.job);
+    thread.postMessage(next.job, next.transfer);
+  }
+
+  function enqueue(job: ThreadJob, transfer: ArrayBuffer[], what: Queued['what'], signal: AbortSignal | undefined): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      queue.push({ job, transfer, what, signal, resolve, reject });
+      runNext();
+    });
   }
 
   return {
@@ -113,13 +133,13 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number }): Worker
       if (media.kind === 'video') return inlineMediaDecoder.decode(media, decodeOptions);
       // Functions cannot cross to the thread: it makes its own JPEG decoder (media-decode-worker.ts).
       const { signal, videoDecoder: _videoDecoder, videoSampling: _videoSampling, jpegDecoder: _jpegDecoder, ...plain } = decodeOptions;
-      return new Promise((resolve, reject) => {
-        // A view of a larger buffer would clone the whole buffer into the thread.
-        const whole = media.bytes.byteOffset === 0 && media.bytes.byteLength === media.bytes.buffer.byteLength;
-        const job: DecodeJob = { id: nextId++, media: { ...media, bytes: whole ? media.bytes : media.bytes.slice() }, options: plain };
-        queue.push({ job, signal, resolve, reject });
-        runNext();
-      });
+      // A view of a larger buffer would clone the whole buffer into the thread.
+      const whole = media.bytes.byteOffset === 0 && media.bytes.byteLength === media.bytes.buffer.byteLength;
+      const job: ThreadJob = { id: nextId++, task: 'decode', media: { ...media, bytes: whole ? media.bytes : media.bytes.slice() }, options: plain };
+      return enqueue(job, [], media, signal) as Promise<DecodedMedia>;
+    },
+    runTask(task: MediaThreadTask, signal?: AbortSignal): Promise<unknown> {
+      return enqueue({ id: nextId++, task: task.name, payload: task.payload }, task.transfer, { kind: task.kind, format: task.kind }, signal);
     },
     async close() {
       for (const queued of queue.splice(0)) queued.reject(mediaError('timeout', 'the media decoder was closed'));

@@ -7,11 +7,19 @@
 import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
 import type { CompanionGraph } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
-import type { DecodedImage, DecodedVideo } from '../media/index.js';
+import type { MediaDecoder } from '../media/index.js';
 import type { JsonObject } from './config-fields.js';
 import { Idefics3Processor } from './processors/idefics3.js';
 import { LlavaProcessor } from './processors/llava.js';
-import { DEFAULT_MULTIMODAL_LIMITS, MultimodalRequestError, type ImageProcessor, type MultimodalLimits, type ProcessedImage } from './types.js';
+import { processImages } from './image-processing.js';
+import {
+  DEFAULT_MULTIMODAL_LIMITS,
+  MultimodalRequestError,
+  type ImageProcessor,
+  type MultimodalLimits,
+  type ProcessedImage,
+  type PromptImage,
+} from './types.js';
 import { VisionEncoder } from './vision-encoder.js';
 import { placeholderFeatures } from './placeholder-features.js';
 
@@ -25,12 +33,17 @@ export interface VisionLanguageFiles {
 /** model_type → processor family. */
 const FAMILIES: Record<string, 'idefics3' | 'llava'> = { idefics3: 'idefics3', smolvlm: 'idefics3', llava: 'llava' };
 
-export type PromptImage = { param: string; image: DecodedImage; video?: undefined } | { param: string; video: DecodedVideo; image?: undefined };
+export type { PromptImage } from './types.js';
 
 /** A prompt with its images processed: the text with every placeholder expanded. */
 export interface MultimodalPrompt {
   text: string;
   images: ProcessedImage[];
+}
+
+/** A prompt's images and videos after the processor, in the order of its parts. */
+export interface ProcessedVisuals {
+  parts: { video: boolean; processed: ProcessedImage }[];
 }
 
 /** An image part's declared size, or a video part (size unknown before decoding). */
@@ -87,22 +100,34 @@ export class VisionLanguageModel {
   }
 
   /**
-   * Processes the images and expands `text`, whose placeholders (one per image, in order)
-   * were written by the chat template or the prompt's parts. Throws MultimodalRequestError.
+   * Runs the processor over a prompt's images and videos (on the media decoding thread
+   * where `decoder` has one, under its deadline): the slow half of a prompt's expansion,
+   * done before the chat template so that `expandPrompt` stays synchronous and cheap.
+   * Throws MultimodalRequestError, MediaError 'timeout', or the signal's reason.
    */
-  buildPrompt(
-    text: string,
+  async processImages(
     images: readonly PromptImage[],
-    param: string | null,
     limits: MultimodalLimits = DEFAULT_MULTIMODAL_LIMITS,
-  ): MultimodalPrompt {
+    decoder?: MediaDecoder,
+    signal?: AbortSignal,
+  ): Promise<ProcessedVisuals> {
     checkImageCount(images, limits);
+    const processed = await processImages(this.processor, images, limits, decoder, signal);
+    return { parts: processed.map((entry, index) => ({ video: images[index].video !== undefined, processed: entry })) };
+  }
+
+  /**
+   * Expands `text`, whose placeholders (one per image, in order) were written by the chat
+   * template or the prompt's parts, with the processed images' prompt text. Throws
+   * MultimodalRequestError when the placeholders do not match the parts.
+   */
+  expandPrompt(text: string, visuals: ProcessedVisuals, param: string | null): MultimodalPrompt {
     const { placeholder, videoPlaceholder } = this.processor;
     const marks = [placeholder, ...(videoPlaceholder !== undefined ? [videoPlaceholder] : [])];
     const pattern = new RegExp(marks.map((mark) => mark.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
     const found = [...text.matchAll(pattern)].map((match) => ({ mark: match[0], at: match.index }));
     const count = (mark: string, list: readonly { mark: string }[]) => list.filter((entry) => entry.mark === mark).length;
-    const parts = images.map((entry) => ({ mark: entry.video !== undefined ? videoPlaceholder! : placeholder }));
+    const parts = visuals.parts.map((entry) => ({ mark: entry.video ? videoPlaceholder! : placeholder, processed: entry.processed }));
     for (const mark of marks) {
       if (count(mark, found) !== count(mark, parts)) {
         throw new MultimodalRequestError(
@@ -112,13 +137,8 @@ export class VisionLanguageModel {
         );
       }
     }
-    const processed = images.map((entry) =>
-      entry.video !== undefined
-        ? this.processor.processVideo!(entry.video, entry.param, limits)
-        : this.processor.process(entry.image, entry.param, limits),
-    );
     // The k-th placeholder of a kind takes the k-th part of that kind.
-    const queues = new Map(marks.map((mark) => [mark, processed.filter((_, index) => parts[index].mark === mark)]));
+    const queues = new Map(marks.map((mark) => [mark, parts.filter((part) => part.mark === mark).map((part) => part.processed)]));
     const ordered: ProcessedImage[] = [];
     let expanded = '';
     let last = 0;

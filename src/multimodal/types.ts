@@ -5,6 +5,11 @@
  * engine splices those in at the image tokens. A family (processors/) is one file.
  */
 import type { DecodedImage, DecodedVideo, VideoSampling } from '../media/index.js';
+import type { Idefics3Settings } from './processors/idefics3.js';
+import type { LlavaSettings } from './processors/llava.js';
+
+/** An image or video of a prompt, with the request parameter it came from. */
+export type PromptImage = { param: string; image: DecodedImage; video?: undefined } | { param: string; video: DecodedVideo; image?: undefined };
 
 /** One image after the family's processor. */
 export interface ProcessedImage {
@@ -21,9 +26,19 @@ export interface ProcessedImage {
   imageTokens: number;
 }
 
+/**
+ * What rebuilds a processor elsewhere (the media decoding thread): plain data that a
+ * structured clone carries, given to imageProcessorFromSpec (image-processing.ts).
+ */
+export type ImageProcessorSpec =
+  | { family: 'idefics3'; settings: Idefics3Settings; imageTokenId: number; video: VideoSampling | false }
+  | { family: 'llava'; settings: LlavaSettings; imageTokenId: number; placeholder: string };
+
 export interface ImageProcessor {
   /** The family, for the startup report ("idefics3", "llava"). */
   readonly family: string;
+  /** The processor as plain data, to run it on another thread. */
+  readonly spec: ImageProcessorSpec;
   /** What a chat template writes for a {"type": "image"} part and a raw prompt carries per image. */
   readonly placeholder: string;
   /** The token whose embeddings the image features replace. */

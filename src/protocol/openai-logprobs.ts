@@ -62,20 +62,49 @@ export class GeneratedTokenReporter {
 /**
  * The prompt's positions: the first token alone (vLLM decodes it by itself, special
  * tokens included) with no logprob, then every other token in context with its logprob,
- * rank and alternatives.
+ * rank and alternatives. `report` takes the positions in order, a range at a time (a long
+ * prompt's alternatives are thousands of decodes: the caller may yield between ranges).
  */
-export function promptPositionReports(naming: TokenNaming, promptLogprobs: ReadonlyArray<PromptTokenLogprob | null>): PositionReport[] {
-  const { tokenizer, promptTokenIds } = naming;
-  const texts = new TokenTexts(tokenizer, [], naming.skipSpecialTokens);
-  return promptTokenIds.map((tokenId, position) => {
-    const entry = promptLogprobs[position] ?? null;
-    if (position === 0 || entry === null) {
-      texts.push(tokenId);
-      return { tokenId, text: tokenizer.decode([tokenId], { skipSpecialTokens: false }), logprob: null, top: null };
+export class PromptPositionReporter {
+  private readonly texts: TokenTexts;
+  private next = 0;
+
+  constructor(
+    private readonly naming: TokenNaming,
+    private readonly promptLogprobs: ReadonlyArray<PromptTokenLogprob | null>,
+  ) {
+    this.texts = new TokenTexts(naming.tokenizer, [], naming.skipSpecialTokens);
+  }
+
+  get length(): number {
+    return this.naming.promptTokenIds.length;
+  }
+
+  /** The next `count` positions (fewer at the end). */
+  report(count: number): PositionReport[] {
+    const { tokenizer, promptTokenIds } = this.naming;
+    const end = Math.min(this.next + count, promptTokenIds.length);
+    const out: PositionReport[] = [];
+    for (let position = this.next; position < end; position++) {
+      const tokenId = promptTokenIds[position];
+      const entry = this.promptLogprobs[position] ?? null;
+      if (position === 0 || entry === null) {
+        this.texts.push(tokenId);
+        out.push({ tokenId, text: tokenizer.decode([tokenId], { skipSpecialTokens: false }), logprob: null, top: null });
+        continue;
+      }
+      const top = entry.top.map((t, i) => ({ ...t, text: this.texts.alternative(t.tokenId), rank: i + 1 }));
+      out.push({ tokenId, text: this.texts.push(tokenId), logprob: entry.logprob, rank: entry.rank, top });
     }
-    const top = entry.top.map((t, i) => ({ ...t, text: texts.alternative(t.tokenId), rank: i + 1 }));
-    return { tokenId, text: texts.push(tokenId), logprob: entry.logprob, rank: entry.rank, top };
-  });
+    this.next = end;
+    return out;
+  }
+}
+
+/** Every prompt position at once (see PromptPositionReporter). */
+export function promptPositionReports(naming: TokenNaming, promptLogprobs: ReadonlyArray<PromptTokenLogprob | null>): PositionReport[] {
+  const reporter = new PromptPositionReporter(naming, promptLogprobs);
+  return reporter.report(reporter.length);
 }
 
 /** vLLM's CompletionLogProbs. */

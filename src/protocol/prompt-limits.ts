@@ -69,6 +69,25 @@ export function promptTokenCeiling(limits: PromptLimits, api: 'mindie' | 'openai
   return Math.min(limits.maxInputTokenLen, limits.maxSeqLen - 1, limits.maxModelLen, MINDIE_PROMPT_TOKEN_CAP);
 }
 
+/**
+ * Text tokenized with no context check to stop it (/tokenize, a prompt with
+ * truncate_prompt_tokens) is still tokenized only up to this: the served context length.
+ * Tokenizing runs in pieces the tokenizer cannot cut (a run without spaces, or a whole text
+ * for byte-level tokenizers), so the text's size must be bounded before it starts.
+ */
+export function tokenizeCeiling(limits: PromptLimits): number {
+  return servedMaxModelLen(limits);
+}
+
+/** Refuses a text whose length alone shows more than tokenizeCeiling tokens (vLLM sets no such bound). */
+export function refuseOverTokenizeCeiling(atLeast: number, limits: PromptLimits, param: string): never {
+  throw invalidRequest(
+    `The text has at least ${atLeast} tokens (judged from its length, before tokenizing), more than the ${tokenizeCeiling(limits)} tokens ` +
+      "of this model's context length, the most this server tokenizes for /tokenize or truncate_prompt_tokens. Send less text.",
+    param,
+  );
+}
+
 /** vLLM: prompt token ids must be in the vocabulary. */
 export function checkPromptTokenIds(tokenIds: readonly number[], vocabSize: number, param = 'prompt'): void {
   let max = -1;

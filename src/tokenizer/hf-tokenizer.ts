@@ -130,6 +130,19 @@ export class HfTokenizer implements Tokenizer {
       return;
     }
     if (addSpecialTokens) yield this.encode('', { addSpecialTokens: true });
+    for (const piece of this.slices(text)) yield piece === '' ? [] : this.encode(piece, { addSpecialTokens: false });
+  }
+
+  /** The most characters encodeInSlices hands the tokenizer in one piece (a run it cannot cut, or the whole text). */
+  longestSlice(text: string): number {
+    if (!this.sliceable || text.length <= ENCODE_SLICE_CHARS) return text.length;
+    let longest = 0;
+    for (const piece of this.slices(text)) longest = Math.max(longest, piece.length);
+    return longest;
+  }
+
+  /** The pieces encodeInSlices encodes, each but the first without the space it was cut before. */
+  private *slices(text: string): Iterable<string> {
     let start = 0;
     while (start < text.length) {
       let cut = text.length;
@@ -146,8 +159,7 @@ export class HfTokenizer implements Tokenizer {
         }
       }
       // Every slice after the first starts at the space it was cut before, which the normalizer's prepend stands for.
-      const piece = start === 0 ? text.slice(0, cut) : text.slice(start + 1, cut);
-      yield piece === '' ? [] : this.encode(piece, { addSpecialTokens: false });
+      yield start === 0 ? text.slice(0, cut) : text.slice(start + 1, cut);
       start = cut;
     }
   }

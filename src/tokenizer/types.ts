@@ -14,6 +14,8 @@ export interface Tokenizer {
    * by tokenizers that cannot cut a text without changing its tokens.
    */
   encodeInSlices?(text: string, options?: { addSpecialTokens?: boolean }): Iterable<number[]>;
+  /** The most characters encodeInSlices encodes in one piece (synchronously) for `text`. */
+  longestSlice?(text: string): number;
   /**
    * A lower bound on encode(text).length (special tokens aside) from the text's length alone,
    * without tokenizing (see token-lower-bound.ts); 0 when the tokenizer knows none.

@@ -180,7 +180,8 @@ describe('fuzzing every endpoint', () => {
         );
       }
     }, { streamTokens: 30 });
-    console.info(`fuzz: ${BODIES} bodies in ${Math.round(performance.now() - started)} ms, statuses ${JSON.stringify([...statuses])}`);
+    const figures = { loopLag: report.maxLoopLagMs, heldByWork: report.maxBlockedMs, starved: report.maxStarvedMs, health: report.maxHealthMs, tokenGap: report.maxTokenGapMs };
+    console.info(`fuzz: ${BODIES} bodies in ${Math.round(performance.now() - started)} ms, statuses ${JSON.stringify([...statuses])}, ms ${JSON.stringify(figures, (_, v: unknown) => (typeof v === 'number' ? Math.round(v) : v))}`);
     expect(failures).toEqual([]);
     expectNoStall(report);
     // The fuzzer reaches both outcomes: refusals and real generations.

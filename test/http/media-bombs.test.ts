@@ -126,6 +126,37 @@ describe('images declaring more pixels than they weigh', () => {
   });
 });
 
+describe('a large image within the bounds, on a vision-language model', () => {
+  it('is decoded and resized on the media thread: /health and the event loop keep answering within a few hundred ms', async () => {
+    // 5000×5000 (25 MP, under MEDIA_MAX_IMAGE_PIXELS): decoding it takes seconds, and so
+    // does resizing it (Pillow's filter over every source pixel) to the 96-pixel edge.
+    const url = dataUrl('image/png', zeroPng(5000, 5000));
+    let tasks = 0;
+    const threaded: MediaDecoder = {
+      decode: (media, options) => decoder.decode(media, options),
+      runTask: (task, signal) => {
+        tasks += 1;
+        return decoder.runTask!(task, signal);
+      },
+    };
+    const app = createApp({
+      engine: vlm,
+      config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: 'smolvlm' }),
+      mediaFetcher: createNodeMediaFetcher(resolveMediaConfig(), { decoder: threaded }),
+    });
+    const { result, report } = await withHeartbeat(testApp(engine), async () => {
+      const response = await postJson(app, '/v1/chat/completions', chat([{ type: 'image_url', image_url: { url } }], 'smolvlm'));
+      return { status: response.status, body: (await response.json()) as { usage: { prompt_tokens: number } } };
+    });
+    expect(result.status).toBe(200);
+    // 3 × 3 tiles and the global image: 9 × (4 + 2) + 4 + 3 image and marker tokens, and the text.
+    expect(result.body.usage.prompt_tokens).toBeGreaterThan(61);
+    expect(tasks, 'image processing jobs on the media thread').toBe(1);
+    // A few hundred ms: the loop is never held longer (CPU-backed; see heartbeat.ts).
+    expectNoStall(report, 400);
+  });
+});
+
 describe('after the bombs', () => {
   it('the server serves normally', async () => {
     const response = await postJson(appOn(engine), '/v1/completions', { model: MODEL, prompt: golden.prompt, temperature: 0, max_tokens: 100 });

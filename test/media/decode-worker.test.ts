@@ -9,29 +9,13 @@ import { decodeMedia } from '../../src/media/decode/index.js';
 import { createWorkerMediaDecoder } from '../../src/media/node-decode-worker.js';
 import type { DecodedAudio, DecodedImage, FetchedMedia } from '../../src/media/types.js';
 import { pcm16Wav, smallPng, zeroPng } from './helpers/fixtures.js';
+import { maxLoopLag } from './helpers/loop-lag.js';
 
 const decoder = createWorkerMediaDecoder({ timeoutMs: 20_000 });
 afterAll(() => decoder.close());
 
 const png = (bytes: Uint8Array): FetchedMedia => ({ kind: 'image', format: 'png', bytes, source: 'data' });
 const big = zeroPng(6000, 6000);
-
-/** Largest gap between 10 ms timer ticks while `work` runs. */
-async function maxLoopLag(work: () => Promise<unknown>): Promise<number> {
-  let last = performance.now();
-  let max = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    max = Math.max(max, now - last - 10);
-    last = now;
-  }, 10);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-  }
-  return Math.max(max, performance.now() - last - 10);
-}
 
 describe('worker media decoder', () => {
   it('gives the pixels and samples the decoders give on this thread', async () => {

@@ -10,6 +10,8 @@ import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js'
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
+import { resolveMediaConfig } from '../../src/media/index.js';
+import { createNodeMediaFetcher } from '../../src/media/node.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { postJson } from '../http/helpers.js';
 import { imageDataUrl, LLAVA_DIR, reference, SMOLVLM_DIR, temporaryFolderCopies } from './fixtures.js';
@@ -20,7 +22,8 @@ describe('LLaVA folder', () => {
   let app: Hono;
   beforeAll(async () => {
     engine = await createNodeEngine({ modelDir: LLAVA_DIR, servedModelName: 'llava' });
-    app = createApp({ engine, config: parseServerConfig({ modelDir: LLAVA_DIR, servedModelName: 'llava' }) });
+    // The image decoded and processed on Node's media thread, as a served request's is.
+    app = createApp({ engine, config: parseServerConfig({ modelDir: LLAVA_DIR, servedModelName: 'llava' }), mediaFetcher: createNodeMediaFetcher(resolveMediaConfig()) });
   });
   afterAll(async () => {
     await engine?.dispose();

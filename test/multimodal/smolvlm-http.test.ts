@@ -2,7 +2,8 @@
  * A SmolVLM-style folder (test/fixtures/multimodal/smolvlm) served end to end: images in
  * /generate prompts and chat image_url parts go through the Idefics3 processor, the vision
  * encoder and the engine's spliced prefill, and the output equals the torch reference
- * computed by scripts/multimodal/build_fixtures.py.
+ * computed by scripts/multimodal/build_fixtures.py. The images are decoded and processed on
+ * Node's media thread (createNodeMediaFetcher), as a served request's are.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
@@ -10,6 +11,7 @@ import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { createMediaFetcher, resolveMediaConfig } from '../../src/media/index.js';
+import { createNodeMediaFetcher } from '../../src/media/node.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
@@ -22,7 +24,13 @@ let app: Hono;
 
 beforeAll(async () => {
   engine = await createNodeEngine({ modelDir: SMOLVLM_DIR, servedModelName: MODEL });
-  app = createApp({ engine, config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: MODEL }), guideCompiler: nodeGuideCompiler(engine) });
+  // Node's media pipeline, as `npm start` has it: decoding and the image processor on its thread.
+  app = createApp({
+    engine,
+    config: parseServerConfig({ modelDir: SMOLVLM_DIR, servedModelName: MODEL }),
+    guideCompiler: nodeGuideCompiler(engine),
+    mediaFetcher: createNodeMediaFetcher(resolveMediaConfig()),
+  });
 });
 afterAll(async () => {
   await engine?.dispose();

@@ -14,9 +14,9 @@ import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
+import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processMultimodalImages } from '../serving-multimodal.js';
 import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
-import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -44,6 +44,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
     const multimodal = multimodalModel(engine);
+    // The images' resizing runs now, off the event loop; the template's expansion only splices text.
+    const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'messages', c.req.raw.signal) : null;
     let images: ProcessedImage[] = [];
     const audio = audioModel(engine);
     let heard: ProcessedAudio[] = [];
@@ -62,7 +64,10 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
       stopAfter: ceiling,
-      refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
+      // Truncating: the prompt is tokenized whole, so its length is bounded first.
+      lengthCeiling: tokenizeBound(ctx).ceiling,
+      refuseAtLeast: (atLeast) =>
+        ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true) : tokenizeBound(ctx).refuse(atLeast, 'messages'),
       // A vision-language template sees content parts ({"type": "image"}) and writes a
       // placeholder per image, which expands to the image's tokens.
       // An audio-language template sees {"type": "audio"} parts (or, for a template that
@@ -73,8 +78,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
           : {
               expand: (text) => {
                 let expanded = text;
-                if (multimodal !== null) {
-                  const prompt = expandMultimodalPrompt(ctx, multimodal, expanded, media, 'messages');
+                if (multimodal !== null && visuals !== null) {
+                  const prompt = expandMultimodalPrompt(multimodal, expanded, visuals, 'messages');
                   images = prompt.images;
                   expanded = prompt.text;
                 }

@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, checkLogprobs, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -37,6 +37,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     const prompts = completionPrompts(request.prompt);
     // Without truncation, tokenizing can stop once a prompt is surely too long.
     const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
+    const bound = tokenizeBound(ctx);
     const inputs = [];
     for (const [promptIndex, prompt] of prompts.entries()) {
       const param = prompts.length === 1 ? 'prompt' : `prompt[${promptIndex}]`;
@@ -46,7 +47,9 @@ export function completionsRoutes(ctx: ServingContext): Hono {
         promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, {
           addSpecialTokens: request.add_special_tokens,
           stopAfter: ceiling,
-          refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true),
+          // Truncating: the text is tokenized whole, so its length is bounded first.
+          lengthCeiling: bound.ceiling,
+          refuseAtLeast: (atLeast) => (ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true) : bound.refuse(atLeast, param)),
         });
         stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
       } else {

@@ -12,7 +12,7 @@ import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, multimodalPromptText } from '../serving-multimodal.js';
+import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, multimodalPromptText, processMultimodalImages } from '../serving-multimodal.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -47,7 +47,8 @@ export function generateRoutes(ctx: ServingContext): Hono {
         ? multimodalPromptText(request.prompt, multimodal?.processor.placeholder ?? '', multimodal?.processor.videoPlaceholder, audio?.processor.placeholder)
         : mindiePromptText(request.prompt);
     c.get('requestRecord')?.notePrompt(promptText);
-    const expanded = multimodal !== null ? expandMultimodalPrompt(ctx, multimodal, promptText, media, 'prompt') : null;
+    const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'prompt', c.req.raw.signal) : null;
+    const expanded = multimodal !== null && visuals !== null ? expandMultimodalPrompt(multimodal, promptText, visuals, 'prompt') : null;
     const heard = audio !== null ? expandAudioPrompt(ctx, audio, expanded?.text ?? promptText, media, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
     const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { parseRequest } from '../../protocol/validate.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, maxModelLen, templateBudget, type ServingContext } from '../serving-context.js';
+import { checkBounds, maxModelLen, templateBudget, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving-tokenization.js';
 import {
@@ -23,12 +23,12 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       const request = parseRequest(TokenizeChatRequestSchema, body);
       checkModel(request.model, engine.info, engine.adapters);
       checkBounds(ctx, request);
-      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), templateBudget(ctx)));
+      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), templateBudget(ctx)));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, request);
-    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx)));
+    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx), tokenizeBound(ctx)));
   });
 
   routes.post('/detokenize', async (c) => {

@@ -9,9 +9,42 @@ import { yieldToEventLoop } from '../../engine/yield.js';
 import type { DecodedMedia, FetchedMedia } from '../types.js';
 import { decodeMedia, type DecodeOptions } from './index.js';
 
+/**
+ * Other work on decoded media for the decoding thread, named by the task its entry
+ * (media-decode-worker.ts) knows: plain data in, plain data out, its buffers moved.
+ */
+export interface MediaThreadTask {
+  name: 'process-images';
+  payload: unknown;
+  transfer: ArrayBuffer[];
+  /** What it works on, for the timeout message ("image"). */
+  kind: string;
+}
+
 export interface MediaDecoder {
   /** Throws MediaError (a timeout included), or the signal's reason once it aborts. */
   decode(media: FetchedMedia, options: DecodeOptions): Promise<DecodedMedia>;
+  /**
+   * Runs `task` on the decoding thread, queued with the decodes and under the same deadline
+   * (a MediaError 'timeout' past it). Absent where decoding runs on the event loop. An error
+   * the task throws comes back with its message, name and `param`.
+   */
+  runTask?(task: MediaThreadTask, signal?: AbortSignal): Promise<unknown>;
+}
+
+/**
+ * The buffers behind `views` to move to the thread, each once; a view of part of a buffer
+ * is copied instead (moving it would move, and clone, the whole buffer).
+ */
+export function movableViews<T extends Uint8Array | Float32Array>(views: readonly T[]): { views: T[]; transfer: ArrayBuffer[] } {
+  const transfer = new Set<ArrayBuffer>();
+  const moved = views.map((view) => {
+    const whole = view.byteOffset === 0 && view.byteLength === view.buffer.byteLength && view.buffer instanceof ArrayBuffer;
+    if (!whole || transfer.has(view.buffer as ArrayBuffer)) return view.slice() as T;
+    transfer.add(view.buffer as ArrayBuffer);
+    return view;
+  });
+  return { views: moved, transfer: [...transfer] };
 }
 
 export const inlineMediaDecoder: MediaDecoder = {

@@ -29,7 +29,7 @@ import {
   type JsonObject,
 } from '../config-fields.js';
 import { cropRgb, normalizeToChw, resizeRgb, type PilFilterName } from '../pil-resample.js';
-import type { ImageProcessor, MultimodalLimits, ProcessedImage } from '../types.js';
+import type { ImageProcessor, ImageProcessorSpec, MultimodalLimits, ProcessedImage } from '../types.js';
 import { MultimodalRequestError } from '../types.js';
 
 /** transformers' absolute cap on a resized edge (4k). */
@@ -205,6 +205,10 @@ export class Idefics3Processor implements ImageProcessor {
       throw new Error(`config.json "image_token_id" is ${configured}, but the tokenizer's "${IMAGE_TOKEN}" is ${imageTokenId}.`);
     }
     return new Idefics3Processor(settings, imageTokenId, video ? smolvlmVideoSampling(files.preprocessorConfig, files.processorConfig) : false);
+  }
+
+  get spec(): ImageProcessorSpec {
+    return { family: 'idefics3', settings: this.settings, imageTokenId: this.imageTokenId, video: this.videoSampling ?? false };
   }
 
   /**

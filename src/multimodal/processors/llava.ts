@@ -18,7 +18,7 @@ import {
   type JsonObject,
 } from '../config-fields.js';
 import { cropRgb, normalizeToChw, resizeRgb, type PilFilterName } from '../pil-resample.js';
-import type { ImageProcessor, MultimodalLimits, ProcessedImage } from '../types.js';
+import type { ImageProcessor, ImageProcessorSpec, MultimodalLimits, ProcessedImage } from '../types.js';
 import { MultimodalRequestError } from '../types.js';
 
 const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073];
@@ -38,7 +38,7 @@ export class LlavaProcessor implements ImageProcessor {
   readonly family = 'llava';
   readonly placeholder: string;
 
-  private constructor(
+  constructor(
     readonly settings: LlavaSettings,
     readonly imageTokenId: number,
     placeholder: string,
@@ -80,6 +80,10 @@ export class LlavaProcessor implements ImageProcessor {
       imageTokens,
     };
     return new LlavaProcessor(settings, imageTokenId, placeholder);
+  }
+
+  get spec(): ImageProcessorSpec {
+    return { family: 'llava', settings: this.settings, imageTokenId: this.imageTokenId, placeholder: this.placeholder };
   }
 
   declaredPromptTokens(): number {
