@@ -6,7 +6,7 @@
  * functions of protocol/openai-logprobs.ts.
  */
 import { yieldToEventLoop } from '../engine/yield.js';
-import type { PromptTokenLogprob, TokenLogprob } from '../engine/types.js';
+import type { PromptTokenLogprob, TokenLogprob } from '../sampling/logprobs.js';
 import {
   chatLogprobContent,
   completionLogprobs,

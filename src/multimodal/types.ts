@@ -5,8 +5,7 @@
  * engine splices those in at the image tokens. A family (processors/) is one file.
  */
 import type { DecodedImage, DecodedVideo, VideoSampling } from '../media/index.js';
-import type { Idefics3Settings } from './processors/idefics3.js';
-import type { LlavaSettings } from './processors/llava.js';
+import type { Idefics3Settings, LlavaSettings } from './processors/settings.js';
 
 /** An image or video of a prompt, with the request parameter it came from. */
 export type PromptImage = { param: string; image: DecodedImage; video?: undefined } | { param: string; video: DecodedVideo; image?: undefined };

@@ -29,6 +29,7 @@ import {
   type JsonObject,
 } from '../config-fields.js';
 import { cropRgb, normalizeToChw, resizeRgb, type PilFilterName } from '../pil-resample.js';
+import type { Idefics3Settings } from './settings.js';
 import type { ImageProcessor, ImageProcessorSpec, MultimodalLimits, ProcessedImage } from '../types.js';
 import { MultimodalRequestError } from '../types.js';
 
@@ -39,17 +40,6 @@ const FAKE_TOKEN = '<fake_token_around_image>';
 const IMAGE_TOKEN = '<image>';
 const GLOBAL_IMAGE_TOKEN = '<global-img>';
 
-export interface Idefics3Settings {
-  doResize: boolean;
-  longestEdge: number;
-  resample: PilFilterName;
-  doImageSplitting: boolean;
-  tile: number;
-  rescale: number | null;
-  mean: number[] | null;
-  std: number[] | null;
-  imageSeqLen: number;
-}
 
 export function idefics3Settings(config: JsonObject, preprocessor: JsonObject, processor: JsonObject): Idefics3Settings {
   const file = 'preprocessor_config.json';

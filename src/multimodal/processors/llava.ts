@@ -18,21 +18,13 @@ import {
   type JsonObject,
 } from '../config-fields.js';
 import { cropRgb, normalizeToChw, resizeRgb, type PilFilterName } from '../pil-resample.js';
+import type { LlavaSettings } from './settings.js';
 import type { ImageProcessor, ImageProcessorSpec, MultimodalLimits, ProcessedImage } from '../types.js';
 import { MultimodalRequestError } from '../types.js';
 
 const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073];
 const CLIP_STD = [0.26862954, 0.26130258, 0.27577711];
 
-export interface LlavaSettings {
-  shortestEdge: number | null;
-  resample: PilFilterName;
-  crop: { height: number; width: number } | null;
-  rescale: number | null;
-  mean: number[] | null;
-  std: number[] | null;
-  imageTokens: number;
-}
 
 export class LlavaProcessor implements ImageProcessor {
   readonly family = 'llava';
