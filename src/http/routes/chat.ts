@@ -14,8 +14,8 @@ import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel } from '../serving-multimodal.js';
-import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
+import { prepareChatMedia } from '../chat-media.js';
+import { encodePromptMedia } from '../serving-multimodal.js';
 import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -43,10 +43,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
         : await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
-    const multimodal = multimodalModel(engine);
-    let images: ProcessedImage[] = [];
-    const audio = audioModel(engine);
-    let heard: ProcessedAudio[] = [];
+    const chatMedia = await prepareChatMedia(ctx, media);
 
     // Templates see tools and documents as transformers passes them.
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
@@ -63,31 +60,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateBudget: templateBudget(ctx),
       stopAfter: ceiling,
       refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
-      // A vision-language template sees content parts ({"type": "image"}) and writes a
-      // placeholder per image, which expands to the image's tokens.
-      // An audio-language template sees {"type": "audio"} parts (or, for a template that
-      // prints content as text, the placeholder before the text) the same way.
-      multimodal:
-        multimodal === null && audio === null
-          ? undefined
-          : {
-              expand: (text) => {
-                let expanded = text;
-                if (multimodal !== null) {
-                  const prompt = expandMultimodalPrompt(ctx, multimodal, expanded, media, 'messages');
-                  images = prompt.images;
-                  expanded = prompt.text;
-                }
-                if (audio !== null) {
-                  const prompt = expandAudioPrompt(ctx, audio, expanded, media, 'messages');
-                  heard = prompt.audio;
-                  expanded = prompt.text;
-                }
-                return expanded;
-              },
-              stringContentPlaceholders:
-                multimodal === null && audio?.processor.contentFormat === 'string' ? { audio: audio.processor.placeholder } : undefined,
-            },
+      multimodal: chatMedia.expansion,
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
@@ -99,7 +72,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedByEngine(params, engine.features));
     checkLogprobs(ctx, [{ ...params, promptTokenCount: promptTokenIds.length }], request.prompt_logprobs !== undefined ? 'prompt_logprobs' : 'top_logprobs');
 
-    const placeholders = await encodePromptMedia(engine, images, heard);
+    const placeholders = await encodePromptMedia(engine, chatMedia.images, chatMedia.audio);
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
     // vLLM: the generated message continues the final one unless a new assistant turn was opened.
     const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
