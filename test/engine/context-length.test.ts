@@ -2,6 +2,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { kvBytesPerToken, planContext } from '../../src/engine/context-length.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { formatLoadReport } from '../../src/engine/load-report.js';
+import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
+import { Idefics3Processor, idefics3Settings } from '../../src/multimodal/processors/idefics3.js';
+import { DEFAULT_MULTIMODAL_LIMITS } from '../../src/multimodal/types.js';
+import { checkPromptTokenLimit } from '../../src/protocol/prompt-limits.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { collectGeneration, golden, MODEL_DIR } from '../helpers/model.js';
 import { MODEL, postJson, testApp } from '../http/helpers.js';
@@ -60,6 +64,31 @@ describe('planContext: the served context and rows from the model, maxSeqLen and
     expect(() =>
       planContext({ modelContext: 131072, maxSeqLen: 131072, bytesPerToken: kvBytesPerToken(llama, 'float32'), kvCacheMemoryBytes: GiB, maxRunningSequences: 64 }),
     ).toThrow(/maxSeqLen 131072 needs 8\.00 GiB of KV cache for one sequence, more than kvCacheMemoryBytes \(1\.00 GiB\): lower maxSeqLen \(MAX_SEQ_LEN\) or raise kvCacheMemoryBytes/);
+  });
+});
+
+describe("SmolVLM-256M-Instruct's settings: a 61×45 image fits the context from its config", () => {
+  // Its config.json (text_config), tokenizer_config.json and preprocessor_config.json fields that matter here.
+  const config = {
+    model_type: 'idefics3',
+    scale_factor: 4,
+    vision_config: { image_size: 512, patch_size: 16 },
+    text_config: { hidden_size: 576, num_attention_heads: 9, num_key_value_heads: 3, num_hidden_layers: 30, vocab_size: 49280, max_position_embeddings: 8192 },
+  };
+  const preprocessor = { do_resize: true, size: { longest_edge: 2048 }, max_image_size: { longest_edge: 512 }, do_image_splitting: true, resample: 1 };
+
+  it('832 image tokens (transformers: 3 × 4 tiles + the global image, 64 each) in a context of 8192', () => {
+    const { spec } = modelSpecFromFiles({ config, tokenizerConfig: { model_max_length: 8192 } });
+    const plan = planContext({ modelContext: spec.maxPositionEmbeddings, maxSeqLen: null, bytesPerToken: kvBytesPerToken(spec, 'float32'), kvCacheMemoryBytes: 8 * GiB, maxRunningSequences: 64 });
+    expect(plan.contextLength).toBe(8192);
+    const processor = new Idefics3Processor(idefics3Settings(config, preprocessor, {}), 49190);
+    expect(processor.settings.imageSeqLen).toBe(64);
+    // 12 tiles of 64 image tokens and their 2 markers, the global image's 64 and 3 markers.
+    const promptTokens = processor.declaredPromptTokens(61, 45, 'messages', DEFAULT_MULTIMODAL_LIMITS);
+    expect(promptTokens).toBe(12 * (64 + 2) + 64 + 3);
+    expect(() => checkPromptTokenLimit(promptTokens + 20, { maxInputTokenLen: 511, maxModelLen: plan.contextLength }, 'openai')).not.toThrow();
+    // The old default context of 512 refused it.
+    expect(() => checkPromptTokenLimit(promptTokens + 20, { maxInputTokenLen: 511, maxSeqLen: 512, maxModelLen: plan.contextLength }, 'openai')).toThrow(/maximum context length is 512/);
   });
 });
 
