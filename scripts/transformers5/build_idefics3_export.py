@@ -123,7 +123,6 @@ def main():
     os.makedirs(OUT)
     export(model)
     model.config.save_pretrained(OUT)
-    tokenizer_config = json.load(open(os.path.join(PROCESSOR, 'tokenizer_config.json')))
     GenerationConfig(bos_token_id=model.config.text_config.bos_token_id, eos_token_id=model.config.text_config.eos_token_id).save_pretrained(OUT)
     for name in ['processor_config.json', 'chat_template.jinja', 'tokenizer.json', 'tokenizer_config.json']:
         shutil.copy(os.path.join(PROCESSOR, name), os.path.join(OUT, name))
@@ -143,7 +142,6 @@ def main():
         json.dump({'transformers': transformers.__version__, 'torch': torch.__version__, 'max_new_tokens': MAX_NEW_TOKENS,
                    'generations': generations}, f, indent=1)
         f.write('\n')
-    del tokenizer_config
 
 
 if __name__ == '__main__':
