@@ -82,8 +82,19 @@ export const ServerConfigSchema = z.strictObject(
     crossRequestBatching: z.boolean({ error: 'must be true or false' }).default(true),
     /** Name clients pass as `model`; defaults to the model directory's name. */
     servedModelName: nonEmpty.optional(),
-    /** Longest sequence (prompt + output) the server runs, capped by the model's max_position_embeddings. */
-    maxSeqLen: int(2).default(512),
+    /**
+     * Longest sequence (prompt + output) the server runs (vLLM's --max-model-len). Unset: the
+     * model's context (config.json / text_config max_position_embeddings, lowered by
+     * tokenizer_config's model_max_length), as vLLM derives max_model_len; never above it.
+     */
+    maxSeqLen: int(2).optional(),
+    /**
+     * Bytes the KV cache may take at most (vLLM's --kv-cache-memory-bytes). At startup one
+     * full-context sequence must fit (an unset maxSeqLen's context is lowered until it does;
+     * a set one that does not is refused), and the sequences run together are capped so that
+     * that many full-context rows fit.
+     */
+    kvCacheMemoryBytes: int(1).default(8 * 1024 ** 3),
     /** Longest prompt in tokens. */
     maxInputTokenLen: int(1).default(511),
     /** Most tokens one request may generate; /generate's max_tokens default. */
@@ -204,6 +215,8 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     numSpeculativeTokens: config.numSpeculativeTokens,
     speculativeMaxSequences: config.speculativeMaxSequences,
     crossRequestBatching: config.crossRequestBatching,
+    maxSeqLen: config.maxSeqLen ?? null,
+    kvCacheMemoryBytes: config.kvCacheMemoryBytes,
   };
 }
 
@@ -258,6 +271,8 @@ const ENV_VARIABLES = {
   DATA_PARALLEL_SIZE: 'dataParallelSize',
   INTRA_OP_NUM_THREADS: 'intraOpNumThreads',
   MODEL_THREAD: 'modelThread',
+  MAX_SEQ_LEN: 'maxSeqLen',
+  KV_CACHE_MEMORY_BYTES: 'kvCacheMemoryBytes',
   ALLOWED_HOSTS: 'allowedHosts',
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
@@ -271,7 +286,7 @@ const ENV_VARIABLES = {
   LORA_ROOT: 'loraRoot',
 } as Record<string, string>;
 
-const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxCpuLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
+const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'maxSeqLen', 'kvCacheMemoryBytes', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxCpuLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
 const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);

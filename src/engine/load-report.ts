@@ -1,11 +1,6 @@
 /** The startup report's lines: what was loaded, how it is fed and batched, how long it took. */
+import { formatBytes } from './context-length.js';
 import type { ModelLoadReport } from './local-engine.js';
-
-function formatBytes(bytes: number): string {
-  if (bytes >= 1024 ** 3) return `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
-  if (bytes >= 1024 ** 2) return `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
-  return `${(bytes / 1024).toFixed(1)} KiB`;
-}
 
 export function formatLoadReport(report: ModelLoadReport): { info: string[]; warnings: string[] } {
   const batching =

@@ -5,6 +5,7 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BeamSearchGroup } from './beam-search.js';
 import { checkBatching, type BatchingMode } from './batching-self-test.js';
+import { kvBytesPerToken, planContext, type ContextPlan } from './context-length.js';
 import { describeContract } from './decoder-contract.js';
 import { graphHasOp } from './graph-ops.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
@@ -124,7 +125,7 @@ export class LocalEngine implements Engine {
     pipeline: PipelineSettings,
   ) {
     this.adapters = lora ?? undefined;
-    this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize };
+    this.info = { id: servedModelName, maxModelLen: spec.maxPositionEmbeddings, vocabSize: spec.vocabSize, maxRunningSequences: limits.maxRunningSequences };
     if (multimodal !== null) this.info.acceptedMedia = multimodal.processor.videoPlaceholder !== undefined ? ['image', 'video'] : ['image'];
     if (audio !== null) this.info.acceptedMedia = [...(this.info.acceptedMedia ?? []), 'audio'];
     if (multimodal?.processor.videoSampling !== undefined) this.info.videoSampling = multimodal.processor.videoSampling;
@@ -203,7 +204,15 @@ export class LocalEngine implements Engine {
       loadFromPath: options.loadFromPath,
     };
     const configs = { config: files.config, preprocessorConfig: files.preprocessorConfig, processorConfig: files.processorConfig };
+    let context: ContextPlan;
     try {
+      context = planContext({
+        modelContext: spec.maxPositionEmbeddings,
+        maxSeqLen: limits.maxSeqLen,
+        bytesPerToken: kvBytesPerToken(spec, decoder.contract.kvType),
+        kvCacheMemoryBytes: limits.kvCacheMemoryBytes,
+        maxRunningSequences: limits.maxRunningSequences,
+      });
       if (visionEncoder !== undefined) {
         needsEmbeds(visionEncoder.file, 'image');
         multimodal = await VisionLanguageModel.load({ ...companionLoad, files: { ...configs, visionEncoder } });
@@ -233,6 +242,9 @@ export class LocalEngine implements Engine {
       await audio?.dispose();
       throw error;
     }
+    limits.maxRunningSequences = context.maxRunningSequences;
+    notes.unshift(...context.notes);
+    const servedSpec = { ...spec, maxPositionEmbeddings: context.contextLength };
     const loadReport: ModelLoadReport = {
       file: files.onnxFile ?? null,
       bytes: files.weightBytes ?? files.onnx.byteLength,
@@ -240,7 +252,7 @@ export class LocalEngine implements Engine {
       numLayers: spec.numLayers,
       numKeyValueHeads: spec.numKeyValueHeads,
       headDim: spec.headDim,
-      contextLength: spec.maxPositionEmbeddings,
+      contextLength: context.contextLength,
       contract: describeContract(decoder.contract),
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
@@ -253,7 +265,7 @@ export class LocalEngine implements Engine {
       threads: options.threads ?? null,
     };
     const embeddingSize = decoder.contract.input === 'embeds' ? (decoder.contract.embedsSize ?? decoder.embeddingSize ?? null) : null;
-    return new LocalEngine(decoder, tokenizer, spec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora, audio, options.pipeline ?? NO_PIPELINE);
+    return new LocalEngine(decoder, tokenizer, servedSpec, files, options.servedModelName, limits, loadReport, multimodal, embeddingSize, lora, audio, options.pipeline ?? NO_PIPELINE);
   }
 
   /**

@@ -29,6 +29,10 @@ export interface SchedulerLimits {
    * graph that cannot batch them correctly, one request runs per call (scheduler.ts).
    */
   crossRequestBatching: boolean;
+  /** The server's maxSeqLen: the served context, below the model's (null: the model's). */
+  maxSeqLen: number | null;
+  /** Most bytes the KV cache may take (context-length.ts). */
+  kvCacheMemoryBytes: number;
 }
 
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
@@ -41,4 +45,6 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   numSpeculativeTokens: 4,
   speculativeMaxSequences: 2,
   crossRequestBatching: true,
+  maxSeqLen: null,
+  kvCacheMemoryBytes: 8 * 1024 ** 3,
 };

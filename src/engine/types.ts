@@ -64,9 +64,11 @@ export interface GenerationDelta {
 export interface ModelInfo {
   /** Name the model is served under. */
   id: string;
-  /** Longest sequence (prompt + output) the model supports: config max_position_embeddings. */
+  /** Longest sequence (prompt + output) served: the model's context, lowered by maxSeqLen or the KV budget (context-length.ts). */
   maxModelLen: number;
   vocabSize: number;
+  /** Sequences the engine runs together when fewer than the server's maxRunningSequences (a KV budget lowered it). */
+  maxRunningSequences?: number;
   /** Media kinds the model takes (a vision-language model: image); absent for text-only models. */
   acceptedMedia?: readonly MediaKind[];
   /** How the model's family samples video frames (SmolVLM: by fps); absent: evenly. */

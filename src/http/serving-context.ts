@@ -56,7 +56,9 @@ export function samplingContext(ctx: ServingContext): SamplingContext {
  * takes the parsed request (values after lax coercion), never the body as sent.
  */
 export function checkBounds(ctx: ServingContext, request: BoundedRequest): void {
-  checkRequestBounds(request, { bounds: requestBoundsOf(ctx.config), maxRunningSequences: ctx.config.maxRunningSequences });
+  // The engine may run fewer sequences than configured (its KV budget): one request's n / beams fit in those.
+  const maxRunningSequences = Math.min(ctx.config.maxRunningSequences, ctx.engine.info.maxRunningSequences ?? Number.POSITIVE_INFINITY);
+  checkRequestBounds(request, { bounds: requestBoundsOf(ctx.config), maxRunningSequences });
 }
 
 /** Refuses a request whose logprobs could pass maxLogprobEntries, once its prompts are tokenized and its parameters resolved. */

@@ -1,7 +1,7 @@
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
-import { buildChatPrompt } from './chat-prompt.js';
+import { buildChatPrompt, type ChatPromptOptions } from './chat-prompt.js';
 import { badRequest } from './errors.js';
 import { encodePrompt } from './prompt-tokens.js';
 import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
@@ -40,6 +40,8 @@ export async function tokenizeChat(
   maxModelLen: number,
   bound: TokenizeBound,
   templateBudget?: TemplateBudget,
+  /** The served model's media hooks (chat-media.ts): image and audio parts count as in the chat route. */
+  multimodal?: ChatPromptOptions['multimodal'],
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
@@ -53,6 +55,7 @@ export async function tokenizeChat(
     templateBudget,
     lengthCeiling: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
+    multimodal,
   });
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }

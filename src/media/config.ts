@@ -38,8 +38,11 @@ export interface MediaConfig {
   audioSampleRate: number;
   /** Longest decoded audio in seconds (bounds the PCM buffer of a compressed file). */
   maxAudioSeconds: number;
-  /** Frames sampled from a video at most (uniformly, or by the model's fps rule). */
-  videoFrames: number;
+  /**
+   * Frames sampled from a video at most (MEDIA_VIDEO_FRAMES). Unset: the model's rule alone
+   * (SmolVLM's video processor: fps and max_frames), or 16 evenly spread for other families.
+   */
+  videoFrames?: number;
   /** Time for decoding one video, both ffmpeg passes (Node); the process is killed after. */
   videoDecodeTimeoutMs: number;
   /** Images one prompt may carry, for a vision-language model (MEDIA_MAX_IMAGES_PER_PROMPT). */
@@ -71,7 +74,6 @@ export const DEFAULT_MEDIA_CONFIG: MediaConfig = {
   maxImagePixels: 40_000_000,
   audioSampleRate: 16_000,
   maxAudioSeconds: 1_800,
-  videoFrames: 16,
   videoDecodeTimeoutMs: 60_000,
   maxImagesPerPrompt: 8,
   maxImageTiles: 26,
@@ -105,7 +107,7 @@ export function resolveMediaConfig(input: MediaConfigInput = {}): MediaConfig {
   positiveInt('maxImagePixels', config.maxImagePixels);
   positiveInt('audioSampleRate', config.audioSampleRate);
   positiveInt('maxAudioSeconds', config.maxAudioSeconds);
-  positiveInt('videoFrames', config.videoFrames);
+  if (config.videoFrames !== undefined) positiveInt('videoFrames', config.videoFrames);
   positiveInt('videoDecodeTimeoutMs', config.videoDecodeTimeoutMs);
   positiveInt('maxImagesPerPrompt', config.maxImagesPerPrompt);
   positiveInt('maxImageTiles', config.maxImageTiles);

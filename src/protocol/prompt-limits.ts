@@ -4,8 +4,8 @@ import { invalidRequest } from './errors.js';
 export interface PromptLimits {
   /** Server config: longest prompt (MindIE maxInputTokenLen). */
   maxInputTokenLen: number;
-  /** Server config: longest prompt + output (MindIE maxSeqLen). */
-  maxSeqLen: number;
+  /** Server config: longest prompt + output (MindIE maxSeqLen); unset: the model's context. */
+  maxSeqLen?: number;
   /** The model's context length (config.json max_position_embeddings). */
   maxModelLen: number;
 }
@@ -18,7 +18,7 @@ export const MINDIE_PROMPT_TOKEN_CAP = 1024 * 1024;
  * the server's maxSeqLen as vLLM's --max-model-len lowers it.
  */
 export function servedMaxModelLen(limits: Pick<PromptLimits, 'maxSeqLen' | 'maxModelLen'>): number {
-  return Math.min(limits.maxModelLen, limits.maxSeqLen);
+  return Math.min(limits.maxModelLen, limits.maxSeqLen ?? Number.POSITIVE_INFINITY);
 }
 
 /**
@@ -41,7 +41,7 @@ export function checkPromptTokenLimit(
   if (api === 'mindie') {
     const candidates: [number, string][] = [
       [limits.maxInputTokenLen, `maxInputTokenLen is ${limits.maxInputTokenLen}`],
-      [limits.maxSeqLen - 1, `maxSeqLen - 1 is ${limits.maxSeqLen - 1}`],
+      ...(limits.maxSeqLen !== undefined ? [[limits.maxSeqLen - 1, `maxSeqLen - 1 is ${limits.maxSeqLen - 1}`] as [number, string]] : []),
       [limits.maxModelLen, `the model's max_position_embeddings is ${limits.maxModelLen}`],
       [MINDIE_PROMPT_TOKEN_CAP, `the prompt cap is ${MINDIE_PROMPT_TOKEN_CAP}`],
     ];
@@ -66,7 +66,7 @@ export function checkPromptTokenLimit(
 /** The most tokens a prompt may have on `api`: tokenizing can stop once past it. */
 export function promptTokenCeiling(limits: PromptLimits, api: 'mindie' | 'openai'): number {
   if (api === 'openai') return servedMaxModelLen(limits) - 1;
-  return Math.min(limits.maxInputTokenLen, limits.maxSeqLen - 1, limits.maxModelLen, MINDIE_PROMPT_TOKEN_CAP);
+  return Math.min(limits.maxInputTokenLen, (limits.maxSeqLen ?? Number.POSITIVE_INFINITY) - 1, limits.maxModelLen, MINDIE_PROMPT_TOKEN_CAP);
 }
 
 /**

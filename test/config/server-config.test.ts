@@ -24,7 +24,7 @@ describe('server configuration', () => {
       port: 8080,
       modelDir: 'models/stories260k',
       servedModelName: 'stories260k',
-      maxSeqLen: 512,
+      kvCacheMemoryBytes: 8 * 1024 ** 3,
       maxInputTokenLen: 511,
       maxIterTimes: 512,
       fullTextEnabled: false,
@@ -120,7 +120,10 @@ describe('server configuration', () => {
       numSpeculativeTokens: 3,
       speculativeMaxSequences: 1,
       crossRequestBatching: true,
+      maxSeqLen: null,
+      kvCacheMemoryBytes: 8 * 1024 ** 3,
     });
+    expect(schedulerLimitsOf(parseServerConfig({ maxSeqLen: 1024 })).maxSeqLen).toBe(1024);
     expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
     expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
   });
@@ -181,6 +184,12 @@ describe('configuration precedence: defaults < file < environment', () => {
       env: { PORT: '7100' },
     });
     expect(config).toMatchObject({ host: '10.0.0.1', port: 7100, maxSeqLen: 1024, maxIterTimes: 100, maxInputTokenLen: 511 });
+    // The context's knobs as environment variables (vLLM's --max-model-len, --kv-cache-memory-bytes).
+    expect(resolveServerConfig({ file: { maxSeqLen: 1024 }, env: { MAX_SEQ_LEN: '4096', KV_CACHE_MEMORY_BYTES: '1073741824' } })).toMatchObject({
+      maxSeqLen: 4096,
+      kvCacheMemoryBytes: 1024 ** 3,
+    });
+    expect(DEFAULT_SERVER_CONFIG.maxSeqLen).toBeUndefined();
   });
 
   it('derives the served name from the winning modelDir', () => {

@@ -14,8 +14,8 @@ import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processMultimodalImages } from '../serving-multimodal.js';
-import type { ProcessedAudio, ProcessedImage } from '../../multimodal/index.js';
+import { prepareChatMedia } from '../chat-media.js';
+import { encodePromptMedia } from '../serving-multimodal.js';
 import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -43,12 +43,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
         : await requestGuide(ctx.guideCompiler, request, guidedLimits(ctx));
     // Media parts are fetched and decoded before the model may refuse them (text-only today).
     const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
-    const multimodal = multimodalModel(engine);
-    // The images' resizing runs now, off the event loop; the template's expansion only splices text.
-    const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'messages', c.req.raw.signal) : null;
-    let images: ProcessedImage[] = [];
-    const audio = audioModel(engine);
-    let heard: ProcessedAudio[] = [];
+    const chatMedia = await prepareChatMedia(ctx, media, c.req.raw.signal);
 
     // Templates see tools and documents as transformers passes them.
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
@@ -68,31 +63,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       lengthCeiling: tokenizeBound(ctx).ceiling,
       refuseAtLeast: (atLeast) =>
         ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true) : tokenizeBound(ctx).refuse(atLeast, 'messages'),
-      // A vision-language template sees content parts ({"type": "image"}) and writes a
-      // placeholder per image, which expands to the image's tokens.
-      // An audio-language template sees {"type": "audio"} parts (or, for a template that
-      // prints content as text, the placeholder before the text) the same way.
-      multimodal:
-        multimodal === null && audio === null
-          ? undefined
-          : {
-              expand: (text) => {
-                let expanded = text;
-                if (multimodal !== null && visuals !== null) {
-                  const prompt = expandMultimodalPrompt(multimodal, expanded, visuals, 'messages');
-                  images = prompt.images;
-                  expanded = prompt.text;
-                }
-                if (audio !== null) {
-                  const prompt = expandAudioPrompt(ctx, audio, expanded, media, 'messages');
-                  heard = prompt.audio;
-                  expanded = prompt.text;
-                }
-                return expanded;
-              },
-              stringContentPlaceholders:
-                multimodal === null && audio?.processor.contentFormat === 'string' ? { audio: audio.processor.placeholder } : undefined,
-            },
+      multimodal: chatMedia.expansion,
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
@@ -104,7 +75,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     refuseUnsupported(unsupportedByEngine(params, engine.features));
     checkLogprobs(ctx, [{ ...params, promptTokenCount: promptTokenIds.length }], request.prompt_logprobs !== undefined ? 'prompt_logprobs' : 'top_logprobs');
 
-    const placeholders = await encodePromptMedia(engine, images, heard);
+    const placeholders = await encodePromptMedia(engine, chatMedia.images, chatMedia.audio);
     const run = await GenerationRun.start(engine, promptTokenIds, params, c.req.raw.signal, c.get('requestRecord'), { placeholders, adapter });
     // vLLM: the generated message continues the final one unless a new assistant turn was opened.
     const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;

@@ -1,8 +1,10 @@
 import { Hono } from 'hono';
 import { parseRequest } from '../../protocol/validate.js';
+import { prepareChatMedia } from '../chat-media.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
 import { checkBounds, maxModelLen, templateBudget, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { loadChatRequestMedia } from '../serving-media.js';
 import { checkModel } from '../serving-models.js';
 import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving-tokenization.js';
 import {
@@ -23,7 +25,10 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       const request = parseRequest(TokenizeChatRequestSchema, body);
       checkModel(request.model, engine.info, engine.adapters);
       checkBounds(ctx, request);
-      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), templateBudget(ctx)));
+      // Media parts are fetched and processed as the chat route does, so the count includes their tokens.
+      const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
+      const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
+      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), templateBudget(ctx), expansion));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);

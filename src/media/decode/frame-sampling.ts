@@ -78,7 +78,15 @@ function roundHalfEven(value: number): number {
   return floor % 2 === 0 ? floor : floor + 1;
 }
 
-/** The frames `sampling` picks, `cap` (MEDIA_VIDEO_FRAMES) at most. */
+/** Frames evenly spread over a video when neither MEDIA_VIDEO_FRAMES nor the model says how many. */
+export const UNIFORM_VIDEO_FRAMES = 16;
+
+/** The frame cap without MEDIA_VIDEO_FRAMES: the model's max_frames (fps rule), else UNIFORM_VIDEO_FRAMES. */
+export function defaultVideoFrames(sampling: VideoSampling | undefined): number {
+  return sampling?.rule === 'fps' ? sampling.maxFrames : UNIFORM_VIDEO_FRAMES;
+}
+
+/** The frames `sampling` picks, `cap` (MEDIA_VIDEO_FRAMES, or defaultVideoFrames) at most. */
 export function sampleFrames(track: VideoTrackInfo, sampling: VideoSampling, cap: number): SampledFrames {
   if (sampling.rule === 'fps' && track.fps > 0) {
     const duration = track.totalFrames / track.fps;

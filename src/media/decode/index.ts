@@ -8,7 +8,7 @@ import { decodeAudio } from './audio.js';
 import { loadImageCodecs } from './codecs.js';
 import { decodeJpegUpright, decodePngImage, type JpegDecoderBackend } from './image.js';
 import { decodeVideoWith, type VideoDecoderBackend } from './video.js';
-import type { VideoSampling } from './frame-sampling.js';
+import { defaultVideoFrames, type VideoSampling } from './frame-sampling.js';
 
 export type DecodeOptions = Pick<MediaConfig, 'maxImagePixels' | 'audioSampleRate' | 'maxAudioSeconds' | 'videoFrames'> & {
   /** Decodes every video codec where the runtime has one (Node: ffmpeg); absent: Motion JPEG only. */
@@ -51,7 +51,7 @@ async function decodeByFormat(media: FetchedMedia, options: DecodeOptions): Prom
       return decodeVideoWith(
         media.bytes,
         media.format,
-        { ...limits, frames: options.videoFrames, sampling: options.videoSampling },
+        { ...limits, frames: options.videoFrames ?? defaultVideoFrames(options.videoSampling), sampling: options.videoSampling },
         options.videoDecoder,
         options.signal,
       );
