@@ -3,8 +3,9 @@
  * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
  * machines are noisy, so the load average is printed with them.
  *
- * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway to run one part;
- * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts.
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway|homes to run one part;
+ * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts; `homes`
+ * (every home against its peers in one run, one Markdown table: bench/results/latest.md) is bench/homes.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -151,6 +152,12 @@ async function httpSection(): Promise<HttpResults> {
 async function main() {
   if (only === 'size') {
     await sizeSection();
+    return;
+  }
+  if (only === 'homes') {
+    // Imported here: it loads transformers.js and Playwright, which no other part needs.
+    const { benchHomes } = await import('./homes.js');
+    await benchHomes();
     return;
   }
   const loadBefore = loadavg()[0];

@@ -82,7 +82,7 @@ export interface SizeResults {
 
 const PROMPT_TOKENS = 16;
 
-function randomPrompts(count: number, length: number, range: [number, number], seed: number): number[][] {
+export function randomPrompts(count: number, length: number, range: [number, number], seed: number): number[][] {
   const random = seededRandom(seed);
   return Array.from({ length: count }, () =>
     Array.from({ length }, () => range[0] + Math.floor(random() * (range[1] - range[0]))),
@@ -232,7 +232,7 @@ function storiesSourceDir(): string {
 }
 
 /** stories260K's GGUF from the same checkpoint and tokenizer the embedded ONNX model was converted from. */
-async function stories260kGguf(weights: 'F32' | 'Q4_0'): Promise<string> {
+export async function stories260kGguf(weights: 'F32' | 'Q4_0'): Promise<string> {
   const dir = storiesSourceDir();
   const out = join(benchModelCache(), `stories260k-${weights.toLowerCase()}-v1.gguf`);
   if (!existsSync(out)) {
