@@ -34,6 +34,8 @@ const RUNS = Number(process.env.KERNEL_RUNS ?? 20);
 const MS_PER_ROUND = Number(process.env.KERNEL_MS_PER_ROUND ?? 40);
 const FORM_FILTER = process.env.KERNEL_FORMS ? new RegExp(process.env.KERNEL_FORMS) : undefined;
 const SKIP_GGML = process.env.KERNEL_SKIP_GGML === '1';
+/** llama.cpp's thread counts (default: KERNEL_THREADS); its spin barrier makes 2 threads slow on a busy machine. */
+const GGML_THREADS = (process.env.KERNEL_GGML_THREADS ?? THREADS.join(',')).split(',').map(Number);
 
 function referenceType(form: KernelForm): GgmlType {
   if (form.kind === 'fp32') return 'F32';
@@ -63,7 +65,7 @@ async function main() {
   for (let round = 0; round < ROUNDS; round++) {
     for (const set of sets) await runKernelRound(set);
     if (!SKIP_GGML) {
-      for (const t of round % 2 ? [...THREADS].reverse() : THREADS) {
+      for (const t of round % 2 ? [...GGML_THREADS].reverse() : GGML_THREADS) {
         for (const [key, us] of timeGgmlCases(binary, cases, t, workDir)) (ggmlRuns.get(key) ?? ggmlRuns.set(key, []).get(key)!).push(us);
       }
     }
