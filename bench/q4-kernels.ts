@@ -4,7 +4,10 @@
  * 128-token prefill, each at 1 and 2 intra-op threads.
  *
  *   tsx bench/q4-kernels.ts label=path.onnx [label=path.onnx ...]
+ *   Q4_AB_CONFIGS='nospin:session.intra_op.allow_spinning=0;stop:session.force_spinning_stop=1' \
+ *     tsx bench/q4-kernels.ts q4=path.onnx      # one model under several session configs
  *
+ * Without Q4_AB_CONFIGS a multi-thread session runs without spinning (what the engine does).
  * Prints, per variant and shape, the median ms per call and the ratio to the first variant,
  * with the load average; and the RSS after loading each session (vs the file size).
  */
@@ -13,11 +16,17 @@ import { loadavg } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import { SMOLLM2_135M_SHAPE } from './size-models.js';
 import { median } from './stats.js';
+import { configTree } from './kernels/ort-kernels.js';
 
 const { nLayers, nKvHeads, dim, nHeads, vocabSize } = SMOLLM2_135M_SHAPE;
 const headDim = dim / nHeads;
 const ROUNDS = Number(process.env.Q4_AB_ROUNDS ?? 7);
 const THREADS = (process.env.Q4_AB_THREADS ?? '1,2').split(',').map(Number);
+/** name:key=value,key=value;name:... -> each model is timed under each named session config. */
+const CONFIGS: Array<{ name: string; entries: Record<string, string> }> | undefined = process.env.Q4_AB_CONFIGS?.split(';').map((spec) => {
+  const [name, list = ''] = spec.split(':');
+  return { name, entries: Object.fromEntries(list.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string])) };
+});
 
 interface Shape {
   name: string;
@@ -42,6 +51,8 @@ function feeds(shape: Shape): Record<string, ort.Tensor> {
     input_ids: new ort.Tensor('int64', ids, [rows, newTokens]),
     attention_mask: new ort.Tensor('int64', mask, [rows, past + newTokens]),
     position_ids: new ort.Tensor('int64', positions, [rows, newTokens]),
+    // The engine projects the last position only (scripts/convert/logits-to-keep.ts).
+    num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
   };
   const kv = Float32Array.from({ length: rows * nKvHeads * past * headDim }, (_, i) => Math.sin(i) * 0.5);
   for (let l = 0; l < nLayers; l++) {
@@ -54,13 +65,16 @@ function feeds(shape: Shape): Record<string, ort.Tensor> {
 const rssMiB = () => process.memoryUsage().rss / 2 ** 20;
 
 async function main() {
-  const variants = process.argv.slice(2).map((arg) => {
+  const models = process.argv.slice(2).map((arg) => {
     const [label, path] = arg.split('=');
     return { label, path };
   });
+  const variants = CONFIGS
+    ? models.flatMap((m) => CONFIGS.map((c) => ({ label: models.length > 1 ? `${m.label}/${c.name}` : c.name, path: m.path, config: c.entries })))
+    : models.map((m) => ({ ...m, config: undefined }));
   if (variants.length === 0) throw new Error('usage: tsx bench/q4-kernels.ts label=model.onnx ...');
   const sessions: Array<{ label: string; threads: number; session: ort.InferenceSession }> = [];
-  for (const { label, path } of variants) {
+  for (const { label, path, config } of variants) {
     for (const threads of THREADS) {
       const before = rssMiB();
       const session = await ort.InferenceSession.create(path, {
@@ -68,7 +82,7 @@ async function main() {
         interOpNumThreads: 1,
         graphOptimizationLevel: 'all',
         executionMode: 'sequential',
-        ...(threads > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+        ...(config ? { extra: { session: configTree(config) } } : threads > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
       });
       const grown = rssMiB() - before;
       console.log(`${label} t${threads}: RSS +${grown.toFixed(0)} MiB after load (file ${(statSync(path).size / 2 ** 20).toFixed(0)} MiB)`);
