@@ -17,7 +17,7 @@ import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
-import type { WebLlmApp, WebLlmAppOptions } from './browser-webllm.js';
+import type { WebLlmApp, WebLlmAppOptions, WebLlmProgress } from './browser-webllm.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
 import { WEBGPU_BUILD_META } from './playground-files.js';
@@ -160,14 +160,22 @@ const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, we
       modelUrl: webllm.modelUrl,
       modelLibUrl: webllm.modelLibUrl,
       modelId: webllm.id,
-      // web-llm reports the fraction of the weights' bytes and says how many MB in its text.
-      onProgress: ({ progress, text }) => onStatus(`${Math.floor(progress * 100)}% · ${text}`),
+      onProgress: (report) => onStatus(webLlmProgressText(report)),
     });
     return { fetch: (request) => app.fetch(request), details: 'web-llm · WebGPU' };
   }
   const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
   return { fetch: (request) => app.fetch(request), details: runsOn };
 };
+
+const megabytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+
+/** A web-llm progress report as the status line says it: bytes of the total while the weights move. */
+function webLlmProgressText({ phase, progress, totalBytes, text }: WebLlmProgress): string {
+  if (phase === 'other') return text;
+  const what = phase === 'download' ? 'downloading the weights' : 'moving the weights onto the GPU';
+  return `${what}: ${megabytes(progress * totalBytes)} of ${megabytes(totalBytes)} MB (${Math.floor(progress * 100)}%)`;
+}
 
 /** web-llm's prebuilt model list and caches, imported with web-llm when first asked for. */
 const webLlmCatalog: WebLlmCatalog = {
