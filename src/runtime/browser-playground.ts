@@ -12,7 +12,7 @@ import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
 import type { WebLlmCatalog } from '../../public/src/webllm-panel.js';
-import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 // Static, small: the benchmark must run when the server is gone and no chunk can load.
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
@@ -171,10 +171,10 @@ const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, we
 const megabytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 
 /** A web-llm progress report as the status line says it: bytes of the total while the weights move. */
-function webLlmProgressText({ phase, progress, totalBytes, text }: WebLlmProgress): string {
-  if (phase === 'other') return text;
-  const what = phase === 'download' ? 'downloading the weights' : 'moving the weights onto the GPU';
-  return `${what}: ${megabytes(progress * totalBytes)} of ${megabytes(totalBytes)} MB (${Math.floor(progress * 100)}%)`;
+function webLlmProgressText({ phase, progress, totalBytes, shards, text }: WebLlmProgress): string {
+  if (phase === 'download') return `downloading the weights: ${megabytes(progress * totalBytes)} of ${megabytes(totalBytes)} MB (${Math.floor(progress * 100)}%)`;
+  if (phase === 'gpu' && shards) return `moving the weights onto the GPU: shard ${shards.done} of ${shards.of} (${megabytes(totalBytes)} MB)`;
+  return text;
 }
 
 /** web-llm's prebuilt model list and caches, imported with web-llm when first asked for. */
@@ -189,7 +189,7 @@ const webLlmCatalog: WebLlmCatalog = {
         modelUrl: record.model,
         modelLibUrl: record.model_lib,
         vramMB: record.vram_required_MB,
-        f16: (record.required_features ?? []).includes('shader-f16'),
+        f16: (record.required_features ?? []).includes('shader-f16') || libraryNeedsShaderF16(record.model_lib),
       }));
   },
   async cached(models) {

@@ -11,7 +11,7 @@ import { WebLlmEngine, type MlcEngineInternals, type MlcModelFiles } from '../en
 import { createApp } from '../http/app.js';
 import { cachingFetch, PLAYGROUND_CACHE } from './browser-cache.js';
 import { SHADER_F16, webGpuAdapterFeatures } from './browser-gpu.js';
-import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 
 /** web-llm's progress report (its InitProgressReport) with what it is a fraction of. */
 export interface WebLlmProgress {
@@ -22,8 +22,19 @@ export interface WebLlmProgress {
   text: string;
   /** 'download': the weights into Cache Storage; 'gpu': from there onto the GPU; 'other': the library, the shaders. */
   phase: 'download' | 'gpu' | 'other';
-  /** The weights' size (ndarray-cache.json's shards), which `progress` is a fraction of in both phases. */
+  /** The weights' size (ndarray-cache.json's shards), which `progress` is a fraction of while downloading. */
   totalBytes: number;
+  /**
+   * 'gpu': shards moved so far, of all. (web-llm's `progress` stays where the download left
+   * it in this phase — 1 after a download, 0 when everything came from the cache.)
+   */
+  shards?: { done: number; of: number };
+}
+
+/** "Loading model from cache[3/9]: …" → 3 of 9. */
+function shardCount(text: string): WebLlmProgress['shards'] {
+  const match = /\[(\d+)\/(\d+)\]/.exec(text);
+  return match ? { done: Number(match[1]), of: Number(match[2]) } : undefined;
 }
 
 /** The phase a web-llm progress text names (web-llm 0.2.79's wording). */
@@ -64,13 +75,8 @@ export class WebLlmUnavailableError extends Error {
   override name = 'WebLlmUnavailableError';
 }
 
-export { NO_WEBGPU_MESSAGE };
+export { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE };
 
-/** An f16 library (q4f16_1, q0f16, …) computes in float16: WebGPU's shader-f16 feature. */
-export function libraryNeedsShaderF16(modelLibUrl: string): boolean {
-  const name = new URL(modelLibUrl, 'http://x/').pathname.split('/').at(-1) ?? '';
-  return /(^|[-_])q\d+f16(_\d+)?([-_.]|$)/.test(name);
-}
 
 /** Why this adapter cannot run the library, or null when it can. */
 export function webLlmAdapterRefusal(features: ReadonlySet<string> | null, modelLibUrl: string): string | null {
@@ -149,7 +155,12 @@ export async function createWebLlmApp(options: WebLlmAppOptions): Promise<WebLlm
   const onProgress = options.onProgress;
   const mlc = await webllm.CreateMLCEngine(modelId, {
     appConfig: { model_list: [{ model: options.modelUrl, model_id: modelId, model_lib: options.modelLibUrl }] },
-    initProgressCallback: onProgress && ((report) => onProgress({ ...report, phase: webLlmPhase(report.text), totalBytes: files.weightsBytes })),
+    initProgressCallback:
+      onProgress &&
+      ((report) => {
+        const phase = webLlmPhase(report.text);
+        onProgress({ ...report, phase, totalBytes: files.weightsBytes, ...(phase === 'gpu' ? { shards: shardCount(report.text) } : {}) });
+      }),
     logLevel: 'WARN',
   });
   const engine = new WebLlmEngine({
