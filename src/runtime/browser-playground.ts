@@ -12,12 +12,12 @@ import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
 import type { WebLlmCatalog } from '../../public/src/webllm-panel.js';
-import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE, webLlmProgressText } from './webllm-messages.js';
 // Static, small: the benchmark must run when the server is gone and no chunk can load.
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
 import type { BrowserApp, BrowserBackend } from './browser-engine.js';
-import type { WebLlmApp, WebLlmAppOptions, WebLlmProgress } from './browser-webllm.js';
+import type { WebLlmApp, WebLlmAppOptions } from './browser-webllm.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
 import { WEBGPU_BUILD_META } from './playground-files.js';
@@ -167,15 +167,6 @@ const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, we
   const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
   return { fetch: (request) => app.fetch(request), details: runsOn };
 };
-
-const megabytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
-
-/** A web-llm progress report as the status line says it: bytes of the total while the weights move. */
-function webLlmProgressText({ phase, progress, totalBytes, shards, text }: WebLlmProgress): string {
-  if (phase === 'download') return `downloading the weights: ${megabytes(progress * totalBytes)} of ${megabytes(totalBytes)} MB (${Math.floor(progress * 100)}%)`;
-  if (phase === 'gpu' && shards) return `moving the weights onto the GPU: shard ${shards.done} of ${shards.of} (${megabytes(totalBytes)} MB)`;
-  return text;
-}
 
 /** web-llm's prebuilt model list and caches, imported with web-llm when first asked for. */
 const webLlmCatalog: WebLlmCatalog = {

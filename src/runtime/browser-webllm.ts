@@ -32,7 +32,7 @@ export interface WebLlmProgress {
 }
 
 /** "Loading model from cache[3/9]: …" → 3 of 9. */
-function shardCount(text: string): WebLlmProgress['shards'] {
+export function shardCount(text: string): WebLlmProgress['shards'] {
   const match = /\[(\d+)\/(\d+)\]/.exec(text);
   return match ? { done: Number(match[1]), of: Number(match[2]) } : undefined;
 }

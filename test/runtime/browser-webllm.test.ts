@@ -4,7 +4,8 @@
  * adapter check before anything is downloaded. The browser run is test/e2e/playground-webllm.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { libraryNeedsShaderF16, mlcFileUrl, mlcWeightsBytes, NO_WEBGPU_MESSAGE, webLlmAdapterRefusal, webLlmPhase } from '../../src/runtime/browser-webllm.js';
+import { libraryNeedsShaderF16, mlcFileUrl, mlcWeightsBytes, NO_WEBGPU_MESSAGE, shardCount, webLlmAdapterRefusal, webLlmPhase } from '../../src/runtime/browser-webllm.js';
+import { webLlmProgressText } from '../../src/runtime/webllm-messages.js';
 
 describe('browser-webllm', () => {
   it('reads the phase from web-llm’s progress texts', () => {
@@ -13,6 +14,20 @@ describe('browser-webllm', () => {
     expect(webLlmPhase('Fetching param cache[3/9]: 96MB fetched. 33% completed, 4 secs elapsed. It can take a while…')).toBe('download');
     expect(webLlmPhase('Loading model from cache[2/9]: 64MB loaded. 22% completed, 9 secs elapsed.')).toBe('gpu');
     expect(webLlmPhase('Loading GPU shader modules[12/73]: 16% completed, 20 secs elapsed.')).toBe('other');
+  });
+
+  it('says the progress as MB of the total while downloading and as shards while moving onto the GPU', () => {
+    const totalBytes = 295.1 * 1024 * 1024;
+    expect(webLlmProgressText({ phase: 'download', progress: 0.5, totalBytes, timeElapsed: 1, text: 'Fetching param cache[4/9]: …' })).toBe(
+      'downloading the weights: 147.6 of 295.1 MB (50%)',
+    );
+    const text = 'Loading model from cache[3/9]: 295MB loaded. 100% completed, 9 secs elapsed.';
+    expect(shardCount(text)).toEqual({ done: 3, of: 9 });
+    // web-llm's fraction says 100% here (where the download left it): the shards say how far.
+    expect(webLlmProgressText({ phase: 'gpu', progress: 1, totalBytes, timeElapsed: 9, text, shards: shardCount(text) })).toBe(
+      'moving the weights onto the GPU: shard 3 of 9 (295.1 MB)',
+    );
+    expect(webLlmProgressText({ phase: 'other', progress: 0.2, totalBytes, timeElapsed: 9, text: 'Loading GPU shader modules[12/73]' })).toBe('Loading GPU shader modules[12/73]');
   });
 
   it('sums the shards ndarray-cache.json lists', () => {
