@@ -181,10 +181,14 @@ export async function webLlmCachedModel(modelId: string, modelUrl: string, model
 /** The folder's files this page reads itself (fetchMlcModelFiles), kept in the page's cache beside web-llm's. */
 const PAGE_READ_FILES = ['mlc-chat-config.json', 'tokenizer.json', 'tokenizer_config.json', 'ndarray-cache.json'];
 
-/** Deletes the model from web-llm's caches (weights, config, library) and the page's copies of its small files. */
+/** Deletes the model from web-llm's caches (weights, config, library, its index) and the page's copies of its small files. */
 export async function deleteWebLlmModel(modelId: string, modelUrl: string, modelLibUrl: string): Promise<void> {
   const webllm = await import('@mlc-ai/web-llm');
   await webllm.deleteModelAllInfoInCache(modelId, { model_list: [{ model: modelUrl, model_id: modelId, model_lib: modelLibUrl }] });
-  const pageCache = await caches.open(PLAYGROUND_CACHE);
-  await Promise.all(PAGE_READ_FILES.map((file) => pageCache.delete(mlcFileUrl(modelUrl, file))));
+  // web-llm 0.2.79 leaves the folder's ndarray-cache.json behind in its own cache (seen in the e2e).
+  const names = (await caches.keys()).filter((name) => name === PLAYGROUND_CACHE || name.startsWith('webllm/'));
+  for (const name of names) {
+    const cache = await caches.open(name);
+    await Promise.all(PAGE_READ_FILES.map((file) => cache.delete(mlcFileUrl(modelUrl, file))));
+  }
 }
