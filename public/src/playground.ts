@@ -54,6 +54,7 @@ export function startPlayground(options: PlaygroundOptions): void {
   let webLlmPanel: ReturnType<typeof createWebLlmPanel> | undefined;
   const loadInPage: InPageLoader = async (backend, loaderOptions) => {
     if (backend !== 'webllm') return options.loadInPage(backend, loaderOptions);
+    await webLlmPanel?.ready();
     const model = resolveChoice(state.webllm, webLlmPanel?.models() ?? []);
     if (typeof model === 'string') throw new Error(model);
     const engine = await options.loadInPage(backend, { ...loaderOptions, webllm: model });

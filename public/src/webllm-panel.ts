@@ -1,8 +1,9 @@
 /**
  * The web-llm engine's model choice, under the engine picker when "In-page · web-llm" is
- * picked: web-llm's prebuilt models (mlc-ai/*-MLC on the Hugging Face hub, listed when
- * the browser is online), or any MLC folder URL with its model library URL; the models
- * web-llm keeps in Cache Storage, each deletable. The choice is remembered with the form.
+ * picked: web-llm's prebuilt models (mlc-ai/*-MLC on the Hugging Face hub; the list ships
+ * with web-llm, and while the browser is offline only the cached ones can be picked), or
+ * any MLC folder URL with its model library URL; the models web-llm keeps in Cache
+ * Storage, each deletable. The choice is remembered with the form.
  */
 import { h } from './dom.js';
 
@@ -74,14 +75,25 @@ export function createWebLlmPanel(
   libUrl.value = choice.modelLibUrl;
 
   let prebuilt: WebLlmModelEntry[] = [];
+  let cachedIds = new Set<string>();
+  let listError: string | null = null;
   const render = () => {
+    const offline = !navigator.onLine;
     select.replaceChildren(
-      ...prebuilt.map((entry) => h('option', { value: entry.id }, `${entry.id}${entry.f16 ? ' (needs shader-f16)' : ''}${entry.vramMB ? ` · ${Math.round(entry.vramMB)} MB` : ''}`)),
+      ...prebuilt.map((entry) => {
+        const cached = cachedIds.has(entry.id);
+        const label = `${entry.id}${entry.f16 ? ' (needs shader-f16)' : ''}${entry.vramMB ? ` · ${Math.round(entry.vramMB)} MB` : ''}${cached ? ' · cached' : ''}`;
+        // Offline, a prebuilt model can load only from web-llm's cache.
+        return h('option', { value: entry.id, disabled: offline && !cached }, offline && !cached ? `${label} (offline: not cached)` : label);
+      }),
       h('option', { value: CUSTOM }, 'Custom model URL + library URL…'),
     );
     select.value = prebuilt.some((entry) => entry.id === choice.model) ? choice.model : CUSTOM;
     customBox.hidden = select.value !== CUSTOM;
+    note.textContent = listError ?? (offline ? 'Offline: only the models cached by web-llm (below) and models served by this host can load.' : '');
   };
+  window.addEventListener('online', render);
+  window.addEventListener('offline', render);
   const update = () => {
     choice.model = select.value;
     choice.modelUrl = modelUrl.value;
@@ -98,6 +110,8 @@ export function createWebLlmPanel(
     const known = typeof custom === 'string' ? prebuilt : [...prebuilt, custom];
     try {
       const cached = await catalog.cached(known);
+      cachedIds = new Set(cached.map((entry) => entry.id));
+      render();
       cachedList.replaceChildren(
         ...(cached.length === 0
           ? [h('li', {}, 'nothing yet')]
@@ -117,20 +131,22 @@ export function createWebLlmPanel(
   }
 
   render();
-  return {
-    /** Loads web-llm's prebuilt list (online only: its models are on the hub) and the cache list. */
-    async open(): Promise<void> {
-      if (prebuilt.length === 0 && navigator.onLine) {
-        try {
-          prebuilt = await catalog.prebuilt();
-        } catch (error) {
-          note.textContent = `web-llm’s model list could not be loaded: ${(error as Error).message}`;
-        }
+  let opened: Promise<void> | undefined;
+  /** Loads web-llm's prebuilt list (it ships with web-llm) and the cache list, once. */
+  const open = (): Promise<void> =>
+    (opened ??= (async () => {
+      try {
+        prebuilt = await catalog.prebuilt();
+      } catch (error) {
+        listError = `web-llm’s model list could not be loaded: ${(error as Error).message}`;
       }
-      if (!navigator.onLine) note.textContent = 'Offline: only cached models and models on this host can load.';
       render();
       await refreshCached();
-    },
+    })());
+  return {
+    open,
+    /** The prebuilt list is known (a saved prebuilt choice can be resolved against it). */
+    ready: open,
     models: () => prebuilt,
     refreshCached,
   };

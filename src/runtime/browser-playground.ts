@@ -12,7 +12,7 @@ import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
 import type { WebLlmCatalog } from '../../public/src/webllm-panel.js';
-import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE, webLlmProgressText } from './webllm-messages.js';
 // Static, small: the benchmark must run when the server is gone and no chunk can load.
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
 import type { FileProgress } from './browser-downloads.js';
@@ -160,8 +160,7 @@ const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, we
       modelUrl: webllm.modelUrl,
       modelLibUrl: webllm.modelLibUrl,
       modelId: webllm.id,
-      // web-llm reports the fraction of the weights' bytes and says how many MB in its text.
-      onProgress: ({ progress, text }) => onStatus(`${Math.floor(progress * 100)}% · ${text}`),
+      onProgress: (report) => onStatus(webLlmProgressText(report)),
     });
     return { fetch: (request) => app.fetch(request), details: 'web-llm · WebGPU' };
   }
@@ -181,7 +180,7 @@ const webLlmCatalog: WebLlmCatalog = {
         modelUrl: record.model,
         modelLibUrl: record.model_lib,
         vramMB: record.vram_required_MB,
-        f16: (record.required_features ?? []).includes('shader-f16'),
+        f16: (record.required_features ?? []).includes('shader-f16') || libraryNeedsShaderF16(record.model_lib),
       }));
   },
   async cached(models) {

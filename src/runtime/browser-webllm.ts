@@ -9,15 +9,39 @@ import { parseServerConfig, type ServerConfig } from '../config/server-config.js
 import { forwardingGuideCompiler } from '../engine/remote-guides.js';
 import { WebLlmEngine, type MlcEngineInternals, type MlcModelFiles } from '../engine/webllm/webllm-engine.js';
 import { createApp } from '../http/app.js';
-import { cachingFetch } from './browser-cache.js';
+import { cachingFetch, PLAYGROUND_CACHE } from './browser-cache.js';
 import { SHADER_F16, webGpuAdapterFeatures } from './browser-gpu.js';
-import { NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE } from './webllm-messages.js';
 
-/** web-llm's progress report (its InitProgressReport): `progress` is 0..1 of the bytes. */
+/** web-llm's progress report (its InitProgressReport) with what it is a fraction of. */
 export interface WebLlmProgress {
+  /** 0..1 of the weights' bytes while downloading them, and again while moving them onto the GPU. */
   progress: number;
   timeElapsed: number;
+  /** web-llm's own words. */
   text: string;
+  /** 'download': the weights into Cache Storage; 'gpu': from there onto the GPU; 'other': the library, the shaders. */
+  phase: 'download' | 'gpu' | 'other';
+  /** The weights' size (ndarray-cache.json's shards), which `progress` is a fraction of while downloading. */
+  totalBytes: number;
+  /**
+   * 'gpu': shards moved so far, of all. (web-llm's `progress` stays where the download left
+   * it in this phase — 1 after a download, 0 when everything came from the cache.)
+   */
+  shards?: { done: number; of: number };
+}
+
+/** "Loading model from cache[3/9]: …" → 3 of 9. */
+export function shardCount(text: string): WebLlmProgress['shards'] {
+  const match = /\[(\d+)\/(\d+)\]/.exec(text);
+  return match ? { done: Number(match[1]), of: Number(match[2]) } : undefined;
+}
+
+/** The phase a web-llm progress text names (web-llm 0.2.79's wording). */
+export function webLlmPhase(text: string): WebLlmProgress['phase'] {
+  if (text.startsWith('Fetching param cache') || text.startsWith('Start to fetch params')) return 'download';
+  if (text.startsWith('Loading model from cache')) return 'gpu';
+  return 'other';
 }
 
 export interface WebLlmAppOptions {
@@ -51,13 +75,8 @@ export class WebLlmUnavailableError extends Error {
   override name = 'WebLlmUnavailableError';
 }
 
-export { NO_WEBGPU_MESSAGE };
+export { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE };
 
-/** An f16 library (q4f16_1, q0f16, …) computes in float16: WebGPU's shader-f16 feature. */
-export function libraryNeedsShaderF16(modelLibUrl: string): boolean {
-  const name = new URL(modelLibUrl, 'http://x/').pathname.split('/').at(-1) ?? '';
-  return /(^|[-_])q\d+f16(_\d+)?([-_.]|$)/.test(name);
-}
 
 /** Why this adapter cannot run the library, or null when it can. */
 export function webLlmAdapterRefusal(features: ReadonlySet<string> | null, modelLibUrl: string): string | null {
@@ -91,14 +110,30 @@ async function fetchJson(fetchFn: typeof fetch, url: string, optional: boolean):
   return (await response.json()) as Record<string, unknown>;
 }
 
-/** mlc-chat-config.json and the tokenizer's files, which the HTTP layer needs. */
-export async function fetchMlcModelFiles(modelUrl: string, fetchFn: typeof fetch = cachingFetch()): Promise<MlcModelFiles> {
-  const [chatConfig, tokenizerJson, tokenizerConfig] = await Promise.all([
+/** The bytes of the weights' shards an ndarray-cache.json lists. */
+export function mlcWeightsBytes(ndarrayCache: Record<string, unknown>): number {
+  const shards = Array.isArray(ndarrayCache.records) ? (ndarrayCache.records as Array<{ nbytes?: unknown }>) : [];
+  return shards.reduce((sum, shard) => sum + (typeof shard.nbytes === 'number' ? shard.nbytes : 0), 0);
+}
+
+/** mlc-chat-config.json and the tokenizer's files, which the HTTP layer needs, and the weights' size. */
+export async function fetchMlcModelFiles(modelUrl: string, fetchFn: typeof fetch = cachingFetch()): Promise<MlcModelFiles & { weightsBytes: number }> {
+  const [chatConfig, tokenizerJson, tokenizerConfig, ndarrayCache] = await Promise.all([
     fetchJson(fetchFn, mlcFileUrl(modelUrl, 'mlc-chat-config.json'), false),
     fetchJson(fetchFn, mlcFileUrl(modelUrl, 'tokenizer.json'), false),
     fetchJson(fetchFn, mlcFileUrl(modelUrl, 'tokenizer_config.json'), true),
+    fetchJson(fetchFn, mlcFileUrl(modelUrl, 'ndarray-cache.json'), false),
   ]);
-  return { chatConfig, tokenizerJson, tokenizerConfig };
+  return { chatConfig, tokenizerJson, tokenizerConfig, weightsBytes: mlcWeightsBytes(ndarrayCache) };
+}
+
+/** Why the folder's files could not be read, in words for the page (offline is the usual cause). */
+function folderUnreadable(modelUrl: string, error: unknown): Error {
+  const offline = typeof navigator !== 'undefined' && navigator.onLine === false;
+  return new Error(
+    `Cannot read the model folder ${modelUrl}: ${(error as Error).message}. ` +
+      `${offline ? 'The browser is offline: ' : 'Without the network, '}only models web-llm has cached (listed under the model choice) and models served by this host can load.`,
+  );
 }
 
 /**
@@ -111,10 +146,21 @@ export async function createWebLlmApp(options: WebLlmAppOptions): Promise<WebLlm
   if (refusal !== null) throw new WebLlmUnavailableError(refusal);
   const modelId = options.modelId ?? mlcModelId(options.modelUrl);
   const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName ?? modelId });
-  const [webllm, files] = await Promise.all([import('@mlc-ai/web-llm'), fetchMlcModelFiles(options.modelUrl)]);
+  const [webllm, files] = await Promise.all([
+    import('@mlc-ai/web-llm'),
+    fetchMlcModelFiles(options.modelUrl).catch((error: unknown) => {
+      throw folderUnreadable(options.modelUrl, error);
+    }),
+  ]);
+  const onProgress = options.onProgress;
   const mlc = await webllm.CreateMLCEngine(modelId, {
     appConfig: { model_list: [{ model: options.modelUrl, model_id: modelId, model_lib: options.modelLibUrl }] },
-    initProgressCallback: options.onProgress,
+    initProgressCallback:
+      onProgress &&
+      ((report) => {
+        const phase = webLlmPhase(report.text);
+        onProgress({ ...report, phase, totalBytes: files.weightsBytes, ...(phase === 'gpu' ? { shards: shardCount(report.text) } : {}) });
+      }),
     logLevel: 'WARN',
   });
   const engine = new WebLlmEngine({
@@ -132,7 +178,17 @@ export async function webLlmCachedModel(modelId: string, modelUrl: string, model
   return webllm.hasModelInCache(modelId, { model_list: [{ model: modelUrl, model_id: modelId, model_lib: modelLibUrl }] });
 }
 
+/** The folder's files this page reads itself (fetchMlcModelFiles), kept in the page's cache beside web-llm's. */
+const PAGE_READ_FILES = ['mlc-chat-config.json', 'tokenizer.json', 'tokenizer_config.json', 'ndarray-cache.json'];
+
+/** Deletes the model from web-llm's caches (weights, config, library, its index) and the page's copies of its small files. */
 export async function deleteWebLlmModel(modelId: string, modelUrl: string, modelLibUrl: string): Promise<void> {
   const webllm = await import('@mlc-ai/web-llm');
   await webllm.deleteModelAllInfoInCache(modelId, { model_list: [{ model: modelUrl, model_id: modelId, model_lib: modelLibUrl }] });
+  // web-llm 0.2.79 leaves the folder's ndarray-cache.json behind in its own cache (seen in the e2e).
+  const names = (await caches.keys()).filter((name) => name === PLAYGROUND_CACHE || name.startsWith('webllm/'));
+  for (const name of names) {
+    const cache = await caches.open(name);
+    await Promise.all(PAGE_READ_FILES.map((file) => cache.delete(mlcFileUrl(modelUrl, file))));
+  }
 }

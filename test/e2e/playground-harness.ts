@@ -157,6 +157,18 @@ export async function pickEngine(page: Page, label: 'Server' | 'In-page · WASM'
   await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(ready);
 }
 
+/** Records every text of the engine status line (read with `seenStatuses`). */
+export async function watchStatus(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const seen: string[] = [];
+    (window as unknown as { statuses: string[] }).statuses = seen;
+    const line = document.getElementById('engine-status')!;
+    new MutationObserver(() => seen.push(line.textContent ?? '')).observe(line, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+export const seenStatuses = (page: Page): Promise<string[]> => page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
+
 /** Records every text the first output shows, in order, as the DOM changes (read with `seenTexts`). */
 export async function watchOutput(page: Page): Promise<void> {
   await page.evaluate(() => {

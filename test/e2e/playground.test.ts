@@ -4,7 +4,7 @@
  * seeded request answered by the engine running inside the page, and the inline errors.
  */
 import { statSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { REPO_ROOT } from '../helpers/model.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,12 +16,14 @@ import {
   launchChromium,
   openPlayground as openPlaygroundAt,
   OUTPUT_DIR,
+  seenStatuses,
   seenTexts,
   setParam,
   shownRequestBody,
   startPlaygroundServer,
   WAIT,
   watchOutput,
+  watchStatus,
   type PlaygroundServer,
   BROWSER_TEST_TIMEOUT,
 } from './playground-harness.js';
@@ -37,18 +39,6 @@ it('has Chromium to run the playground in', () => {
 
 const openPlayground = (viewport?: { width: number; height: number }) => openPlaygroundAt(browser, baseUrl, viewport);
 const askServer = (path: string, body: Record<string, unknown>) => askServerAt(baseUrl, path, body);
-
-/** Records every text of the engine status line (read with `seenStatuses`). */
-async function watchStatus(page: Page): Promise<void> {
-  await page.evaluate(() => {
-    const seen: string[] = [];
-    (window as unknown as { statuses: string[] }).statuses = seen;
-    const line = document.getElementById('engine-status')!;
-    new MutationObserver(() => seen.push(line.textContent ?? '')).observe(line, { subtree: true, childList: true, characterData: true });
-  });
-}
-
-const seenStatuses = (page: Page) => page.evaluate(() => (window as unknown as { statuses: string[] }).statuses);
 
 describe('playground page', { timeout: BROWSER_TEST_TIMEOUT }, () => {
   beforeAll(async () => {

@@ -12,14 +12,18 @@
  * It steps through MLCEngine's own prefill/decode (the methods its completions API runs)
  * so that each step's token id can be read and a gone client stops generation between
  * steps. Those methods are not in web-llm's typed API: the version is pinned (0.2.79).
+ * n > 1 runs the n sequences one after another, each seeded as LocalEngine seeds it
+ * (sequenceSeed); logprobs are read from the probabilities web-llm sampled from.
  */
 import type { SamplingParams } from '../../sampling/params.js';
 import { HfTokenizer } from '../../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../../tokenizer/types.js';
 import { checkPromptTokenIds, EngineRequestError } from '../errors.js';
 import { generationDefaultsFromConfig } from '../model-spec.js';
+import { topTokenIds } from '../../sampling/logprobs.js';
+import { sequenceSeed } from '../sequence-group.js';
 import { Sequence } from '../sequence.js';
-import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from '../types.js';
+import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo, TokenLogprob } from '../types.js';
 import { webLlmGenerationConfig, webLlmRefusals, webLlmSeed, type WebLlmGenerationConfig } from './generation-config.js';
 
 /** The pipeline of one loaded model (web-llm's LLMChatPipeline), as far as it is used here. */
@@ -29,6 +33,12 @@ export interface WebLlmPipeline {
   stopped(): boolean;
   setSeed(seed: number): void;
   triggerStop(): void;
+  /**
+   * With GenerationConfig.logprobs: after each step, the probabilities the step's token
+   * was drawn from (web-llm's softmax at the request's temperature, after logit_bias,
+   * penalties and the grammar's mask), one per vocabulary entry.
+   */
+  logitsOnCPU?: { toArray(): ArrayLike<number> };
 }
 
 /** web-llm's per-model lock: one generation at a time. */
@@ -64,13 +74,22 @@ export interface WebLlmEngineOptions {
 }
 
 const FEATURES: EngineFeatures = {
-  // web-llm generates one sequence at a time, and its logprobs are of its own
-  // temperature-scaled distribution (one-hot under greedy), not vLLM's.
-  multipleSequences: false,
+  // n sequences one after another (best_of > n is refused by webLlmRefusals).
+  multipleSequences: true,
   beamSearch: false,
-  logprobs: false,
+  // Token logprobs and top alternatives (prompt_logprobs are refused by webLlmRefusals).
+  logprobs: true,
   refusals: webLlmRefusals,
 };
+
+/** The step's token's logprob and the k most likely tokens, from web-llm's probabilities. */
+function stepLogprobs(pipeline: WebLlmPipeline, tokenId: number, k: number): { logprob: number; top: TokenLogprob[] } {
+  if (pipeline.logitsOnCPU === undefined) throw new Error('web-llm kept no distribution for the logprobs');
+  const probs = pipeline.logitsOnCPU.toArray();
+  // log(0) = -Infinity: a banned token, which topTokenIds leaves out as the sampler does.
+  const logOf = (id: number) => Math.log(probs[id]);
+  return { logprob: logOf(tokenId), top: topTokenIds(probs, k).filter((id) => probs[id] > 0).map((id) => ({ tokenId: id, logprob: logOf(id) })) };
+}
 
 function numberField(config: Record<string, unknown>, key: string): number {
   const value = config[key];
@@ -115,7 +134,9 @@ export class WebLlmEngine implements Engine {
       maxModelLen: numberField(chatConfig, 'context_window_size'),
       vocabSize: numberField(chatConfig, 'vocab_size'),
     };
-    this.generationDefaults = generationDefaultsFromConfig(chatConfig);
+    // Not its repetition_penalty: web-llm never applies it (see webLlmRefusals).
+    const { repetitionPenalty: _unapplied, ...defaults } = generationDefaultsFromConfig(chatConfig);
+    this.generationDefaults = defaults;
     this.tokenizerConfig = options.files.tokenizerConfig;
   }
 
@@ -137,13 +158,39 @@ export class WebLlmEngine implements Engine {
   }
 
   private async *stream(request: GenerateRequest): AsyncGenerator<GenerationDelta> {
-    const { params, signal } = request;
+    const { params } = request;
     const [modelId, pipeline, chatConfig] = this.mlc.getLLMStates('CompletionCreateParams', this.modelId);
     const lock = this.mlc.loadedModelIdToLock.get(modelId);
     if (lock === undefined) throw new Error(`web-llm has no lock for the model ${modelId}`);
+    const run: SequenceRun = {
+      request,
+      pipeline,
+      chatConfig,
+      genConfig: webLlmGenerationConfig(params),
+      // web-llm tokenizes its prompt itself, with the same tokenizer.json: the text is what
+      // our ids decode to, special tokens (the chat template's) included.
+      prompt: this.tokenizer.decode(request.promptTokenIds, { skipSpecialTokens: false }),
+    };
+    await lock.acquire();
+    this.counters.running += 1;
+    try {
+      for (let index = 0; index < (params.n ?? 1); index++) yield* this.runSequence(index, run);
+    } finally {
+      if (!pipeline.stopped()) pipeline.triggerStop();
+      // A seed applies to its request only (web-llm reseeds from the clock as well).
+      if (params.seed !== undefined) pipeline.setSeed(Date.now());
+      this.counters.running -= 1;
+      await lock.release();
+    }
+  }
+
+  /** One of the request's sequences, from prefill to its end (the caller holds the lock). */
+  private async *runSequence(index: number, run: SequenceRun): AsyncGenerator<GenerationDelta> {
+    const { request, pipeline, genConfig } = run;
+    const { params, signal } = request;
     const deltas: GenerationDelta[] = [];
     const sequence = new Sequence(
-      0,
+      index,
       request.promptTokenIds,
       // The constraint is web-llm's to enforce (its grammar matcher); ours only counts.
       { ...params, guide: undefined },
@@ -151,24 +198,29 @@ export class WebLlmEngine implements Engine {
       { vocabSize: this.info.vocabSize, maxModelLen: this.info.maxModelLen, eosTokenIds: this.eosTokenIds },
       { sink: { emit: (delta) => deltas.push(delta), fail: () => {} } },
     );
-    const genConfig = webLlmGenerationConfig(params);
-    // web-llm tokenizes its prompt itself, with the same tokenizer.json: the text is what
-    // our ids decode to, special tokens (the chat template's) included.
-    const prompt = this.tokenizer.decode(request.promptTokenIds, { skipSpecialTokens: false });
-    await lock.acquire();
-    this.counters.running += 1;
+    if (signal?.aborted) {
+      yield sequence.abort();
+      return;
+    }
+    const seed = sequenceSeed(params.seed, index);
+    if (seed !== undefined) pipeline.setSeed(webLlmSeed(seed));
     let read = 0;
     try {
-      if (signal?.aborted) {
-        yield sequence.abort();
-        return;
-      }
-      if (params.seed !== undefined) pipeline.setSeed(webLlmSeed(params.seed));
-      await this.mlc.prefill({ prompt }, pipeline, chatConfig, genConfig);
+      await this.mlc.prefill({ prompt: run.prompt }, pipeline, run.chatConfig, genConfig);
       for (;;) {
         this.counters.steps += 1;
         // One token per step; web-llm stops on its own only at its max_tokens backstop or the context's end.
-        while (read < pipeline.outputIds.length && !sequence.finished) sequence.append(pipeline.outputIds[read++], NaN);
+        const fresh = pipeline.outputIds.length - read;
+        if (params.logprobs !== undefined && fresh > 1) throw new Error(`web-llm sampled ${fresh} tokens in one step; its logprobs cover the last one only`);
+        while (read < pipeline.outputIds.length && !sequence.finished) {
+          const tokenId = pipeline.outputIds[read++];
+          if (params.logprobs === undefined) {
+            sequence.append(tokenId, NaN);
+          } else {
+            const { logprob, top } = stepLogprobs(pipeline, tokenId, params.logprobs);
+            sequence.append(tokenId, logprob, top);
+          }
+        }
         this.counters.generatedTokens += deltas.length;
         yield* deltas.splice(0);
         if (sequence.finished) return;
@@ -180,11 +232,17 @@ export class WebLlmEngine implements Engine {
         await this.mlc.decode(pipeline, genConfig);
       }
     } finally {
+      // The next sequence's prefill starts a new round.
       if (!pipeline.stopped()) pipeline.triggerStop();
-      // A seed applies to its request only (web-llm reseeds from the clock as well).
-      if (params.seed !== undefined) pipeline.setSeed(Date.now());
-      this.counters.running -= 1;
-      await lock.release();
     }
   }
+}
+
+/** What every sequence of one request shares. */
+interface SequenceRun {
+  request: GenerateRequest;
+  pipeline: WebLlmPipeline;
+  chatConfig: unknown;
+  genConfig: WebLlmGenerationConfig;
+  prompt: string;
 }

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../../src/config/server-config.js';
 import { forwardingGuideCompiler } from '../../../src/engine/remote-guides.js';
-import type { WebLlmGenerationConfig } from '../../../src/engine/webllm/generation-config.js';
+import { ARGMAX_TOP_P, type WebLlmGenerationConfig } from '../../../src/engine/webllm/generation-config.js';
+import { sequenceSeed } from '../../../src/engine/sequence-group.js';
 import { WebLlmEngine, type MlcEngineInternals, type WebLlmPipeline } from '../../../src/engine/webllm/webllm-engine.js';
 import { createApp } from '../../../src/http/app.js';
 import { HfTokenizer } from '../../../src/tokenizer/hf-tokenizer.js';
@@ -18,8 +19,11 @@ const { tokenizerJson, tokenizerConfig, vocabSize, special } = byteLevelTokenize
 const tokenizer = HfTokenizer.fromJson(tokenizerJson, tokenizerConfig);
 const ids = (text: string) => tokenizer.encode(text, { addSpecialTokens: false });
 
-/** A stand-in MLCEngine whose model "samples" `script` token by token. */
-function fakeMlc(script: number[]) {
+/**
+ * A stand-in MLCEngine whose model "samples" `script` token by token (`scripts[i]` for the
+ * request's i-th prefill); with logprobs on, step j's distribution is `probs(j)`.
+ */
+function fakeMlc(script: number[], scripts: number[][] = [script], probs?: (step: number) => number[]) {
   const calls = { prompts: [] as string[], configs: [] as WebLlmGenerationConfig[], seeds: [] as number[], decodes: 0 };
   let busy = Promise.resolve();
   let releaseLock = () => {};
@@ -29,6 +33,12 @@ function fakeMlc(script: number[]) {
     stopped: () => pipeline.outputIds.length >= Math.min(pipeline.maxTokens, script.length),
     setSeed: (seed) => calls.seeds.push(seed),
     triggerStop: () => {},
+  };
+  let step = 0;
+  const showDistribution = (genConfig: WebLlmGenerationConfig) => {
+    const at = step;
+    if (genConfig.logprobs && probs) pipeline.logitsOnCPU = { toArray: () => Float32Array.from(probs(at)) };
+    step += 1;
   };
   const mlc: MlcEngineInternals = {
     getLLMStates: () => ['fake', pipeline, {}],
@@ -49,11 +59,15 @@ function fakeMlc(script: number[]) {
       calls.prompts.push(request.prompt);
       calls.configs.push(genConfig);
       pipeline.maxTokens = genConfig.max_tokens;
+      script = scripts[(calls.prompts.length - 1) % scripts.length];
+      step = 0;
+      showDistribution(genConfig);
       pipeline.outputIds = [script[0]];
     },
-    async decode() {
+    async decode(_pipeline, genConfig) {
       calls.decodes += 1;
       await new Promise((resolve) => setTimeout(resolve, 1));
+      showDistribution(genConfig);
       pipeline.outputIds.push(script[pipeline.outputIds.length]);
     },
     async unload() {},
@@ -61,8 +75,8 @@ function fakeMlc(script: number[]) {
   return { mlc, calls };
 }
 
-function appOn(script: number[]) {
-  const { mlc, calls } = fakeMlc(script);
+function appOn(script: number[], scripts?: number[][], probs?: (step: number) => number[]) {
+  const { mlc, calls } = fakeMlc(script, scripts, probs);
   const chatConfig = {
     vocab_size: vocabSize,
     context_window_size: 4096,
@@ -89,7 +103,6 @@ describe('WebLlmEngine', () => {
       top_p: 0.9,
       presence_penalty: 0.5,
       frequency_penalty: 0.25,
-      repetition_penalty: 1.1,
       logit_bias: { '5': 3 },
       seed: 2 ** 32 + 7,
     });
@@ -103,7 +116,6 @@ describe('WebLlmEngine', () => {
       top_p: 0.9,
       presence_penalty: 0.5,
       frequency_penalty: 0.25,
-      repetition_penalty: 1.1,
       logit_bias: { '5': 3 },
       ignore_eos: true,
       max_tokens: 3,
@@ -114,10 +126,11 @@ describe('WebLlmEngine', () => {
     expect(calls.seeds).toHaveLength(2);
   });
 
-  it('defaults from mlc-chat-config.json, greedy as temperature 0', async () => {
+  it('defaults from mlc-chat-config.json (not its repetition_penalty, which web-llm never applies), greedy as temperature 0', async () => {
     const { post, calls } = appOn(ids(' a b c'));
     expect((await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 1 })).status).toBe(200);
-    expect(calls.configs[0]).toMatchObject({ temperature: 0.7, top_p: 0.8, repetition_penalty: 1.05 });
+    expect(calls.configs[0]).toMatchObject({ temperature: 0.7, top_p: 0.8 });
+    expect(calls.configs[0]).not.toHaveProperty('repetition_penalty');
     expect((await post('/generate', { prompt: 'x', max_tokens: 1, temperature: 0 })).status).toBe(200);
     expect(calls.configs[1]).toMatchObject({ temperature: 0 });
   });
@@ -166,8 +179,11 @@ describe('WebLlmEngine', () => {
       [{ temperature: 1, min_p: 0.1 }, 'min_p'],
       [{ min_tokens: 2 }, 'min_tokens'],
       [{ guided_regex: '[a-z]+' }, 'guided_regex'],
-      [{ n: 2, temperature: 1 }, 'n'],
-      [{ logprobs: 2 }, 'logprobs'],
+      [{ repetition_penalty: 1.1 }, 'repetition_penalty'],
+      [{ n: 1, best_of: 2, temperature: 1 }, 'best_of'],
+      [{ prompt_logprobs: 1 }, 'prompt_logprobs'],
+      [{ logprobs: 2, temperature: 1, top_p: 0.9 }, 'logprobs'],
+      [{ use_beam_search: true, n: 2, best_of: 2, temperature: 0, top_p: 1 }, 'use_beam_search'],
     ];
     for (const [fields, param] of cases) {
       const response = await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 2, ...fields });
@@ -177,6 +193,51 @@ describe('WebLlmEngine', () => {
     // Greedy ignores top_k as vLLM does.
     expect((await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 1, temperature: 0, top_k: 5 })).status).toBe(200);
     expect(calls.prompts).toHaveLength(1);
+  });
+
+  it('runs n sequences one after another, each seeded as the onnxruntime engine seeds it', async () => {
+    const [first, second] = [ids(' a b'), ids(' c d e')];
+    const { post, calls } = appOn([], [first, second]);
+    const response = await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 2, temperature: 1, n: 2, seed: 9 });
+    expect(response.status).toBe(200);
+    const json = await response.json();
+    expect(json.choices.map((choice: { index: number; text: string }) => [choice.index, choice.text])).toEqual([
+      [0, tokenizer.decode(first.slice(0, 2))],
+      [1, tokenizer.decode(second.slice(0, 2))],
+    ]);
+    expect(json.usage.completion_tokens).toBe(4);
+    expect(calls.prompts).toEqual(['x', 'x']);
+    // Sequence i's seed is sequenceSeed(seed, i), the one LocalEngine gives it; then the clock.
+    expect(calls.seeds.slice(0, 2)).toEqual([9, Number(BigInt.asUintN(32, sequenceSeed(9n, 1)!))]);
+    expect(calls.seeds).toHaveLength(3);
+    // Streamed: each sequence's chunks carry its index.
+    const streamed = await (await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 2, temperature: 1, n: 2, seed: 9, stream: true })).text();
+    const indexes = streamed
+      .split('\n\n')
+      .filter((event) => event.startsWith('data: {'))
+      .map((event) => JSON.parse(event.slice(6)).choices[0]?.index);
+    expect(new Set(indexes)).toEqual(new Set([0, 1]));
+  });
+
+  it('reports logprobs from the distribution web-llm drew from; greedy ones at temperature 1 with an argmax top_p', async () => {
+    const distributions = [
+      [0.5, 0.25, 0.125, 0.125],
+      [0.1, 0.6, 0.3, 0],
+    ];
+    const script = [0, 1];
+    const { post, calls } = appOn(script, undefined, (step) => [...distributions[step], ...new Array(vocabSize - 4).fill(0)]);
+    const response = await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 2, temperature: 0, logprobs: 2 });
+    expect(response.status, await response.clone().text()).toBe(200);
+    const { logprobs } = (await response.json()).choices[0];
+    expect(logprobs.token_logprobs[0]).toBeCloseTo(Math.log(0.5), 6);
+    expect(logprobs.token_logprobs[1]).toBeCloseTo(Math.log(0.6), 6);
+    expect(Object.values(logprobs.top_logprobs[0]).map(Number)).toEqual([Math.log(0.5), Math.log(0.25)].map((v) => expect.closeTo(v, 6)));
+    expect(Object.values(logprobs.top_logprobs[1]).map(Number)).toEqual([Math.log(0.6), Math.log(0.3)].map((v) => expect.closeTo(v, 6)));
+    // web-llm's logprobs at temperature 0 are one-hot (softmax at 1e-6): greedy asks for temperature 1 and a top_p that keeps the argmax.
+    expect(calls.configs[0]).toMatchObject({ temperature: 1, top_p: ARGMAX_TOP_P, logprobs: true, top_logprobs: 0 });
+    // Sampling: web-llm's distribution is softmax(logits / temperature), as ours with top_p 1.
+    expect((await post('/v1/completions', { model: 'tiny', prompt: 'x', max_tokens: 1, temperature: 0.5, top_p: 1, logprobs: 0 })).status).toBe(200);
+    expect(calls.configs[1]).toMatchObject({ temperature: 0.5, top_p: 1, logprobs: true });
   });
 
   it('stops stepping web-llm when the client goes away', async () => {
