@@ -20,10 +20,10 @@ import { HfTokenizer } from '../../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../../tokenizer/types.js';
 import { checkPromptTokenIds, EngineRequestError } from '../errors.js';
 import { generationDefaultsFromConfig } from '../model-spec.js';
-import { topTokenIds } from '../../sampling/logprobs.js';
+import { topTokenIds, type TokenLogprob } from '../../sampling/logprobs.js';
 import { sequenceSeed } from '../sequence-group.js';
 import { Sequence } from '../sequence.js';
-import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo, TokenLogprob } from '../types.js';
+import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from '../types.js';
 import { webLlmGenerationConfig, webLlmRefusals, webLlmSeed, type WebLlmGenerationConfig } from './generation-config.js';
 
 /** The pipeline of one loaded model (web-llm's LLMChatPipeline), as far as it is used here. */
