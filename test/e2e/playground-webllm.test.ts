@@ -231,10 +231,12 @@ describe('web-llm in the page (SwiftShader)', { timeout: 2_400_000 }, () => {
     fetched.length = 0;
     stage('reload');
     await page.reload();
-    // The completion only: a SwiftShader forward under load takes a minute.
-    const again = await inPage(page, REQUESTS.slice(0, 1));
+    // Both APIs again (the check): the completion and the streamed /generate.
+    const again = await inPage(page, REQUESTS.slice(0, 2));
     stage('answered after the reload');
     expect(again[0].status).toBe(200);
+    expect(again[1].status).toBe(200);
+    expect(streamedText(again[1].text)).toBe(streamedText(streamed.text));
     const againChoice = JSON.parse(again[0].text).choices[0];
     expect(againChoice.text).toBe(completionJson.choices[0].text);
     expect(againChoice.logprobs.tokens).toEqual(logprobs.tokens);
