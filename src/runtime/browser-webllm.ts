@@ -11,25 +11,8 @@ import { WebLlmEngine, type MlcEngineInternals, type MlcModelFiles } from '../en
 import { createApp } from '../http/app.js';
 import { cachingFetch, PLAYGROUND_CACHE } from './browser-cache.js';
 import { SHADER_F16, webGpuAdapterFeatures } from './browser-gpu.js';
-import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE } from './webllm-messages.js';
+import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE, type WebLlmProgress } from './webllm-messages.js';
 
-/** web-llm's progress report (its InitProgressReport) with what it is a fraction of. */
-export interface WebLlmProgress {
-  /** 0..1 of the weights' bytes while downloading them, and again while moving them onto the GPU. */
-  progress: number;
-  timeElapsed: number;
-  /** web-llm's own words. */
-  text: string;
-  /** 'download': the weights into Cache Storage; 'gpu': from there onto the GPU; 'other': the library, the shaders. */
-  phase: 'download' | 'gpu' | 'other';
-  /** The weights' size (ndarray-cache.json's shards), which `progress` is a fraction of while downloading. */
-  totalBytes: number;
-  /**
-   * 'gpu': shards moved so far, of all. (web-llm's `progress` stays where the download left
-   * it in this phase — 1 after a download, 0 when everything came from the cache.)
-   */
-  shards?: { done: number; of: number };
-}
 
 /** "Loading model from cache[3/9]: …" → 3 of 9. */
 export function shardCount(text: string): WebLlmProgress['shards'] {

@@ -5,10 +5,11 @@
  * (heartbeat), and a normal request and a guided one succeed afterwards.
  */
 import type { Hono } from 'hono';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import type { Engine } from '../../src/engine/types.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
-import { MODEL, expectError, loadEngine, postJson, testApp } from './helpers.js';
+import { MODEL, MODEL_DIR, expectError, loadEngine, postJson, testApp } from './helpers.js';
 
 let engine: Engine;
 let app: Hono;
@@ -99,7 +100,10 @@ describe('request bounds: refused before any work, the server serving all along'
   });
 
   it('n above maxSequencesPerRequest is refused naming that setting when batches are wider', async () => {
-    const wide = testApp(engine, { maxRunningSequences: 256 });
+    // The engine itself runs 256 rows (the HTTP bound takes the engine's row cap too).
+    const wideEngine = await createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL, limits: { maxRunningSequences: 256 } });
+    onTestFinished(() => wideEngine.dispose());
+    const wide = testApp(wideEngine, { maxRunningSequences: 256 });
     const message = await expectError(postJson(wide, '/v1/completions', { ...completion, n: 129, temperature: 1 }), 400, 'BadRequestError', 'n');
     expect(message).toMatch(/n must be at most 128 \(maxSequencesPerRequest is 128\), got 129/);
     const allowed = await postJson(wide, '/v1/completions', { ...completion, max_tokens: 1, n: 128, temperature: 1 });

@@ -47,6 +47,7 @@ describe('EOS from tokenizer_config.json when config.json and generation_config.
       // The fixture's tokenizer_config.json allows 131072 tokens, its config.json 96.
       expect(engine.info.maxModelLen).toBe(96);
       expect(engine.loadReport.notes).toEqual([
+        expect.stringMatching(/^Context: 96 tokens \(the model's config\); KV cache up to /),
         "config.json's max_position_embeddings (96) and tokenizer_config.json's model_max_length (131072) disagree: the context is the smaller, 96 tokens.",
       ]);
     } finally {
