@@ -46,7 +46,17 @@ async function run(job: ThreadJob): Promise<{ result: unknown; transfer: ArrayBu
 
 parentPort?.on('message', (job: ThreadJob) => {
   run(job).then(
-    ({ result, transfer }) => parentPort!.postMessage({ id: job.id, result } satisfies ThreadReply, transfer),
+    ({ result, transfer }) => {
+      const reply = { id: job.id, result } satisfies ThreadReply;
+      try {
+        parentPort!.postMessage(reply, transfer);
+      } catch (error) {
+        // sharp's pixels live in memory the addon allocated, which Node 24 refuses to transfer
+        // (DataCloneError; Node 20 moved them): such a reply goes back as a copy.
+        if ((error as Error)?.name !== 'DataCloneError') throw error;
+        parentPort!.postMessage(reply);
+      }
+    },
     (error: unknown) => {
       const param = (error as { param?: unknown })?.param;
       parentPort!.postMessage({
