@@ -29,9 +29,37 @@ export function clipForMessage(text: string, max = 40): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
+/** Parses in one synchronous pass (small texts: a gateway's own body, tests). */
 export function parseJsonBody(text: string): unknown {
-  return new JsonParser(text).parseDocument();
+  const run = new JsonParser(text, Infinity).parseDocument();
+  for (;;) {
+    const step = run.next();
+    if (step.done) return step.value;
+  }
 }
+
+/**
+ * How long the parser runs before it lets the event loop go. A 16 MiB body of small numbers
+ * or escapes is millions of values: parsed in one pass it held the loop for 2–5 s (issue 24's
+ * re-check; JSON.parse itself took 2.5 s on 8 M numbers under load).
+ */
+export const JSON_PARSE_SLICE_MS = 10;
+
+/**
+ * Parses as parseJsonBody does, giving the event loop back (`yieldToLoop`) after every
+ * JSON_PARSE_SLICE_MS of work, so a huge body never freezes other requests.
+ */
+export async function parseJsonBodyInSlices(text: string, yieldToLoop: () => Promise<void>): Promise<unknown> {
+  const run = new JsonParser(text, JSON_PARSE_SLICE_MS).parseDocument();
+  for (;;) {
+    const step = run.next();
+    if (step.done) return step.value;
+    await yieldToLoop();
+  }
+}
+
+/** Parsing work, checked against the clock once per this many values or escapes. */
+const CLOCK_CHECK_EVERY = 1024;
 
 /** Whitespace JSON allows between tokens: space, tab, LF, CR. */
 const WHITESPACE = /[ \t\n\r]*/y;
@@ -51,31 +79,66 @@ const SIMPLE_ESCAPES: Record<string, string> = {
   t: '\t',
 };
 
+/**
+ * A generator: it yields (pauses) when its time slice is used up, between values or
+ * escapes, and returns the document. Containers and escaped strings are generators;
+ * numbers, literals and plain strings are read directly (most values, at full speed).
+ */
 class JsonParser {
   private pos = 0;
   /** Keys and indexes down to the value being parsed, to name a refused number's field. */
   private readonly path: (string | number)[] = [];
+  private work = 0;
+  private sliceEnd: number;
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly sliceMs: number,
+  ) {
+    this.sliceEnd = sliceMs === Infinity ? Infinity : performance.now() + sliceMs;
+  }
 
-  parseDocument(): unknown {
+  /** True when the slice is over (checked once per CLOCK_CHECK_EVERY units of work). */
+  private sliceOver(): boolean {
+    if (++this.work % CLOCK_CHECK_EVERY !== 0 || this.sliceMs === Infinity) return false;
+    if (performance.now() < this.sliceEnd) return false;
+    return true;
+  }
+
+  private startSlice(): void {
+    this.sliceEnd = performance.now() + this.sliceMs;
+  }
+
+  *parseDocument(): Generator<void, unknown> {
     this.skipWhitespace();
     if (this.pos >= this.text.length) this.fail('the body is empty, expected a JSON value');
-    const value = this.parseValue(0);
+    const value = yield* this.parseValue(0);
     this.skipWhitespace();
     if (this.pos < this.text.length) this.fail('unexpected data after the JSON value');
     return value;
   }
 
-  private parseValue(depth: number): unknown {
+  /** A value inside a container: containers and escaped strings are delegated, the rest read at once. */
+  private *parseValue(depth: number): Generator<void, unknown> {
+    if (this.sliceOver()) {
+      yield;
+      this.startSlice();
+    }
     const ch = this.text[this.pos];
     switch (ch) {
       case '{':
-        return this.parseObject(depth + 1);
+        return yield* this.parseObject(depth + 1);
       case '[':
-        return this.parseArray(depth + 1);
+        return yield* this.parseArray(depth + 1);
       case '"':
-        return this.parseString();
+        return this.parsePlainString() ?? (yield* this.parseString());
+      default:
+        return this.parseScalar(ch);
+    }
+  }
+
+  private parseScalar(ch: string | undefined): unknown {
+    switch (ch) {
       case 't':
         return this.parseLiteral('true', true);
       case 'f':
@@ -88,7 +151,7 @@ class JsonParser {
     }
   }
 
-  private parseObject(depth: number): Record<string, unknown> {
+  private *parseObject(depth: number): Generator<void, Record<string, unknown>> {
     this.checkDepth(depth);
     this.pos++; // '{'
     const result: Record<string, unknown> = {};
@@ -100,13 +163,13 @@ class JsonParser {
     for (;;) {
       this.skipWhitespace();
       if (this.text[this.pos] !== '"') this.failExpected('a property name in double quotes');
-      const key = this.parseString();
+      const key = this.parsePlainString() ?? (yield* this.parseString());
       this.skipWhitespace();
       if (this.text[this.pos] !== ':') this.failExpected("':' after the property name");
       this.pos++;
       this.skipWhitespace();
       this.path.push(key);
-      const value = this.parseValue(depth);
+      const value = yield* this.parseValue(depth);
       this.path.pop();
       if (key === '__proto__') {
         // JSON.parse makes "__proto__" an ordinary own property; plain assignment would
@@ -129,7 +192,7 @@ class JsonParser {
     }
   }
 
-  private parseArray(depth: number): unknown[] {
+  private *parseArray(depth: number): Generator<void, unknown[]> {
     this.checkDepth(depth);
     this.pos++; // '['
     const result: unknown[] = [];
@@ -141,7 +204,7 @@ class JsonParser {
     for (;;) {
       this.skipWhitespace();
       this.path.push(result.length);
-      result.push(this.parseValue(depth));
+      result.push(yield* this.parseValue(depth));
       this.path.pop();
       this.skipWhitespace();
       const next = this.text[this.pos];
@@ -157,7 +220,18 @@ class JsonParser {
     }
   }
 
-  private parseString(): string {
+  /** A string with no escape, read at once; undefined (nothing consumed) when it has one. */
+  private parsePlainString(): string | undefined {
+    PLAIN_STRING_RUN.lastIndex = this.pos + 1;
+    PLAIN_STRING_RUN.test(this.text);
+    const end = PLAIN_STRING_RUN.lastIndex;
+    if (this.text[end] !== '"') return undefined;
+    const out = this.text.slice(this.pos + 1, end);
+    this.pos = end + 1;
+    return out;
+  }
+
+  private *parseString(): Generator<void, string> {
     const start = this.pos;
     this.pos++; // opening quote
     let out = '';
@@ -173,6 +247,10 @@ class JsonParser {
       }
       if (ch === '\\') {
         out += this.parseEscape();
+        if (this.sliceOver()) {
+          yield;
+          this.startSlice();
+        }
         continue;
       }
       if (ch === undefined) this.fail('unterminated string', start);
