@@ -98,6 +98,20 @@ export class BatchRunner {
   }
 
   /**
+   * Keeps a prefill's cache past the next admission (which releases every cache handed
+   * out and not admitted): its request joins some steps later (scheduler.ts, "preparing").
+   * The caller owns it until it hands it back with `returnPrefill`, or releases it.
+   */
+  holdPrefill(cache: KvCache): void {
+    this.prefilled = this.prefilled.filter((each) => each !== cache);
+  }
+
+  /** A held prefill's cache, for the next admission: its rows join then, as any prefill's. */
+  returnPrefill(cache: KvCache): void {
+    this.prefilled.push(cache);
+  }
+
+  /**
    * Changes the batch's membership: drops finished rows, adds the last step's forks and
    * newly prefilled rows. Copies the cache only when membership changes.
    */

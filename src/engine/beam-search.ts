@@ -1,4 +1,5 @@
 import { promptLogprobs, topLogprobs, topTokenIds } from '../sampling/logprobs.js';
+import { promptLogprobsInSlices } from './prompt-logprobs-slices.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { Sampler } from '../sampling/sampler.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -117,10 +118,21 @@ export class BeamSearchGroup implements RequestGroup {
     return this.done;
   }
 
+  /** Prompt logprobs in slices (see RequestGroup.prepare). */
+  prepare(promptLogits: Float32Array): Promise<void> | null {
+    const k = this.params.promptLogprobs;
+    if (k === undefined) return null;
+    return promptLogprobsInSlices(promptLogits, this.promptTokenIds, this.limits.vocabSize, k, () => this.abortRequested || this.done).then(
+      (computed) => {
+        this.promptLogprobs = computed;
+      },
+    );
+  }
+
   start(promptLogits: Float32Array): { rows: BatchRow[]; generated: number } {
     const { vocabSize } = this.limits;
     const length = this.promptTokenIds.length;
-    if (this.params.promptLogprobs !== undefined) {
+    if (this.params.promptLogprobs !== undefined && this.promptLogprobs === null) {
       this.promptLogprobs = promptLogprobs(promptLogits, this.promptTokenIds, vocabSize, this.params.promptLogprobs);
     }
     // The prompt is the one beam the first step expands; its KV row is the prefill's row 0.

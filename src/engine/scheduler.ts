@@ -9,6 +9,8 @@ import type { PlaceholderEmbeds } from './placeholder-embeds.js';
 import type { SchedulerLimits } from './scheduler-limits.js';
 import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
+import { releaseKvCache } from './kv/kv-cache.js';
+import type { KvCache } from './kv/types.js';
 import { yieldToEventLoop } from './yield.js';
 
 /**
@@ -18,15 +20,31 @@ import { yieldToEventLoop } from './yield.js';
  * newly arrived prompts (once per request, however many sequences it asks for), then
  * decodes all its running rows together, one model call per step, and lets the event loop
  * breathe between steps.
+ *
+ * A request whose prefill leaves long work on its logits (prompt logprobs: RequestGroup.prepare)
+ * is "preparing": that work runs in slices between the lane's steps, its prefill cache held,
+ * and the request joins the batch at the first step after it is done. Other requests' steps
+ * go on meanwhile; the loop is never held for the whole pass.
  */
+
+/** A prefilled request whose prepare() is running: it joins its lane when `settled`. */
+interface Preparing {
+  group: RequestGroup;
+  logits: Float32Array;
+  cache: KvCache;
+  settled: boolean;
+  error?: unknown;
+}
 
 /** A batch of the running rows with its own step loop (more than one: model-thread/lanes.ts). */
 interface Lane {
   index: number;
   runner: BatchRunner;
   loop: Promise<void> | null;
-  /** Rows prefilled for this lane and not admitted yet. */
+  /** Rows prefilled for this lane and not admitted yet (those preparing included). */
   joining: number;
+  /** Requests prefilled for this lane whose preparation is running or done (collectPrepared). */
+  preparing: Preparing[];
 }
 
 export interface SchedulerOptions {
@@ -74,6 +92,7 @@ export class Scheduler {
       }, batching.kind === 'batched' ? batching.padding : 'end'),
       loop: null,
       joining: 0,
+      preparing: [],
     }));
   }
 
@@ -161,15 +180,23 @@ export class Scheduler {
     for (;;) {
       if (launched === null) {
         this.endAborted();
-        const joining = await this.prefillWaiting(lane);
+        const joining = this.collectPrepared(lane);
+        lane.joining = joining.length + preparingWidth(lane);
+        joining.push(...(await this.prefillWaiting(lane, joining.length)));
         runner.admitAndEvict(joining);
-        lane.joining = 0;
+        lane.joining = preparingWidth(lane);
         if (runner.size === 0) {
-          if (this.waiting.length === 0) return;
-          // Requests wait for another lane (it wakes this one when its batch changes), or for
-          // the rows this lane just let go (the next pass admits them, after a yield).
+          if (this.waiting.length === 0 && lane.preparing.length === 0) return;
+          // A preparation that settled while the prefills ran joins at the next pass.
+          if (lane.preparing.some((entry) => entry.settled)) {
+            await yieldToEventLoop();
+            continue;
+          }
+          // Requests wait for another lane (it wakes this one when its batch changes), for
+          // this lane's preparations (each wakes it when done), or for the rows this lane
+          // just let go (the next pass admits them, after a yield).
           const othersBusy = this.lanes.some((other) => other !== lane && (other.runner.size > 0 || other.joining > 0));
-          await (othersBusy ? this.nextChange() : yieldToEventLoop());
+          await (othersBusy || lane.preparing.length > 0 ? this.nextChange() : yieldToEventLoop());
           continue;
         }
         launched = runner.launchStep();
@@ -182,7 +209,7 @@ export class Scheduler {
         runner.failAll(error);
       }
       launched = null;
-      if (this.launchEarly && this.waiting.length === 0) {
+      if (this.launchEarly && this.waiting.length === 0 && !lane.preparing.some((entry) => entry.settled)) {
         this.endAborted();
         runner.admitAndEvict([]);
         if (runner.size > 0) launched = runner.launchStep();
@@ -199,12 +226,65 @@ export class Scheduler {
     return laneTakesRequest(lane.index, loads, this.pipelineMinRows);
   }
 
-  private async prefillWaiting(lane: Lane): Promise<JoiningRow[]> {
+  /**
+   * The rows of this lane's requests whose preparation is done, started now (their first
+   * tokens picked from the prefill's logits) to join at this admission; requests that went
+   * away meanwhile are ended and their caches released.
+   */
+  private collectPrepared(lane: Lane): JoiningRow[] {
+    const joining: JoiningRow[] = [];
+    const { runner } = lane;
+    const settled = lane.preparing.filter((entry) => entry.settled);
+    if (settled.length === 0) return joining;
+    lane.preparing = lane.preparing.filter((entry) => !entry.settled);
+    for (const { group, logits, cache, error } of settled) {
+      if (error !== undefined) group.fail(error);
+      else if (group.abortRequested && !group.finished) group.abort();
+      if (group.finished) {
+        this.running.delete(group);
+        releaseKvCache(cache);
+        continue;
+      }
+      try {
+        const { rows, generated } = group.start(logits);
+        this.counters.generatedTokens += generated;
+        if (group.finished) this.running.delete(group);
+        for (const row of rows) joining.push({ row, group, cache, cacheRow: 0 });
+        runner.returnPrefill(cache);
+      } catch (failure) {
+        group.fail(failure);
+        this.running.delete(group);
+        releaseKvCache(cache);
+      }
+    }
+    return joining;
+  }
+
+  /** Hands `group`'s prefill to its prepare() and parks it on the lane until that settles. */
+  private startPreparing(lane: Lane, group: RequestGroup, preparation: Promise<void>, logits: Float32Array, cache: KvCache): void {
+    lane.runner.holdPrefill(cache);
+    const entry: Preparing = { group, logits, cache, settled: false };
+    lane.preparing.push(entry);
+    this.running.add(group);
+    preparation.then(
+      () => {
+        entry.settled = true;
+        this.signalChange();
+      },
+      (error: unknown) => {
+        entry.settled = true;
+        entry.error = error ?? new Error('preparing the request failed');
+        this.signalChange();
+      },
+    );
+  }
+
+  private async prefillWaiting(lane: Lane, alreadyJoining = 0): Promise<JoiningRow[]> {
     this.refuseOverdue();
     const { runner } = lane;
     const joining: JoiningRow[] = [];
     // Every running sequence costs one token in the coming step; prompts share the rest.
-    let budget = this.limits.maxBatchedTokens - runner.size;
+    let budget = this.limits.maxBatchedTokens - runner.size - alreadyJoining;
     while (this.waiting.length > 0) {
       const next = this.waiting[0];
       const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
@@ -230,11 +310,16 @@ export class Scheduler {
         const { logits, cache } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
         this.placeholders.delete(next);
         this.counters.steps += 1;
-        const { rows, generated } = next.start(logits);
-        this.counters.generatedTokens += generated;
-        if (!next.finished) this.running.add(next);
-        for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
-        lane.joining = joining.length;
+        const preparation = next.prepare?.(logits) ?? null;
+        if (preparation !== null) {
+          this.startPreparing(lane, next, preparation, logits, cache);
+        } else {
+          const { rows, generated } = next.start(logits);
+          this.counters.generatedTokens += generated;
+          if (!next.finished) this.running.add(next);
+          for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
+        }
+        lane.joining = alreadyJoining + joining.length + preparingWidth(lane);
       } catch (error) {
         next.fail(error);
       }
@@ -267,4 +352,11 @@ export class Scheduler {
       }
     }
   }
+}
+
+/** Rows the lane's preparing requests will bring (their widths): counted as joining, so admission leaves room for them. */
+function preparingWidth(lane: Lane): number {
+  let width = 0;
+  for (const entry of lane.preparing) width += entry.group.width;
+  return width;
 }

@@ -1,5 +1,6 @@
 import type { SamplingParams } from '../sampling/params.js';
 import { promptLogprobs } from '../sampling/logprobs.js';
+import { promptLogprobsInSlices } from './prompt-logprobs-slices.js';
 import { createRng, SplitMix64 } from '../sampling/rng.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
@@ -37,6 +38,13 @@ export interface RequestGroup extends RowGroup {
    * cache (row 0 of the prefill's cache).
    */
   start(promptLogits: Float32Array): { rows: BatchRow[]; generated: number };
+  /**
+   * Work on the prefill's logits too long for one step (prompt logprobs), done in slices
+   * that yield, before `start`: the scheduler steps other requests meanwhile and calls
+   * `start` with the same logits once the promise settles (unless the request went away).
+   * Null: nothing to do, `start` follows at once. Absent: the same.
+   */
+  prepare?(promptLogits: Float32Array): Promise<void> | null;
   /** Ends every sequence because the client went away. */
   abort(): void;
   /** Ends every sequence because the model failed; the stream throws `error`. */
@@ -142,10 +150,21 @@ export class SamplingGroup implements RequestGroup {
     return this.failed || this.unfinished === 0;
   }
 
+  prepare(promptLogits: Float32Array): Promise<void> | null {
+    const k = this.params.promptLogprobs;
+    if (k === undefined) return null;
+    return promptLogprobsInSlices(promptLogits, this.promptTokenIds, this.limits.vocabSize, k, () => this.abortRequested || this.finished).then(
+      (computed) => {
+        this.promptLogprobs = computed;
+      },
+    );
+  }
+
   start(promptLogits: Float32Array): { rows: BatchRow[]; generated: number } {
     const { vocabSize } = this.limits;
     const length = this.promptTokenIds.length;
-    if (this.params.promptLogprobs !== undefined) {
+    // Computed here only when the caller did not prepare (the scheduler always does).
+    if (this.params.promptLogprobs !== undefined && this.promptLogprobs === null) {
       this.promptLogprobs = promptLogprobs(promptLogits, this.promptTokenIds, vocabSize, this.params.promptLogprobs);
     }
     const last = promptLogits.subarray(promptLogits.length - vocabSize);

@@ -1,5 +1,5 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
-import { ChatTemplate, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
+import { ChatTemplate, ChatTemplateError, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
@@ -126,6 +126,21 @@ function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tok
   }
 }
 
+/**
+ * Steps a request's own template gets: rendering is synchronous, so a small request must not
+ * buy the whole maxChatTemplateSteps (100 K steps held the loop 0.2–0.95 s). Real templates
+ * cost ~100 steps a message (measured: the embedded model's 447 for 3 messages, 12,971 for 128;
+ * Qwen2-Audio's and transformers 5's ~50): a base plus twice that per message, within
+ * maxChatTemplateSteps. A one-message request's template holds the loop a few ms at most.
+ */
+export const REQUEST_TEMPLATE_BASE_STEPS = 2000;
+export const REQUEST_TEMPLATE_STEPS_PER_MESSAGE = 200;
+
+export function requestTemplateBudget(budget: TemplateBudget | undefined, messages: number): TemplateBudget {
+  const scaled = REQUEST_TEMPLATE_BASE_STEPS + REQUEST_TEMPLATE_STEPS_PER_MESSAGE * messages;
+  return { maxSteps: Math.min(budget?.maxSteps ?? scaled, scaled), maxOutputChars: budget?.maxOutputChars ?? 4 * 1024 * 1024 };
+}
+
 /** Renders the conversation with the chat template and tokenizes it, as the model will see it. */
 export async function buildChatPrompt(
   modelTemplate: ChatTemplate | null,
@@ -142,12 +157,26 @@ export async function buildChatPrompt(
       'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
     );
   }
-  const rendered = template.render(toTemplateMessages(messages, options.multimodal !== undefined, options.multimodal?.stringContentPlaceholders), {
-    addGenerationPrompt: options.addGenerationPrompt,
-    continueFinalMessage: options.continueFinalMessage,
-    kwargs: options.templateVariables,
-    budget: options.templateBudget,
-  });
+  const own = options.templateOverride !== undefined;
+  const templateMessages = toTemplateMessages(messages, options.multimodal !== undefined, options.multimodal?.stringContentPlaceholders);
+  let rendered: string;
+  try {
+    rendered = template.render(templateMessages, {
+      addGenerationPrompt: options.addGenerationPrompt,
+      continueFinalMessage: options.continueFinalMessage,
+      kwargs: options.templateVariables,
+      budget: own ? requestTemplateBudget(options.templateBudget, messages.length) : options.templateBudget,
+    });
+  } catch (error) {
+    // A request's own template that runs past its steps is that field's fault.
+    if (own && error instanceof ChatTemplateError && /evaluation steps/.test(error.message)) {
+      throw badRequest(
+        `${error.message.replace('(maxChatTemplateSteps)', `(a request's own template: ${REQUEST_TEMPLATE_BASE_STEPS} + ${REQUEST_TEMPLATE_STEPS_PER_MESSAGE} per message, within maxChatTemplateSteps)`)}`,
+        'chat_template',
+      );
+    }
+    throw error;
+  }
   const text = options.multimodal?.expand(rendered) ?? rendered;
   const tokenIds = await encodePrompt(tokenizer, text, {
     addSpecialTokens: options.addSpecialTokens,

@@ -92,6 +92,7 @@ export function tokenRank(row: ArrayLike<number>, tokenId: number): number {
  * Prompt logprobs from a prefill's logits ([promptLength, vocab], row i predicting
  * token i + 1): null for the first token, then each prompt token's logprob and rank
  * under the raw model distribution, with the `k` most likely tokens at that position.
+ * One pass over every position; the engine runs it in slices (promptPositionLogprob).
  */
 export function promptLogprobs(
   logits: Float32Array,
@@ -100,16 +101,25 @@ export function promptLogprobs(
   k: number,
 ): Array<PromptTokenLogprob | null> {
   const out: Array<PromptTokenLogprob | null> = [null];
-  for (let position = 1; position < promptTokenIds.length; position++) {
-    const row = logits.subarray((position - 1) * vocabSize, position * vocabSize);
-    const normalizer = logSumExp(row);
-    const tokenId = promptTokenIds[position];
-    out.push({
-      tokenId,
-      logprob: row[tokenId] - normalizer,
-      rank: tokenRank(row, tokenId),
-      top: topLogprobs(row, k, normalizer),
-    });
-  }
+  for (let position = 1; position < promptTokenIds.length; position++) out.push(promptPositionLogprob(logits, promptTokenIds, vocabSize, k, position));
   return out;
+}
+
+/** Prompt position `position`'s (≥ 1) entry of promptLogprobs: a few passes over one row of the vocabulary. */
+export function promptPositionLogprob(
+  logits: Float32Array,
+  promptTokenIds: readonly number[],
+  vocabSize: number,
+  k: number,
+  position: number,
+): PromptTokenLogprob {
+  const row = logits.subarray((position - 1) * vocabSize, position * vocabSize);
+  const normalizer = logSumExp(row);
+  const tokenId = promptTokenIds[position];
+  return {
+    tokenId,
+    logprob: row[tokenId] - normalizer,
+    rank: tokenRank(row, tokenId),
+    top: topLogprobs(row, k, normalizer),
+  };
 }

@@ -15,6 +15,9 @@ import { MODEL, postJson } from './helpers.js';
  * processes (this machine's 2 cores run eight engineers' work at load 11–20). The bound
  * applies to the first (maxBlockedMs); the wall-clock figures get the bound plus the
  * longest such starvation, so a freeze of our own still fails at any load.
+ *
+ * `work` is handed the report as it fills (tokens streamed so far, ...), to judge what the
+ * stream did while it ran; `options.model` names the served model when it is not the embedded one.
  */
 export interface HeartbeatReport {
   /** Wall-clock lag of the 10 ms timer. */
@@ -35,10 +38,10 @@ export const STALL_BOUND_MS = 1000;
 
 export async function withHeartbeat<T>(
   app: Hono,
-  work: () => Promise<T>,
-  options: { streamTokens?: number } = {},
+  work: (live: HeartbeatReport) => Promise<T>,
+  options: { streamTokens?: number; model?: string } = {},
 ): Promise<{ result: T; report: HeartbeatReport }> {
-  const streamBody = { model: MODEL, prompt: 'Once upon a time', max_tokens: options.streamTokens ?? 400, ignore_eos: true, temperature: 0, stream: true };
+  const streamBody = { model: options.model ?? MODEL, prompt: 'Once upon a time', max_tokens: options.streamTokens ?? 400, ignore_eos: true, temperature: 0, stream: true };
   const report: HeartbeatReport = { maxLoopLagMs: 0, maxBlockedMs: 0, maxBlockedAt: 0, maxStarvedMs: 0, maxHealthMs: 0, maxTokenGapMs: 0, healthStatuses: new Set(), tokens: 0 };
   let running = true;
 
@@ -106,7 +109,7 @@ export async function withHeartbeat<T>(
   }
   let result: T;
   try {
-    result = await work();
+    result = await work(report);
   } finally {
     running = false;
     tick();
