@@ -23,6 +23,8 @@ export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
 const WORKER_ENTRY = `${ROOT}src/engine/model-thread/decoder-worker.ts`;
 /** Media decoding's thread (src/media/node-decode-worker.ts looks for ./media-decode-worker.js). */
 const MEDIA_WORKER_ENTRY = `${ROOT}src/media/media-decode-worker.ts`;
+/** The tokenizer's thread (src/tokenizer/node-tokenizer-thread.ts looks for ./tokenizer-thread-worker.js). */
+const TOKENIZER_WORKER_ENTRY = `${ROOT}src/tokenizer/tokenizer-thread-worker.ts`;
 
 /**
  * The arguments `npm start` passes to node (package.json's start script is
@@ -41,7 +43,7 @@ export function npmStartArgs(): string[] {
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY },
+    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY },
     outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',

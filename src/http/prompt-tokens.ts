@@ -1,5 +1,6 @@
 import { yieldToEventLoop } from '../engine/yield.js';
 import { ENCODE_SLICE_CHARS } from '../tokenizer/hf-tokenizer.js';
+import { OFF_LOOP_RUN_CHARS } from '../tokenizer/tokenizer-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 
 /**
@@ -19,6 +20,19 @@ export interface PromptTokenOptions {
   lengthCeiling?: number;
   /** Refuses a text whose length alone shows more tokens than stopAfter (or lengthCeiling). */
   refuseAtLeast?: (tokenCount: number) => void;
+  /** The request's: a text on the tokenizer thread stops being tokenized when it aborts. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Whether tokenizing `text` here would hold the loop for long: a piece the pre-tokenizer
+ * cannot cut longer than OFF_LOOP_RUN_CHARS (BPE on one long word: 10–100 µs a
+ * character), or more text in one call than a slice.
+ */
+function holdsTheLoop(tokenizer: Tokenizer, text: string): boolean {
+  if (text.length <= OFF_LOOP_RUN_CHARS) return false;
+  if ((tokenizer.longestPiece?.(text) ?? text.length) > OFF_LOOP_RUN_CHARS) return true;
+  return (tokenizer.longestSlice?.(text) ?? text.length) > MAX_SLICED_PIECE_CHARS;
 }
 
 /**
@@ -33,6 +47,10 @@ export interface PromptTokenOptions {
  * any tokenizing: the caller's prompt check refuses it (4 M characters of one word took
  * seconds to tokenize, only to be refused). Without `stopAfter`, `lengthCeiling` is that
  * bound: the text is judged from its length against it, then tokenized whole.
+ *
+ * A text the tokenizer would take in a long piece (holdsTheLoop) goes to its thread
+ * (tokenizer.offLoop, Node) when it has one: the same slices and ids there, and the loop
+ * free meanwhile. Without one (workerd, a browser tab) it is tokenized here as above.
  */
 export async function encodePrompt(
   tokenizer: Tokenizer,
@@ -46,6 +64,10 @@ export async function encodePrompt(
     // the tokenizer cuts into slices yields between them and is not refused for its length.
     const onePiece = options.stopAfter !== undefined || (tokenizer.longestSlice?.(text) ?? text.length) > MAX_SLICED_PIECE_CHARS;
     if (atLeast > ceiling && onePiece) options.refuseAtLeast(atLeast);
+  }
+  const thread = tokenizer.offLoop;
+  if (thread != null && holdsTheLoop(tokenizer, text)) {
+    return thread.encode({ text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options.signal);
   }
   if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
   const ids: number[] = [];

@@ -1,7 +1,9 @@
 import { Tokenizer as HfTokenizersJs } from '@huggingface/tokenizers';
 import type { Tokenizer } from './types.js';
 import { isSplitBeforeMetaspaceExact, MetaspaceWordSplitter } from './metaspace-word-splitter.js';
+import { longestPieceBound, pieceBreaksOf, type PieceBreaks } from './piece-length.js';
 import { minTokenCount, tokenLowerBoundOf, type TokenLowerBound } from './token-lower-bound.js';
+import type { HfTokenizerSource, TokenizerThread } from './tokenizer-thread.js';
 
 /** A tokenizer_config.json token entry: a plain string or a serialized AddedToken. */
 type ConfigToken = string | { content?: unknown } | null | undefined;
@@ -57,10 +59,14 @@ export class HfTokenizer implements Tokenizer {
   readonly eosTokenIds: readonly number[];
   readonly specialTokenIds: ReadonlySet<number>;
 
+  /** Tokenizes text with long pieces off the event loop (set by the home: Node's runtime starts a thread from takeSource()). */
+  offLoop: TokenizerThread | null = null;
+
   private constructor(
     private readonly impl: HfTokenizersJs,
     config: Record<string, unknown>,
     options: HfTokenizerOptions,
+    private source: HfTokenizerSource | null,
   ) {
     const vocab = impl.get_vocab(true);
     let maxId = -1;
@@ -85,7 +91,8 @@ export class HfTokenizer implements Tokenizer {
     const impl = new HfTokenizersJs(json, config);
     const exactSplit = isSplitBeforeMetaspaceExact(json);
     if (exactSplit) impl.pre_tokenizer = new MetaspaceWordSplitter();
-    const tokenizer = new HfTokenizer(impl, config, options);
+    const tokenizer = new HfTokenizer(impl, config, options, { tokenizerJson: json, tokenizerConfig: config, options: { ...options } });
+    tokenizer.pieceBreaks = pieceBreaksOf(json, exactSplit);
     tokenizer.sliceable = exactSplit && sliceableAtSpaces(json) && tokenizer.specialTokensOnlyPrefix();
     tokenizer.lowerBound = tokenLowerBoundOf(json);
     return tokenizer;
@@ -96,6 +103,24 @@ export class HfTokenizer implements Tokenizer {
 
   minTokenCount(text: string, enough?: number): number {
     return minTokenCount(this.lowerBound, text, enough);
+  }
+
+  /**
+   * The files this tokenizer was built from, as given, for a tokenizer thread to build its
+   * copy from; once: the tokenizer stops holding them (a big vocabulary's parsed JSON is
+   * tens of MB), so a second call gets null.
+   */
+  takeSource(): HfTokenizerSource | null {
+    const source = this.source;
+    this.source = null;
+    return source;
+  }
+
+  /** Where the pre-tokenizer cuts a text (set once, by fromJson). */
+  private pieceBreaks: PieceBreaks = 'none';
+
+  longestPiece(text: string): number {
+    return longestPieceBound(text, this.pieceBreaks);
   }
 
   /** Whether encodeInSlices may cut texts (set once, by fromJson). */

@@ -1,3 +1,5 @@
+import type { TokenizerThread } from './tokenizer-thread.js';
+
 /** The tokenizer contract the engine, the protocol layer and the detokenizer rely on. */
 export interface Tokenizer {
   readonly vocabSize: number;
@@ -21,6 +23,17 @@ export interface Tokenizer {
    * without tokenizing (see token-lower-bound.ts); 0 when the tokenizer knows none.
    */
   minTokenCount?(text: string, enough?: number): number;
+  /**
+   * An upper bound on the longest piece (UTF-16 units) the pre-tokenizer hands the model in
+   * one call for `text`, from the text alone (see piece-length.ts): BPE on one long piece is
+   * what takes seconds.
+   */
+  longestPiece?(text: string): number;
+  /**
+   * Where text with long pieces is tokenized off the event loop (Node: a thread with a copy
+   * of this tokenizer; see tokenizer-thread.ts), with the same ids; absent or null: nowhere.
+   */
+  offLoop?: TokenizerThread | null;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   idToToken(id: number): string | undefined;
   tokenToId(token: string): number | undefined;

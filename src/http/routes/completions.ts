@@ -47,6 +47,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
         promptTokenIds = await encodePrompt(engine.tokenizer, prompt.text, {
           addSpecialTokens: request.add_special_tokens,
           stopAfter: ceiling,
+          signal: c.req.raw.signal,
           // Truncating: the text is tokenized whole, so its length is bounded first.
           lengthCeiling: bound.ceiling,
           refuseAtLeast: (atLeast) => (ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true) : bound.refuse(atLeast, param)),

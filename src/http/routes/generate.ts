@@ -54,6 +54,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {
       addSpecialTokens: true,
       stopAfter: ceiling,
+      signal: c.req.raw.signal,
       refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'mindie', 'prompt', true),
     });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
