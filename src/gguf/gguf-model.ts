@@ -6,8 +6,7 @@
  * and decides where the graph's weights go (external data under Node).
  */
 import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-onnx-graph.js';
-import { encodeOnnxModel, type OnnxGraph } from '../convert/onnx-writer.js';
-import { ONNX_IR_VERSION, ONNX_OPSET } from '../convert/convert-llama2c-model.js';
+import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../convert/onnx-writer.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
 import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';

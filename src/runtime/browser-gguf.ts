@@ -31,9 +31,6 @@ import {
 import { declaredLength, type ProgressListener } from './browser-downloads.js';
 import { FROM_CACHE_HEADER } from './browser-cache.js';
 
-/** What the page was given: a file from disk (picker or drop), or a URL to download. */
-export type GgufInput = { kind: 'file'; file: File } | { kind: 'url'; url: string };
-
 /** The external data file the page's graph names (the bytes are handed over, never written). */
 const EXTERNAL_DATA = 'model.onnx_data';
 
