@@ -6,6 +6,9 @@
  * BENCH_QUICK=1: one round of 32 tokens (a few minutes); otherwise BENCH_ROUNDS (3) rounds
  * of BENCH_TOKENS (128) tokens. Skipped with a note when llama.cpp's server is not built
  * (scripts/peer/build-llama-server.sh).
+ *
+ * BENCH_GGUF=path/to/file.gguf: only that file, served by our server (MODEL_DIR=file.gguf)
+ * and by llama-server, same rounds and figures; the chart is not rewritten.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +32,7 @@ export async function sizeSection(): Promise<SizeResults | null> {
   const load = `load average ${results.loadAverage.before.map((v) => v.toFixed(2)).join(' / ')} before, ${results.loadAverage.after.map((v) => v.toFixed(2)).join(' / ')} after (1 / 5 / 15 min)`;
   const greedy = results.rows
     .map((row) => `${row.model} ${row.dtype}: greedy ids agree for the first ${row.greedy.agreeingPrefix.join(', ')} of ${row.greedy.tokensPerPrompt} tokens (${row.greedy.prompts} prompts)`)
-    .concat(`stories260K q4 / Q4_0: greedy ids agree for the first ${results.storiesQ4Greedy.agreeingPrefix.join(', ')} of ${results.storiesQ4Greedy.tokensPerPrompt} tokens (${results.storiesQ4Greedy.prompts} prompts)`)
+    .concat(results.storiesQ4Greedy ? [`stories260K q4 / Q4_0: greedy ids agree for the first ${results.storiesQ4Greedy.agreeingPrefix.join(', ')} of ${results.storiesQ4Greedy.tokensPerPrompt} tokens (${results.storiesQ4Greedy.prompts} prompts)`] : [])
     .join('\n');
   const markdown = `Peer: ${results.peer}.\nMachine: ${results.machine}, ${load}.\n\n${table}\n\nRatios are this project ÷ llama.cpp (for TTFT and RSS, below 1 is better).\n\n${greedy}\n\nEvery configuration:\n\n${details}\n`;
   console.log(`\n${markdown}`);
@@ -38,6 +41,10 @@ export async function sizeSection(): Promise<SizeResults | null> {
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}/size-${date}.json`, JSON.stringify(results, null, 2));
   writeFileSync(`${outDir}/size-${date}.md`, markdown);
+  if (process.env.BENCH_GGUF) {
+    console.log(`written: bench/results/size-${date}.json, bench/results/size-${date}.md`);
+    return results;
+  }
   const chart = fileURLToPath(new URL('../docs/bench-135m-throughput.svg', import.meta.url));
   writeFileSync(chart, throughputChart(results));
   console.log(`written: bench/results/size-${date}.json, bench/results/size-${date}.md, docs/bench-135m-throughput.svg`);

@@ -8,7 +8,8 @@
 import { cpus, loadavg } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { openGgufModelAt } from '../src/gguf/node-gguf.js';
 import { fileURLToPath } from 'node:url';
 import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
@@ -69,8 +70,8 @@ export interface ModelRow {
 }
 
 export interface SizeResults {
-  /** Greedy agreement of stories260K's q4 graph and its Q4_0 GGUF (no throughput figures). */
-  storiesQ4Greedy: GreedyCheck;
+  /** Greedy agreement of stories260K's q4 graph and its Q4_0 GGUF (no throughput figures); absent with BENCH_GGUF. */
+  storiesQ4Greedy?: GreedyCheck;
   peer: string;
   machine: string;
   loadAverage: { before: number[]; after: number[] };
@@ -96,7 +97,8 @@ interface RunningServer {
 }
 
 async function startOurs(modelDir: string, dtype: string, label: string): Promise<RunningServer> {
-  const server = await startServer({ MODEL_DIR: modelDir, MODEL_DTYPE: dtype, SERVED_MODEL_NAME: 'bench' });
+  // A .gguf is served as it is (MODEL_DIR=file.gguf): its graph is built from the file, no dtype to pick.
+  const server = await startServer({ MODEL_DIR: modelDir, ...(dtype === 'gguf' ? {} : { MODEL_DTYPE: dtype }), SERVED_MODEL_NAME: 'bench' });
   return { target: { label, url: server.url, model: 'bench', keepAlive: true }, peakRssMiB: server.peakRssMiB, stop: server.stop };
 }
 
@@ -174,7 +176,7 @@ function bestOf(peers: ServerFigures[]): ServerFigures {
 
 /** Greedy ids from our engine (in this process) and llama.cpp's server, prompt by prompt. */
 async function greedyCheck(modelDir: string, dtype: string, peerUrl: string, prompts: number[][], tokens: number): Promise<GreedyCheck> {
-  const engine = await createNodeEngine({ modelDir, dtype: dtype as 'fp32' });
+  const engine = await createNodeEngine({ modelDir, ...(dtype === 'gguf' ? {} : { dtype: dtype as 'fp32' }) });
   const agreeingPrefix: number[] = [];
   try {
     for (const prompt of prompts) {
@@ -262,7 +264,52 @@ export async function stories260kQ4Greedy(): Promise<GreedyCheck> {
   }
 }
 
+/**
+ * Prompt ids for a GGUF's vocabulary: the longest run of normal tokens (token_type 1), so no
+ * control or byte token lands in a random prompt.
+ */
+async function normalTokenRange(gguf: string): Promise<[number, number]> {
+  const model = await openGgufModelAt(gguf);
+  const types = (model.file.metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
+  const size = (model.file.metadata.get('tokenizer.ggml.tokens') as string[]).length;
+  if (types.length === 0) return [0, size];
+  let best: [number, number] = [0, 0];
+  for (let start = 0; start < types.length; ) {
+    let end = start;
+    while (end < types.length && Number(types[end]) === 1) end++;
+    if (end - start > best[1] - best[0]) best = [start, end];
+    start = end + 1;
+  }
+  return best;
+}
+
+/**
+ * BENCH_GGUF=path: the size section on that one file, served by this project's server
+ * (MODEL_DIR=file.gguf) and by llama-server, with the 135M row's rounds and figures.
+ */
+async function benchOneGguf(gguf: string, options: SizeBenchOptions, peerVersion: string): Promise<SizeResults> {
+  const before = loadavg();
+  const all: Measure[] = ['single', 'ttft', ...options.streams.map((n) => `streams:${n}` as Measure)];
+  const maxStreams = Math.max(...options.streams);
+  const model = await openGgufModelAt(gguf);
+  const slotContext = Math.min(512, model.shape.contextLength);
+  const row = await modelRow(basename(gguf), 'gguf', gguf, gguf, [1, 2].map((threads) => ({ threads, parallel: maxStreams, measures: all })), all, slotContext, await normalTokenRange(gguf), {
+    ...options,
+    ttftPromptTokens: Math.min(options.ttftPromptTokens, Math.floor(slotContext / 2)),
+  });
+  return {
+    peer: `llama.cpp's llama-server (${peerVersion}), built from node-llama-cpp's bundled sources against its prebuilt libraries`,
+    machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'})`,
+    loadAverage: { before, after: loadavg() },
+    maxTokens: options.maxTokens,
+    ttftPromptTokens: Math.min(options.ttftPromptTokens, Math.floor(slotContext / 2)),
+    rounds: options.rounds,
+    rows: [row],
+  };
+}
+
 export async function benchSizes(options: SizeBenchOptions, peerVersion: string): Promise<SizeResults> {
+  if (process.env.BENCH_GGUF) return benchOneGguf(process.env.BENCH_GGUF, options, peerVersion);
   const before = loadavg();
   const model = await ensureBenchModel(options.log);
   const rows: ModelRow[] = [];
@@ -319,7 +366,7 @@ const num = (v: number, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) :
 export function sizeMarkdownTable(results: SizeResults): string {
   const lines = ['| model | figure | this project | llama.cpp (best config) | ratio |', '| --- | --- | --- | --- | --- |'];
   for (const row of results.rows) {
-    const name = `${row.model}, ${row.dtype === 'q4' ? 'q4 / Q4_0' : 'fp32 / F32'}`;
+    const name = row.dtype === 'gguf' ? `${row.model} (the same GGUF on both sides)` : `${row.model}, ${row.dtype === 'q4' ? 'q4 / Q4_0' : 'fp32 / F32'}`;
     const add = (figure: string, ours: number, peer: number, unit: string, digits = 0) => {
       if (!Number.isFinite(ours) && !Number.isFinite(peer)) return;
       lines.push(`| ${name} | ${figure} | ${num(ours, digits)} ${unit} | ${num(peer, digits)} ${unit} | ${ratio(ours, peer)} |`);

@@ -19,6 +19,7 @@ import { TARGET_LABELS, Targets, type InPageBenchmark, type InPageLoader } from 
 import { sendRequest } from './transport.js';
 import { topLevelParam } from './param-path.js';
 import { createWebLlmPanel, resolveChoice, type WebLlmCatalog } from './webllm-panel.js';
+import { createGgufPanel, type GgufPick } from './gguf-panel.js';
 
 export interface PlaygroundOptions {
   loadInPage: InPageLoader;
@@ -52,8 +53,23 @@ export function startPlayground(options: PlaygroundOptions): void {
   };
   // web-llm loads the model picked in its panel (below the engine choice).
   let webLlmPanel: ReturnType<typeof createWebLlmPanel> | undefined;
+  // A GGUF picked in the page (or named by ?gguf=URL) replaces the in-page engines' model.
+  const ggufUrl = new URLSearchParams(location.search).get('gguf');
+  let gguf: GgufPick | null = ggufUrl ? { kind: 'url', url: ggufUrl } : null;
+  const ggufPanel = createGgufPanel(byId('gguf-panel'), (pick) => {
+    gguf = pick;
+    targets.forget('wasm');
+    targets.forget('webgpu');
+    // The GGUF runs on onnxruntime-web: from the server or web-llm, WASM takes it.
+    if (state.target === 'server' || state.target === 'webllm') byId<HTMLInputElement>('target-wasm').click();
+    else targets.fetchFor(state.target).catch(() => {});
+  }, ggufUrl ?? '');
   const loadInPage: InPageLoader = async (backend, loaderOptions) => {
-    if (backend !== 'webllm') return options.loadInPage(backend, loaderOptions);
+    if (backend !== 'webllm') {
+      const engine = await options.loadInPage(backend, { ...loaderOptions, ...(gguf ? { gguf } : {}) });
+      ggufPanel.showReport(engine.report ?? []);
+      return engine;
+    }
     await webLlmPanel?.ready();
     const model = resolveChoice(state.webllm, webLlmPanel?.models() ?? []);
     if (typeof model === 'string') throw new Error(model);

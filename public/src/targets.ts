@@ -5,6 +5,7 @@
  */
 import type { TargetId } from './store.js';
 import type { ApiFetch } from './transport.js';
+import type { GgufPick } from './gguf-panel.js';
 import type { WebLlmModelEntry } from './webllm-panel.js';
 
 export type InPageBackend = Exclude<TargetId, 'server'>;
@@ -16,12 +17,21 @@ export type AppFetch = (request: Request) => Response | Promise<Response>;
 export interface InPageEngine {
   fetch: AppFetch;
   details?: string;
+  /** The engine's startup report (model, graph, GGUF lines), for the page to show. */
+  report?: string[];
 }
 
 /** Supplied by the page's entry (src/runtime/browser-playground.ts): creates the in-page app. */
 export type InPageLoader = (
   backend: InPageBackend,
-  options: { servedModelName: string; onStatus: (message: string) => void; /** For 'webllm': the model to load. */ webllm?: WebLlmModelEntry },
+  options: {
+    servedModelName: string;
+    onStatus: (message: string) => void;
+    /** For 'webllm': the model to load. */
+    webllm?: WebLlmModelEntry;
+    /** For 'wasm' / 'webgpu': a GGUF to serve instead of the page's model folder. */
+    gguf?: GgufPick;
+  },
 ) => Promise<InPageEngine>;
 
 /** A decode benchmark of a started in-page engine (src/runtime/browser-benchmark.ts). */

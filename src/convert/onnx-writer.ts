@@ -16,6 +16,10 @@ export const OnnxDataType = {
 } as const;
 export type OnnxDataType = (typeof OnnxDataType)[keyof typeof OnnxDataType];
 
+/** The IR version and default-domain opset the converter's graphs declare. */
+export const ONNX_IR_VERSION = 8;
+export const ONNX_OPSET = 17;
+
 export interface OnnxTensor {
   name: string;
   dataType: OnnxDataType;

@@ -6,8 +6,7 @@
  * and decides where the graph's weights go (external data under Node).
  */
 import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-onnx-graph.js';
-import { encodeOnnxModel, type OnnxGraph } from '../convert/onnx-writer.js';
-import { ONNX_IR_VERSION, ONNX_OPSET } from '../convert/convert-llama2c-model.js';
+import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../convert/onnx-writer.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
 import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
@@ -78,6 +77,15 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
 /** ggml types whose blocks have a float min (element = scale * q - min). */
 const MIN_TYPES = new Set(['Q4_1', 'Q5_1', 'Q4_K', 'Q5_K']);
 
+function hasMinTypes(model: GgufModel): boolean {
+  return model.file.tensors.some((tensor) => MIN_TYPES.has(tensor.type!.name));
+}
+
+/** How many times buildGgufGraph reads the file's tensors: values, then scales (and minimums) for the quantized form. */
+export function ggufGraphPasses(model: GgufModel, options: GgufGraphOptions): number {
+  return options.weights === 'float32' ? 1 : hasMinTypes(model) ? 3 : 2;
+}
+
 /** The graph weights each GGUF matrix feeds (the converter's initializer names), for the report. */
 export function sourcesOf(graphWeight: string): string[] {
   const layer = /^model\.layers\.(\d+)\.(self_attn\.qkv_proj|self_attn\.o_proj|mlp\.gate_up_proj|mlp\.down_proj)\.weight$/.exec(graphWeight);
@@ -114,7 +122,7 @@ export async function buildGgufGraph(model: GgufModel, ops: GraphOps, options: G
     buildLlamaGraph(await readLlamaCheckpoint(model.file, model.shape, projection), { rmsNormEps: model.shape.rmsNormEps, ops });
   const values = await build('values');
   if (options.weights === 'float32') return { graph: values, execution: executionLines(model, null), weights: new Map() };
-  const hasMins = model.file.tensors.some((tensor) => MIN_TYPES.has(tensor.type!.name));
+  const hasMins = hasMinTypes(model);
   const { graph, report } = await keepWeightsQuantized(values, () => build('scales'), hasMins ? () => build('mins') : null, options.accuracyLevel);
   return { graph, execution: executionLines(model, report.weights), weights: report.weights };
 }
@@ -141,4 +149,27 @@ export function ggufReportLines(model: GgufModel): string[] {
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
   ];
+}
+
+/** Initializers at least this large go to external data (smaller ones stay in the graph). */
+export const EXTERNAL_DATA_MIN_BYTES = 1024;
+
+/**
+ * Where each large initializer goes in one external data file named `location` (64-byte
+ * aligned): the graph refers to the file, and `pieces` say which bytes go at which offset.
+ * Node writes the pieces into a file beside the graph; a page copies them into the one
+ * buffer onnxruntime-web takes as `externalData` (its protobuf parser caps a graph at 2 GB).
+ */
+export function externalDataLayout(graph: OnnxGraph, location: string): { graph: OnnxGraph; pieces: Array<{ offset: number; bytes: Uint8Array }>; size: number } {
+  const pieces: Array<{ offset: number; bytes: Uint8Array }> = [];
+  let size = 0;
+  const initializers = graph.initializers.map((tensor) => {
+    if (tensor.rawData.byteLength < EXTERNAL_DATA_MIN_BYTES) return tensor;
+    size += (64 - (size % 64)) % 64;
+    pieces.push({ offset: size, bytes: tensor.rawData });
+    const external = { location, offset: size, length: tensor.rawData.byteLength };
+    size += tensor.rawData.byteLength;
+    return { ...tensor, rawData: new Uint8Array(0), external };
+  });
+  return { graph: { ...graph, initializers }, pieces, size };
 }

@@ -18,6 +18,7 @@ import {
   buildGgufGraph,
   DEFAULT_GGUF_GRAPH_OPTIONS,
   encodeGgufGraph,
+  externalDataLayout,
   GGUF_CONVERSION_VERSION,
   GGUF_WEIGHT_MODES,
   ggufReportLines,
@@ -60,19 +61,11 @@ async function withFileSource<T>(path: string, use: (source: ByteSource) => Prom
 
 /** Initializers of at least 1 KiB go to `<graph>_data` beside the graph, written one at a time. */
 function writeGraphWithExternalData(graph: OnnxGraph, graphPath: string, encode: (graph: OnnxGraph) => Uint8Array): void {
-  const dataName = `${basename(graphPath)}_data`;
+  const layout = externalDataLayout(graph, `${basename(graphPath)}_data`);
   const fd = openSync(`${graphPath}_data`, 'w');
-  let size = 0;
   try {
-    const initializers = graph.initializers.map((tensor) => {
-      if (tensor.rawData.byteLength < 1024) return tensor;
-      size += (64 - (size % 64)) % 64;
-      writeSync(fd, tensor.rawData, 0, tensor.rawData.byteLength, size);
-      const external = { location: dataName, offset: size, length: tensor.rawData.byteLength };
-      size += tensor.rawData.byteLength;
-      return { ...tensor, rawData: new Uint8Array(0), external };
-    });
-    writeFileSync(graphPath, encode({ ...graph, initializers }));
+    for (const { offset, bytes } of layout.pieces) writeSync(fd, bytes, 0, bytes.byteLength, offset);
+    writeFileSync(graphPath, encode(layout.graph));
   } finally {
     closeSync(fd);
   }

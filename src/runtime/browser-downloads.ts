@@ -28,7 +28,8 @@ export async function fetchOk(fetchFn: typeof fetch, url: string): Promise<Respo
   return response;
 }
 
-function declaredLength(response: Response): number | null {
+/** The body's length from content-length, or null when unknown (or compressed). */
+export function declaredLength(response: Response): number | null {
   const header = response.headers.get('content-length');
   const length = header === null ? NaN : Number(header);
   // A compressed body's length is the compressed size: it would not match what is read.

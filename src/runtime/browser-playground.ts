@@ -12,6 +12,7 @@ import { startPlayground } from '../../public/src/playground.js';
 import { DownloadList } from '../../public/src/downloads.js';
 import type { InPageLoader } from '../../public/src/targets.js';
 import type { WebLlmCatalog } from '../../public/src/webllm-panel.js';
+import type { GgufPick } from '../../public/src/gguf-panel.js';
 import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE, webLlmProgressText } from './webllm-messages.js';
 // Static, small: the benchmark must run when the server is gone and no chunk can load.
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './browser-benchmark.js';
@@ -28,60 +29,83 @@ import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
 /** The page's in-page app, and what it runs on. */
 export interface InPageApp extends BrowserApp {
   backend: BrowserBackend;
+  /** The startup report's lines, as `npm start` prints them (GGUF lines included). */
+  report: string[];
   /** onnxruntime's WASM threads (the CPU part of WebGPU sessions too). */
   threads: number;
   runsOn: string;
 }
 
-const inPageApps = new Map<BrowserBackend, Promise<InPageApp>>();
+/** Per backend, the app and the model it was made for (a picked GGUF replaces the folder's). */
+const inPageApps = new Map<BrowserBackend, { key: string; app: Promise<InPageApp> }>();
 /** The service worker's registration, started with the first in-page engine (browser-offline.ts). */
 let pageOffline: Promise<void> | undefined;
 
-async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
+/** How the page names a model for its app map: the folder, or the GGUF given. */
+function modelKey(gguf: GgufPick | undefined): string {
+  if (!gguf) return 'folder';
+  return gguf.kind === 'url' ? `url:${gguf.url}` : `file:${gguf.file.name}:${gguf.file.size}:${gguf.file.lastModified}`;
+}
+
+/** `?ggufWeights=float32`: the GGUF's weights dequantized to float32 instead of kept quantized. */
+function requestedGgufWeights(): 'quantized' | 'float32' | undefined {
+  const value = new URL(document.URL).searchParams.get('ggufWeights');
+  return value === 'float32' || value === 'quantized' ? value : undefined;
+}
+
+async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void, gguf?: GgufPick): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
-  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }, gpu, { chooseSourceGraph, urlModelSource }] =
+  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }, gpu, { chooseSourceGraph, urlModelSource }, { formatLoadReport }] =
     await Promise.all([
       import('./browser-engine.js'),
       import('./browser-ort.js'),
       import('./browser-errors.js'),
       import('./browser-gpu.js'),
       import('./model-source.js'),
+      import('../engine/load-report.js'),
     ]);
   const model = inPageModel(servedModelName);
   const downloads = new DownloadList();
   const fetchFile = cachingFetch();
+  // Downloads run side by side: once one fails, the others' progress must not hide the error.
+  let failed = false;
   const onProgress = (progress: FileProgress) => {
+    if (failed) return;
     downloads.update(progress);
-    onStatus(`downloading ${downloads.summary()}`);
+    onStatus(`${gguf ? 'reading' : 'downloading'} ${downloads.summary()}`);
   };
   try {
     // WebGPU: an fp16 / q4f16 variant on an adapter without shader-f16 is refused before
     // anything large (the graph, onnxruntime's .wasm) is downloaded.
     let choice: Awaited<ReturnType<typeof chooseSourceGraph>> | undefined;
-    if (backend === 'webgpu') {
+    if (backend === 'webgpu' && !gguf) {
       const source = urlModelSource(model.baseUrl, fetchFile);
       const [features, chosen] = await Promise.all([gpu.webGpuAdapterFeatures(), chooseSourceGraph(source, model.settings)]);
       if (features) await gpu.refuseVariantTheAdapterCannotRun(chosen, features, source);
       choice = chosen;
     }
+    const executedBy = `onnxruntime-web (${backend === 'webgpu' ? 'WebGPU; a node without a WebGPU kernel runs on its CPU kernels' : 'WebAssembly'})`;
     // onnxruntime and the model download side by side; the thread count depends on the
     // model's size and must be set before the session is created.
-    const [{ ort, setThreads }, files] = await Promise.all([
+    const [{ ort, setThreads }, { files, name, notes }] = await Promise.all([
       loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, webGpuBuild: webGpuBuildHere() }),
-      fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }),
+      gguf
+        ? ggufFiles(gguf, fetchFile, onProgress, executedBy)
+        : fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }).then((files) => ({ files, name: model.name, notes: [] as string[] })),
     ]);
-    const threads = requestedThreads() ?? wasmThreadsFor(files.onnx.byteLength);
+    const threads = requestedThreads() ?? wasmThreadsFor(files.weightBytes ?? files.onnx.byteLength);
     setThreads(threads);
     onStatus('starting the engine…');
     const app = await createBrowserApp({
       ort,
       backend,
       files,
-      servedModelName: model.name,
-      config: { ...model.settings },
+      servedModelName: name,
+      config: gguf ? {} : { ...model.settings },
       // `?kv=cpu`: the KV cache through JavaScript every step, to compare with keeping it on the GPU.
       gpuKvCache: new URL(document.URL).searchParams.get('kv') !== 'cpu',
     });
+    app.engine.loadReport.notes.unshift(...notes);
     const runsOn =
       backend === 'webgpu'
         ? `WebGPU · KV cache ${app.kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`
@@ -90,10 +114,24 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     pageOffline ??= keepPageOffline().then((error) => {
       if (error) console.warn('The page will need its server to reload:', error.message);
     });
-    return { ...app, backend, threads, runsOn };
+    const { info, warnings } = formatLoadReport(app.engine.loadReport);
+    return { ...app, backend, threads, runsOn, report: [`Runs on: ${runsOn}`, ...info, ...warnings.map((w) => `Warning: ${w}`)] };
   } catch (error) {
+    failed = true;
     throw new Error(explainEngineError(error, backend), { cause: error });
   }
+}
+
+/**
+ * A GGUF's model files, built in the page (browser-gguf.ts): a picked file is read where
+ * it lies, a URL is downloaded through the page's cache (as the model folder's files are).
+ */
+async function ggufFiles(gguf: GgufPick, fetchFile: typeof fetch, onProgress: (progress: FileProgress) => void, executedBy: string) {
+  const { blobByteSource, downloadGguf, ggufModelFiles, ggufNameOf } = await import('./browser-gguf.js');
+  const name = gguf.kind === 'file' ? gguf.file.name : ggufNameOf(gguf.url);
+  const blob = gguf.kind === 'file' ? gguf.file : await downloadGguf(new URL(gguf.url, document.baseURI).href, fetchFile, onProgress);
+  const { files, notes } = await ggufModelFiles(blobByteSource(blob), { name, weights: requestedGgufWeights(), onProgress, executedBy });
+  return { files, name, notes };
 }
 
 /** `?threads=N` in the page's URL sets onnxruntime's WASM thread count (for measuring it). */
@@ -102,14 +140,22 @@ function requestedThreads(): number | undefined {
   return Number.isInteger(value) && value >= 1 ? value : undefined;
 }
 
-/** One app per backend for the page's lifetime; a failed load is forgotten so a retry can work. */
-function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void): Promise<InPageApp> {
-  let app = inPageApps.get(backend);
-  if (!app) {
-    app = createInPageApp(backend, servedModelName, onStatus);
-    inPageApps.set(backend, app);
-    app.catch(() => inPageApps.delete(backend));
-  }
+/**
+ * One app per backend and model for the page's lifetime: a new GGUF replaces the app
+ * (the old engine is disposed first, its weights freed); a failed load is forgotten so a retry can work.
+ */
+function inPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void, gguf?: GgufPick): Promise<InPageApp> {
+  const key = modelKey(gguf);
+  const current = inPageApps.get(backend);
+  if (current?.key === key) return current.app;
+  const app = (async () => {
+    await current?.app.then(({ engine }) => engine.dispose(), () => {});
+    return createInPageApp(backend, servedModelName, onStatus, gguf);
+  })();
+  inPageApps.set(backend, { key, app });
+  app.catch(() => {
+    if (inPageApps.get(backend)?.app === app) inPageApps.delete(backend);
+  });
   return app;
 }
 
@@ -152,7 +198,7 @@ async function webGpuHere(): Promise<true | string> {
   return (await probeWebGpu()) ? true : 'No WebGPU adapter in this browser (no GPU, a blocked driver, or WebGPU turned off).';
 }
 
-const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, webllm }) => {
+const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, webllm, gguf }) => {
   if (backend === 'webllm') {
     if (!webllm) throw new Error('No web-llm model was picked.');
     onStatus(`loading web-llm for ${webllm.id}…`);
@@ -164,8 +210,8 @@ const loadInPage: InPageLoader = async (backend, { servedModelName, onStatus, we
     });
     return { fetch: (request) => app.fetch(request), details: 'web-llm · WebGPU' };
   }
-  const { app, runsOn } = await inPageApp(backend, servedModelName, onStatus);
-  return { fetch: (request) => app.fetch(request), details: runsOn };
+  const { app, runsOn, report } = await inPageApp(backend, servedModelName, onStatus, gguf);
+  return { fetch: (request) => app.fetch(request), details: runsOn, report };
 };
 
 /** web-llm's prebuilt model list and caches, imported with web-llm when first asked for. */
@@ -228,9 +274,9 @@ function inPageWebLlm(options: WebLlmAppOptions): Promise<WebLlmApp> {
 }
 
 const edgeLlm: EdgeLlmConsole = {
-  app: (backend = 'wasm') => inPageApps.get(backend) ?? null,
+  app: (backend = 'wasm') => inPageApps.get(backend)?.app ?? null,
   async benchmark(backend = 'wasm', options) {
-    const app = inPageApps.get(backend);
+    const app = inPageApps.get(backend)?.app;
     if (!app) throw new Error(`the ${backend} engine is not started: pick it in the page first`);
     return benchmarkEngine((await app).engine, options);
   },

@@ -1,0 +1,130 @@
+/**
+ * A GGUF run inside the playground page (Debian's Chromium): picked with the file picker
+ * (setInputFiles), or given as a URL; the page builds the graph from the file and serves it
+ * on onnxruntime-web. Its greedy text must equal the Node server's on the same file
+ * (MODEL_DIR=file.gguf; test/gguf/llama-server-parity.test.ts checks that one against
+ * llama.cpp's server), and the page shows the startup report's GGUF lines.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer, type RunningServer } from './spawn-server.js';
+import {
+  BROWSER_TEST_TIMEOUT,
+  closeContexts,
+  finishedText,
+  launchChromium,
+  openPlayground,
+  seenStatuses,
+  serveFolder,
+  setParam,
+  startPlaygroundServer,
+  WAIT,
+  watchStatus,
+  type PlaygroundServer,
+} from './playground-harness.js';
+
+const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
+const FILE = 'tiny-llama-kquants.gguf';
+const PROMPT = 'Once upon a time';
+const MAX_TOKENS = 24;
+
+let server: PlaygroundServer;
+let node: RunningServer;
+let browser: Browser;
+const cacheDir = mkdtempSync(join(tmpdir(), 'playground-gguf-'));
+
+/** The Node server's greedy completion of PROMPT on the same file. */
+async function nodeCompletion(): Promise<string> {
+  const response = await fetch(`${node.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: FILE, prompt: PROMPT, max_tokens: MAX_TOKENS, temperature: 0 }),
+  });
+  const json = (await response.json()) as { choices: Array<{ text: string }>; usage: { completion_tokens: number } };
+  expect(response.status).toBe(200);
+  expect(json.usage.completion_tokens).toBeGreaterThan(4);
+  return json.choices[0]!.text;
+}
+
+async function greedyInPage(page: Page): Promise<string> {
+  await page.getByRole('tab', { name: 'Completions' }).click();
+  await page.getByLabel('Prompt', { exact: true }).fill(PROMPT);
+  await setParam(page, 'max_tokens', String(MAX_TOKENS));
+  await setParam(page, 'temperature', '0');
+  await page.keyboard.press('Control+Enter');
+  return finishedText(page);
+}
+
+describe('playground: a GGUF run in the page', { timeout: BROWSER_TEST_TIMEOUT }, () => {
+  beforeAll(async () => {
+    [server, node, browser] = await Promise.all([
+      // The fixtures on the page's own origin, as a static host would serve a .gguf.
+      startPlaygroundServer('gguf', (app) => serveFolder(app, '/ggufs/', FIXTURES)),
+      spawnServer({ MODEL_DIR: join(FIXTURES, FILE), GGUF_CACHE_DIR: cacheDir }),
+      launchChromium(),
+    ]);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await node?.stop();
+    rmSync(cacheDir, { recursive: true, force: true });
+  });
+  afterEach(closeContexts);
+
+  it('runs a GGUF picked from disk, with the Node server’s greedy text, and shows its startup report', async () => {
+    const expected = await nodeCompletion();
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    await watchStatus(page);
+    await page.locator('#gguf-file').setInputFiles(join(FIXTURES, FILE));
+    // Picked while on the server engine: the page switches to its WASM engine for the file.
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(`${FILE} running in this page · WebAssembly`);
+    expect(await page.locator('#target-wasm').isChecked()).toBe(true);
+    // The file was read with progress while the graph was built.
+    expect((await seenStatuses(page)).some((status) => status.includes(`${FILE} (building the graph)`) && /\(\d+%\)/.test(status))).toBe(true);
+    const report = (await page.locator('#gguf-report-text').textContent()) ?? '';
+    expect(report).toMatch(/GGUF: architecture llama/);
+    expect(report).toMatch(/GGUF Q4_K ×\d+: MatMulNBits\/GatherBlockQuantized/);
+    expect(report).toMatch(/GGUF Q6_K ×\d+:/);
+    expect(report).toContain('executed by onnxruntime-web (WebAssembly)');
+    expect(report).toContain('Model inputs:');
+    expect(await page.locator('#inpage-report').isVisible()).toBe(true);
+    // The requests name the file's model, as the Node server serves it.
+    expect(await greedyInPage(page)).toBe(expected);
+    expect(await page.locator('#api-error').isHidden()).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('runs a GGUF from a URL, kept in the page’s cache', async () => {
+    const expected = await nodeCompletion();
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    const requests: string[] = [];
+    page.on('request', (request) => requests.push(`${request.method()} ${new URL(request.url()).pathname}`));
+    await page.getByText('In-page · WASM', { exact: true }).click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('stories260k running in this page');
+    await page.locator('#gguf-url').fill(`/ggufs/${FILE}`);
+    await page.locator('#gguf-load-url').click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(`${FILE} running in this page`);
+    expect(requests).toContain(`GET /ggufs/${FILE}`);
+    expect(await greedyInPage(page)).toBe(expected);
+    // In Cache Storage with the engine's other files (a reload reads it from there).
+    const cached = await page.evaluate(async (file) => {
+      const cache = await caches.open('edge-llm-playground-v1');
+      return (await cache.keys()).some((request) => request.url.endsWith(`/ggufs/${file}`));
+    }, FILE);
+    expect(cached).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it('refuses a file that is not a GGUF by name, and a corrupt GGUF with the reason', async () => {
+    const { page } = await openPlayground(browser, server.baseUrl);
+    await page.locator('#gguf-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
+    await expect.poll(() => page.locator('#gguf-note').textContent(), WAIT).toContain('notes.txt is not a .gguf file');
+    await page.locator('#gguf-file').setInputFiles({ name: 'broken.gguf', mimeType: 'application/octet-stream', buffer: Buffer.from('GGUF but not really a model file') });
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toMatch(/failed to start: .*Cannot load the GGUF "broken.gguf"/);
+  });
+});
