@@ -2,7 +2,8 @@
  * The bench's 135M-shaped model: SmolLM2-135M's shape (hidden 576, 30 layers, 9 heads, 3 KV
  * heads, intermediate 1536, vocabulary 49152, tied embeddings) with seeded random weights and
  * a synthetic 49152-piece vocabulary, written once into a cache outside the repository:
- * - onnx/: our converter's folder, fp32 (onnx/model.onnx) and q4 (onnx/model_q4.onnx);
+ * - onnx/: our converter's folder, fp32 (onnx/model.onnx) and q4 (onnx/model_q4.onnx), each
+ *   with its in-place KV twin (model.inplace.onnx, model_q4.inplace.onnx);
  * - model-f32.gguf and model-q4_0.gguf: the same checkpoint and vocabulary for llama.cpp
  *   (the Q4_0 blocks are the q4 graph's).
  * No real model: nothing is downloaded.
@@ -33,8 +34,9 @@ export const SMOLLM2_135M_SHAPE = {
  * 2: the q4 graph at MatMulNBits accuracy level 4 with a 4-bit (GatherBlockQuantized) embedding.
  * 3: the graphs take num_logits_to_keep.
  * 4: the fp32 graph's in-place KV twin beside it.
+ * 5: the q4 graph's in-place KV twin (onnx/model_q4.inplace.onnx) beside it.
  */
-const FORMAT = 4;
+const FORMAT = 5;
 export const SEED = 135;
 
 export interface BenchModelFiles {
@@ -120,8 +122,10 @@ export async function ensureBenchModel(log: (line: string) => void = console.log
   await writeConvertedFiles(files.onnxDir, convertCheckpoint(ckpt, tokenizer, { dtypes: ['fp32', 'q4'] }));
   // The fp32 graph's in-place KV twin, as the embedded model ships one: Node serves it (the
   // cache is not copied in and out of every step), the worker thread included.
-  const inPlace = convertCheckpoint(ckpt, tokenizer, { dtypes: ['fp32'], ops: 'inplace' })['onnx/model.onnx'];
-  writeFileSync(join(files.onnxDir, 'onnx', 'model.inplace.onnx'), inPlace);
+  // And the q4 graph's twin: the same MatMulNBits blocks, the cache kept by the engine.
+  const inPlace = convertCheckpoint(ckpt, tokenizer, { dtypes: ['fp32', 'q4'], ops: 'inplace' });
+  writeFileSync(join(files.onnxDir, 'onnx', 'model.inplace.onnx'), inPlace['onnx/model.onnx']);
+  writeFileSync(join(files.onnxDir, 'onnx', 'model_q4.inplace.onnx'), inPlace['onnx/model_q4.onnx']);
   writeFileSync(done, `${new Date().toISOString()}\n`);
   log(`built in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   return files;

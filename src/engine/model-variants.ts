@@ -46,18 +46,21 @@ export interface OnnxFileSettings {
   /** A path inside the model folder naming any .onnx file; wins over `dtype`. */
   modelFile?: string;
   /**
-   * Take the folder's in-place KV twin of onnx/model.onnx (onnx/model.inplace.onnx, the
-   * converter's `inplace` flavour, IN_PLACE_TWIN) when it has one and no modelFile names a
-   * graph: with no dtype or dtype fp32 (the twin is that graph's fp32 weights in another
-   * cache wiring, so asking for fp32 must not cost the faster one). For homes whose engine runs the cache on the CPU (Node: native and
+   * Take the folder's in-place KV twin of the chosen variant (onnx/model.inplace.onnx beside
+   * onnx/model.onnx, onnx/model_q4.inplace.onnx beside onnx/model_q4.onnx: the converter's
+   * `inplace` flavour, inPlaceTwinOf) when it has one and no modelFile names a graph: the
+   * twin is that variant's weights in another cache wiring, so asking for a dtype must not
+   * cost the faster one. For homes whose engine runs the cache on the CPU (Node: native and
    * WASM); the page's WebGPU engine keeps the graph with present.* outputs, whose cache it
    * keeps on the GPU.
    */
   preferInPlaceKv?: boolean;
 }
 
-/** The in-place KV twin of the fp32 graph (see OnnxFileSettings.preferInPlaceKv). */
-export const IN_PLACE_TWIN = { of: 'onnx/model.onnx', file: 'onnx/model.inplace.onnx' } as const;
+/** The in-place KV twin's path of a graph file: "onnx/model_q4.onnx" → "onnx/model_q4.inplace.onnx". */
+export function inPlaceTwinOf(file: string): string {
+  return `${file.slice(0, -'.onnx'.length)}.inplace.onnx`;
+}
 
 interface Variant {
   dtype: ModelDtype;
@@ -138,11 +141,12 @@ export function chooseOnnxFile(files: readonly string[], settings: OnnxFileSetti
     return choose(file, dtypeOfFile(file));
   }
 
-  const inPlaceTwin = settings.preferInPlaceKv && present.has(IN_PLACE_TWIN.file) && variants.some((variant) => variant.file === IN_PLACE_TWIN.of);
+  // A twin is the variant's own weights: it stands in for the variant, never beside it.
+  const twinOf = (variant: Variant): OnnxFileChoice =>
+    settings.preferInPlaceKv && present.has(inPlaceTwinOf(variant.file)) ? choose(inPlaceTwinOf(variant.file), variant.dtype) : choose(variant.file, variant.dtype);
   if (settings.dtype !== undefined) {
     const wanted = variants.find((variant) => variant.dtype === settings.dtype);
-    if (wanted?.file === IN_PLACE_TWIN.of && inPlaceTwin) return choose(IN_PLACE_TWIN.file, 'fp32');
-    if (wanted) return choose(wanted.file, wanted.dtype);
+    if (wanted) return twinOf(wanted);
     const expected = candidatePaths(settings.dtype).slice(0, 2).join(' or ');
     throw new Error(
       `dtype "${settings.dtype}" asks for ${expected}, which ${folderLabel} does not have` +
@@ -152,10 +156,9 @@ export function chooseOnnxFile(files: readonly string[], settings: OnnxFileSetti
     );
   }
 
-  if (inPlaceTwin) return choose(IN_PLACE_TWIN.file, 'fp32');
-  if (variants.length === 1) return choose(variants[0].file, variants[0].dtype);
+  if (variants.length === 1) return twinOf(variants[0]);
   const fp32 = variants.find((variant) => variant.dtype === 'fp32');
-  if (fp32) return choose(fp32.file, 'fp32');
+  if (fp32) return twinOf(fp32);
   if (variants.length > 1) {
     throw new Error(
       `${folderLabel} holds several model variants and no fp32 one: ${listVariants(variants)}. ` +

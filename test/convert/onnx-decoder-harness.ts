@@ -1,6 +1,7 @@
 /**
  * Minimal driver for the exported decoder, shared by the tests: builds the Optimum-style
- * feeds, carries present.* back in as past_key_values.*, and runs greedy decoding. Works with
+ * feeds, carries present.* back in as past_key_values.* (for an `inplace` graph, past +
+ * new_key_values.*), and runs greedy decoding. Works with
  * onnxruntime-node and onnxruntime-web, which expose the same API.
  */
 import type * as OrtNode from 'onnxruntime-node';
@@ -71,7 +72,12 @@ export class DecoderHarness {
     const outputs = (await this.session.run(feeds)) as Record<string, Tensor>;
     const present = new Map<string, Tensor>();
     for (let i = 0; i < LAYERS; i++) {
-      for (const kind of ['key', 'value']) present.set(`past_key_values.${i}.${kind}`, outputs[`present.${i}.${kind}`]);
+      for (const kind of ['key', 'value']) {
+        // An `inplace` graph outputs only the fed tokens' slots: the cache is past + them.
+        const fresh = outputs[`new_key_values.${i}.${kind}`];
+        const cache = fresh ? this.appendSlots(feeds[`past_key_values.${i}.${kind}`], fresh) : outputs[`present.${i}.${kind}`];
+        present.set(`past_key_values.${i}.${kind}`, cache);
+      }
     }
     return { logits: outputs.logits.data as Float32Array, dims: outputs.logits.dims, present, outputs };
   }
@@ -87,6 +93,20 @@ export class DecoderHarness {
       if (n + 1 < steps) out = await this.step({ inputIds: [[next]], past: out.present });
     }
     return generated;
+  }
+
+  /** [B, kv, T, d] + [B, kv, S, d] → [B, kv, T + S, d]. */
+  private appendSlots(past: Tensor, fresh: Tensor): Tensor {
+    const [batch, heads, pastLen, dim] = past.dims as number[];
+    const seq = fresh.dims[2] as number;
+    const a = past.data as Float32Array;
+    const b = fresh.data as Float32Array;
+    const out = new Float32Array(batch * heads * (pastLen + seq) * dim);
+    for (let r = 0; r < batch * heads; r++) {
+      out.set(a.subarray(r * pastLen * dim, (r + 1) * pastLen * dim), r * (pastLen + seq) * dim);
+      out.set(b.subarray(r * seq * dim, (r + 1) * seq * dim), (r * (pastLen + seq) + pastLen) * dim);
+    }
+    return new this.ort.Tensor('float32', out, [batch, heads, pastLen + seq, dim]);
   }
 
   private int64(rows: number[][]): Tensor {

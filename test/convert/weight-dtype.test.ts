@@ -120,6 +120,7 @@ function graphTests(ort: Ort, dtype: WeightDtype, file: string, ops: GraphOps, q
  */
 describe.each([
   ['q4', 'onnx/model_q4.onnx', 'fused'],
+  ['q4', 'onnx/model_q4.onnx', 'inplace'],
   ['q4', 'onnx/model_q4.onnx', 'gqa'],
   ['fp16', 'onnx/model_fp16.onnx', 'gqa'],
 ] as const)('the %s graph (%s)', (dtype, file, ops) => {
@@ -127,9 +128,32 @@ describe.each([
   describe('on onnxruntime-web (WASM)', () => graphTests(ortWeb, dtype, file, ops));
 });
 
-describe('the q4 graph at accuracy level 4 (the default)', () => {
-  describe('on onnxruntime-node (int8 activations)', () => graphTests(ortNode, 'q4', 'onnx/model_q4.onnx', 'fused', 4, 0.5));
-  describe('on onnxruntime-web (WASM: float32)', () => graphTests(ortWeb, 'q4', 'onnx/model_q4.onnx', 'fused', 4));
+describe.each(['fused', 'inplace'] as const)('the q4 graph at accuracy level 4 (the default), %s', (ops) => {
+  describe('on onnxruntime-node (int8 activations)', () => graphTests(ortNode, 'q4', 'onnx/model_q4.onnx', ops, 4, 0.5));
+  describe('on onnxruntime-web (WASM: float32)', () => graphTests(ortWeb, 'q4', 'onnx/model_q4.onnx', ops, 4));
+});
+
+describe("the q4 in-place twin (the graph Node serves when the folder has it)", () => {
+  it("gives the fused q4 graph's logits at accuracy level 4, at prefill and over cached decode steps", async () => {
+    const ckpt = await loadSharedCheckpoint();
+    const tokenizer = await readFile(sharedModelFile('tok512.bin'));
+    const [fused, inplace] = await Promise.all(
+      (['fused', 'inplace'] as const).map(async (ops) =>
+        DecoderHarness.create(ortNode, convertCheckpoint(ckpt, tokenizer, { dtypes: ['q4'], ops })['onnx/model_q4.onnx'] as Uint8Array),
+      ),
+    );
+    const tokens = [...PROMPT, ...CONTINUATION];
+    let a = await fused.step({ inputIds: [PROMPT] });
+    let b = await inplace.step({ inputIds: [PROMPT] });
+    // Same blocks, same int8 activations: only the attention's summation order differs.
+    expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-4);
+    for (let pos = PROMPT.length; pos < tokens.length; pos++) {
+      a = await fused.step({ inputIds: [[tokens[pos]]], past: a.present });
+      b = await inplace.step({ inputIds: [[tokens[pos]]], past: b.present });
+      expect(maxAbsDiff(a.logits, b.logits)).toBeLessThan(1e-4);
+      expect(maxAbsDiff(a.present.get('past_key_values.4.value')!.data as Float32Array, b.present.get('past_key_values.4.value')!.data as Float32Array)).toBeLessThan(1e-4);
+    }
+  });
 });
 
 describe('the q4 graph file', () => {
@@ -162,6 +186,38 @@ describe('a converted folder with fp32 and q4 graphs', () => {
       // The Q4_0 weights change the greedy path within these 24 tokens: a float32 graph would fail.
       expect(referenceGreedy(ckpt, 24)).not.toEqual(expected);
       expect(ours).toEqual(expected);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("with q4's in-place twin beside it, MODEL_DTYPE q4 serves the twin: the reference's greedy ids, batched as solo", async () => {
+    const ckpt = await loadSharedCheckpoint();
+    const tokenizer = await readFile(sharedModelFile('tok512.bin'));
+    const dir = await mkdtemp(join(tmpdir(), 'q4-twin-folder-'));
+    try {
+      await writeConvertedFiles(dir, convertCheckpoint(ckpt, tokenizer, { dtypes: ['fp32', 'q4'] }));
+      await writeConvertedFiles(dir, {
+        'onnx/model_q4.inplace.onnx': convertCheckpoint(ckpt, tokenizer, { dtypes: ['q4'], ops: 'inplace' })['onnx/model_q4.onnx'],
+      });
+      const engine = await createNodeEngine({ modelDir: dir, dtype: 'q4' });
+      try {
+        expect(engine.loadReport.file).toBe('onnx/model_q4.inplace.onnx');
+        expect(engine.loadReport.contract).toContain('in-place KV (new_key_values)');
+        const prompts = [PROMPT, [1, 286, 261], [1, 376, 298, 315, 403, 407]];
+        const run = async (prompt: number[]) => {
+          const ids: number[] = [];
+          const params = defaultSamplingParams({ temperature: 0, maxTokens: 24, ignoreEos: true });
+          for await (const delta of engine.generate({ promptTokenIds: prompt, params })) ids.push(...delta.tokenIds);
+          return ids;
+        };
+        const solo: number[][] = [];
+        for (const prompt of prompts) solo.push(await run(prompt));
+        expect(solo[0]).toEqual(referenceGreedy(checkpointOnWeightGrid(ckpt, 'q4'), 24));
+        expect(await Promise.all(prompts.map(run))).toEqual(solo);
+      } finally {
+        await engine.dispose();
+      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

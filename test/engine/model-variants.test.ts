@@ -28,6 +28,22 @@ describe('choosing the ONNX file of a model folder', () => {
     expect(choose(['onnx/model.inplace.onnx', 'onnx/model_q4.onnx'], { preferInPlaceKv: true }).file).toBe('onnx/model_q4.onnx');
   });
 
+  it("takes each variant's own in-place twin: q4's weights stay q4's", () => {
+    const folder = ['onnx/model.onnx', 'onnx/model.inplace.onnx', 'onnx/model_q4.onnx', 'onnx/model_q4.inplace.onnx', 'onnx/model_q4.inplace.onnx_data'];
+    expect(choose(folder, { preferInPlaceKv: true, dtype: 'q4' })).toEqual({
+      file: 'onnx/model_q4.inplace.onnx',
+      dtype: 'q4',
+      externalDataFiles: ['onnx/model_q4.inplace.onnx_data'],
+    });
+    expect(choose(folder, { dtype: 'q4' }).file).toBe('onnx/model_q4.onnx');
+    expect(choose(folder, { preferInPlaceKv: true })).toMatchObject({ file: 'onnx/model.inplace.onnx', dtype: 'fp32' });
+    // The only variant of a folder, with its twin.
+    expect(choose(['onnx/model_q4.onnx', 'onnx/model_q4.inplace.onnx'], { preferInPlaceKv: true })).toMatchObject({ file: 'onnx/model_q4.inplace.onnx', dtype: 'q4' });
+    // fp16 has no twin here: its own graph, not another variant's twin.
+    expect(choose([...folder, 'onnx/model_fp16.onnx'], { preferInPlaceKv: true, dtype: 'fp16' }).file).toBe('onnx/model_fp16.onnx');
+    expect(choose(folder, { preferInPlaceKv: true, modelFile: 'onnx/model_q4.onnx' }).file).toBe('onnx/model_q4.onnx');
+  });
+
   it('maps each transformers.js dtype to its file name', () => {
     const all = ['', '_fp16', '_q4', '_q4f16', '_int8', '_uint8', '_quantized', '_bnb4'].map((s) => `onnx/model${s}.onnx`);
     const names = { fp32: '', fp16: '_fp16', q4: '_q4', q4f16: '_q4f16', int8: '_int8', uint8: '_uint8', quantized: '_quantized', bnb4: '_bnb4' };
