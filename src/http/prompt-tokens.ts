@@ -1,4 +1,5 @@
 import { yieldToEventLoop } from '../engine/yield.js';
+import { HttpError } from './errors.js';
 import { ENCODE_SLICE_CHARS } from '../tokenizer/hf-tokenizer.js';
 import { OFF_LOOP_RUN_CHARS } from '../tokenizer/tokenizer-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -67,7 +68,13 @@ export async function encodePrompt(
   }
   const thread = tokenizer.offLoop;
   if (thread != null && holdsTheLoop(tokenizer, text)) {
-    return thread.encode({ text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options.signal);
+    try {
+      return await thread.encode({ text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options.signal);
+    } catch (error) {
+      // Nobody reads the answer: a 499 as for media, not a server error.
+      if (options.signal?.aborted) throw new HttpError(499, 'ClientClosedRequest', 'The client closed the request while its prompt was being tokenized.');
+      throw error;
+    }
   }
   if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
   const ids: number[] = [];
