@@ -29,7 +29,7 @@ export async function fetchOk(fetchFn: typeof fetch, url: string): Promise<Respo
 }
 
 /** The body's length from content-length, or null when unknown (or compressed). */
-export function declaredLength(response: Response): number | null {
+function declaredLength(response: Response): number | null {
   const header = response.headers.get('content-length');
   const length = header === null ? NaN : Number(header);
   // A compressed body's length is the compressed size: it would not match what is read.
@@ -37,20 +37,23 @@ export function declaredLength(response: Response): number | null {
 }
 
 /**
- * Reads a body to the end, reporting progress as chunks arrive: first 0 of the total,
- * then after each chunk, and last the full size as the total (100% even without a length).
+ * Reads a body to the end as the chunks it arrived in, reporting progress as they arrive:
+ * first 0 of the total, then after each chunk, and last the full size as the total (100%
+ * even without a length). The chunks are kept as they are, for a caller that wants a Blob
+ * rather than one ArrayBuffer.
  */
-export async function readWithProgress(response: Response, file: string, onProgress?: ProgressListener): Promise<Uint8Array> {
+export async function readChunksWithProgress(response: Response, file: string, onProgress?: ProgressListener): Promise<Uint8Array[]> {
   const cached = response.headers.get(FROM_CACHE_HEADER) === '1';
   const totalBytes = declaredLength(response);
   const report = (loadedBytes: number, total: number | null) => onProgress?.({ file, loadedBytes, totalBytes: total, ...(cached ? { cached } : {}) });
   report(0, totalBytes);
-  let bytes: Uint8Array;
+  const chunks: Uint8Array[] = [];
+  let loaded = 0;
   if (!response.body) {
-    bytes = new Uint8Array(await response.arrayBuffer());
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    chunks.push(bytes);
+    loaded = bytes.byteLength;
   } else {
-    const chunks: Uint8Array[] = [];
-    let loaded = 0;
     const reader = response.body.getReader();
     for (;;) {
       const { done, value } = await reader.read();
@@ -59,10 +62,15 @@ export async function readWithProgress(response: Response, file: string, onProgr
       loaded += value.byteLength;
       if (totalBytes === null || loaded < totalBytes) report(loaded, totalBytes);
     }
-    bytes = concatChunks(chunks, loaded);
   }
-  report(bytes.byteLength, bytes.byteLength);
-  return bytes;
+  report(loaded, loaded);
+  return chunks;
+}
+
+/** Reads a body to the end into one array, with readChunksWithProgress's progress reports. */
+export async function readWithProgress(response: Response, file: string, onProgress?: ProgressListener): Promise<Uint8Array> {
+  const chunks = await readChunksWithProgress(response, file, onProgress);
+  return concatChunks(chunks, chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0));
 }
 
 /** A file's name for people: its last path segment. */

@@ -28,8 +28,7 @@ import {
   openGgufModel,
   type GgufGraphOptions,
 } from '../gguf/gguf-model.js';
-import { declaredLength, type ProgressListener } from './browser-downloads.js';
-import { FROM_CACHE_HEADER } from './browser-cache.js';
+import { fetchOk, readChunksWithProgress, type ProgressListener } from './browser-downloads.js';
 
 /** The external data file the page's graph names (the bytes are handed over, never written). */
 const EXTERNAL_DATA = 'model.onnx_data';
@@ -52,36 +51,8 @@ export function blobByteSource(blob: Blob, onRead?: (offset: number, length: num
  * as they are (the browser may keep a large Blob on disk), not into one ArrayBuffer.
  */
 export async function downloadGguf(url: string, fetchFn: typeof fetch, onProgress?: ProgressListener): Promise<Blob> {
-  let response: Response;
-  try {
-    response = await fetchFn(url);
-  } catch (error) {
-    throw new Error(`Cannot download ${url}: ${(error as Error).message}`);
-  }
-  if (!response.ok) throw new Error(`Cannot download ${url}: HTTP ${response.status} ${response.statusText}`.trim());
-  const file = ggufNameOf(url);
-  const cached = response.headers.get(FROM_CACHE_HEADER) === '1';
-  const totalBytes = declaredLength(response);
-  const report = (loadedBytes: number, total: number | null) => onProgress?.({ file, loadedBytes, totalBytes: total, ...(cached ? { cached } : {}) });
-  report(0, totalBytes);
-  if (!response.body) {
-    const blob = await response.blob();
-    report(blob.size, blob.size);
-    return blob;
-  }
-  const parts: Uint8Array[] = [];
-  let loaded = 0;
-  const reader = response.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    loaded += value.byteLength;
-    if (totalBytes === null || loaded < totalBytes) report(loaded, totalBytes);
-  }
-  const blob = new Blob(parts as BlobPart[]);
-  report(blob.size, blob.size);
-  return blob;
+  const response = await fetchOk(fetchFn, url);
+  return new Blob((await readChunksWithProgress(response, ggufNameOf(url), onProgress)) as BlobPart[]);
 }
 
 /** The name a GGUF is served under, as Node names it (MODEL_DIR=…/name.gguf serves "name.gguf"). */
