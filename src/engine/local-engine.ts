@@ -2,6 +2,7 @@ import type { InferenceSession } from 'onnxruntime-common';
 import { tokenizerJsonAsLoaded } from './folder-layout.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
+import type { HfTokenizerSource, TokenizerThread } from '../tokenizer/tokenizer-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BeamSearchGroup } from './beam-search.js';
 import { checkBatching, type BatchingMode } from './batching-self-test.js';
@@ -91,6 +92,11 @@ export interface LocalEngineOptions {
    * (no overlap); ignored on the main thread, where steps cannot overlap.
    */
   pipeline?: PipelineSettings;
+  /**
+   * Where text with long unbroken pieces is tokenized (tokenizer/tokenizer-thread.ts),
+   * passed in by the runtime entry that has threads (Node); absent: on the event loop.
+   */
+  startTokenizerThread?: (source: HfTokenizerSource) => TokenizerThread;
 }
 
 /**
@@ -148,7 +154,9 @@ export class LocalEngine implements Engine {
     // stop nothing.
     const tokenizer = HfTokenizer.fromJson(tokenizerJsonAsLoaded(files.tokenizerJson, files.tokenizerConfig, files.config), files.tokenizerConfig, {
       eosTokenIds: configSpec.eosTokenIds.length > 0 ? configSpec.eosTokenIds : undefined,
+      keepSource: options.startTokenizerThread !== undefined,
     });
+    if (options.startTokenizerThread) tokenizer.offLoop = options.startTokenizerThread(tokenizer.takeSource()!);
     const spec = { ...configSpec, eosTokenIds: [...tokenizer.eosTokenIds] };
     const source = options.loadFromPath && files.onnxPath !== undefined ? files.onnxPath : files.onnx;
     const sessionOptions = files.externalData?.length

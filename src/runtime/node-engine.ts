@@ -7,6 +7,7 @@ import type { OrtRuntime } from '../engine/ort-runtime.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import type { ModelDtype } from '../engine/model-variants.js';
 import { readModelDir } from './model-dir.js';
+import { createNodeTokenizerThread } from '../tokenizer/node-tokenizer-thread.js';
 import { ggufModelFolder, isGgufPath } from '../gguf/node-gguf.js';
 import type { LoraOptions } from '../engine/engine-lora.js';
 import { DEFAULT_PIPELINE, type PipelineSettings } from '../engine/model-thread/lanes.js';
@@ -39,6 +40,8 @@ export interface NodeEngineOptions {
   lora?: LoraOptions;
   /** Worker mode: overlapped lanes (engine/model-thread/lanes.ts); default DEFAULT_PIPELINE. */
   pipeline?: PipelineSettings;
+  /** Tokenize text with long unbroken pieces on a thread (tokenizer/node-tokenizer-thread.ts; started by the first such text). */
+  tokenizerThread?: boolean;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -96,6 +99,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     startWorkerDecoder: (start) => WorkerDecoder.create(start),
     pipeline: options.pipeline ?? DEFAULT_PIPELINE,
     threads: reasons.join('; '),
+    startTokenizerThread: options.tokenizerThread ? createNodeTokenizerThread : undefined,
   });
   const engine = await create(plan.modelThread, plan.reasons);
   if (gguf) engine.loadReport.notes.unshift(...gguf.notes);

@@ -24,8 +24,6 @@ import type { RegistrySnapshot } from '../http/observability/prometheus.js';
 import { defaultAllowedHosts } from '../http/security/allowed-hosts.js';
 import { mediaConfigFromEnv, type MediaConfig } from '../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../media/node.js';
-import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
-import { createNodeTokenizerThread } from '../tokenizer/node-tokenizer-thread.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './node-cluster.js';
 import { createNodeEngine } from './node-engine.js';
 import { nodeLoraOptions } from './node-adapters.js';
@@ -170,6 +168,7 @@ async function main(): Promise<void> {
       intraOpNumThreads: config.intraOpNumThreads,
       modelThread: config.modelThread,
       processes: config.dataParallelSize,
+      tokenizerThread: true,
     });
   } catch (error) {
     throw new StartupError((error as Error).message);
@@ -178,10 +177,6 @@ async function main(): Promise<void> {
   const report = formatLoadReport(engine.loadReport);
   for (const line of report.info) console.log(line);
   for (const line of report.warnings) console.warn(`Warning: ${line}`);
-
-  // Text with long unbroken pieces is tokenized on a thread (started by the first such text).
-  const tokenizerSource = engine.tokenizer instanceof HfTokenizer ? engine.tokenizer.takeSource() : null;
-  if (tokenizerSource !== null) engine.tokenizer.offLoop = createNodeTokenizerThread(tokenizerSource);
 
   // XGrammar (its WebAssembly and the vocabulary prepared for it, ~20 MiB here) starts with
   // the first structured-output request, which pays its start-up once (nodeGuideCompiler):

@@ -11,6 +11,12 @@ type ConfigToken = string | { content?: unknown } | null | undefined;
 export interface HfTokenizerOptions {
   /** Overrides the EOS ids taken from tokenizer_config.json (e.g. from generation_config.json). */
   eosTokenIds?: readonly number[];
+  /**
+   * Keep the files it was built from until takeSource() (a home that starts a tokenizer
+   * thread from them). Off by default: a big vocabulary's parsed tokenizer.json is tens of
+   * MB, which a home without threads (workerd, a browser tab) would hold for nothing.
+   */
+  keepSource?: boolean;
 }
 
 function tokenContent(token: ConfigToken): string | undefined {
@@ -59,7 +65,7 @@ export class HfTokenizer implements Tokenizer {
   readonly eosTokenIds: readonly number[];
   readonly specialTokenIds: ReadonlySet<number>;
 
-  /** Tokenizes text with long pieces off the event loop (set by the home: Node's runtime starts a thread from takeSource()). */
+  /** Tokenizes text with long pieces off the event loop (set by the home: Node's engine starts a thread from takeSource()). */
   offLoop: TokenizerThread | null = null;
 
   private constructor(
@@ -91,7 +97,8 @@ export class HfTokenizer implements Tokenizer {
     const impl = new HfTokenizersJs(json, config);
     const exactSplit = isSplitBeforeMetaspaceExact(json);
     if (exactSplit) impl.pre_tokenizer = new MetaspaceWordSplitter();
-    const tokenizer = new HfTokenizer(impl, config, options, { tokenizerJson: json, tokenizerConfig: config, options: { ...options } });
+    const source = options.keepSource ? { tokenizerJson: json, tokenizerConfig: config, options: { eosTokenIds: options.eosTokenIds } } : null;
+    const tokenizer = new HfTokenizer(impl, config, options, source);
     tokenizer.pieceBreaks = pieceBreaksOf(json, exactSplit);
     tokenizer.sliceable = exactSplit && sliceableAtSpaces(json) && tokenizer.specialTokensOnlyPrefix();
     tokenizer.lowerBound = tokenLowerBoundOf(json);
@@ -106,9 +113,9 @@ export class HfTokenizer implements Tokenizer {
   }
 
   /**
-   * The files this tokenizer was built from, as given, for a tokenizer thread to build its
-   * copy from; once: the tokenizer stops holding them (a big vocabulary's parsed JSON is
-   * tens of MB), so a second call gets null.
+   * The files this tokenizer was built from (with `keepSource`), as given, for a tokenizer
+   * thread to build its copy from; once: the tokenizer stops holding them (a big
+   * vocabulary's parsed JSON is tens of MB), so a second call gets null.
    */
   takeSource(): HfTokenizerSource | null {
     const source = this.source;

@@ -13,7 +13,7 @@ import { loadEngine, postJson, testApp } from './helpers.js';
 // one 60 K-character word passes the length bound (16 characters a token at most); 40 K took
 // 0.16 s quiet, 0.65 s at load 10 in one synchronous call (the probe: 201 ms held at load 4.7; 41 ms on the thread).
 const files = convertLlama2cTokenizer(toLlama2cTokenizerBin(readSentencepiecePieces(readSentencepiece32kModel())));
-const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig);
+const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { keepSource: true });
 const reference = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig);
 const word = Array.from({ length: 60_000 }, (_, i) => 'etaoinshrdlucmfw'[(i * 31 + (i >> 3)) % 16]).join('');
 

@@ -50,7 +50,7 @@ describe('tokenizing on the tokenizer thread', () => {
   for (const [name, load] of FAMILIES) {
     it(`${name}: the same ids as encode() for long unbroken runs (CJK, one word, one character, spaces), and the prefix with stopAfter`, async () => {
       const files = await load();
-      const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig);
+      const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { keepSource: true });
       const source = tokenizer.takeSource();
       expect(source).not.toBeNull();
       expect(tokenizer.takeSource()).toBeNull();
@@ -79,7 +79,7 @@ describe('tokenizing on the tokenizer thread', () => {
 
   it('stops a job whose request goes away, and the next job gets a fresh thread with the same ids', async () => {
     const files = FAMILIES[1][1]() as Files;
-    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig);
+    const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { keepSource: true });
     const thread = createNodeTokenizerThread(tokenizer.takeSource()!);
     threads.push(thread);
     const text = Array.from({ length: 60_000 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 20000))).join('');
