@@ -138,7 +138,11 @@ export const REQUEST_TEMPLATE_STEPS_PER_MESSAGE = 200;
 
 export function requestTemplateBudget(budget: TemplateBudget | undefined, messages: number): TemplateBudget {
   const scaled = REQUEST_TEMPLATE_BASE_STEPS + REQUEST_TEMPLATE_STEPS_PER_MESSAGE * messages;
-  return { maxSteps: Math.min(budget?.maxSteps ?? scaled, scaled), maxOutputChars: budget?.maxOutputChars ?? 4 * 1024 * 1024 };
+  return {
+    maxSteps: Math.min(budget?.maxSteps ?? scaled, scaled),
+    maxOutputChars: budget?.maxOutputChars ?? 4 * 1024 * 1024,
+    stepsBound: `a request's own template: ${REQUEST_TEMPLATE_BASE_STEPS} + ${REQUEST_TEMPLATE_STEPS_PER_MESSAGE} per message, within maxChatTemplateSteps`,
+  };
 }
 
 /** Renders the conversation with the chat template and tokenizes it, as the model will see it. */
@@ -169,12 +173,7 @@ export async function buildChatPrompt(
     });
   } catch (error) {
     // A request's own template that runs past its steps is that field's fault.
-    if (own && error instanceof ChatTemplateError && /evaluation steps/.test(error.message)) {
-      throw badRequest(
-        `${error.message.replace('(maxChatTemplateSteps)', `(a request's own template: ${REQUEST_TEMPLATE_BASE_STEPS} + ${REQUEST_TEMPLATE_STEPS_PER_MESSAGE} per message, within maxChatTemplateSteps)`)}`,
-        'chat_template',
-      );
-    }
+    if (own && error instanceof ChatTemplateError && error.budgetBound === 'steps') throw badRequest(error.message, 'chat_template');
     throw error;
   }
   const text = options.multimodal?.expand(rendered) ?? rendered;

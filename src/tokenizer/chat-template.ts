@@ -39,7 +39,11 @@ export const DEFAULT_TEMPLATE_BUDGET: TemplateBudget = { maxSteps: 100_000, maxO
 
 /** Raised for a conversation the template refuses or cannot render: the client's fault. */
 export class ChatTemplateError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Set when the rendering ran past its budget: which bound stopped it. */
+    readonly budgetBound?: 'steps' | 'output',
+  ) {
     super(message);
     this.name = 'ChatTemplateError';
   }
@@ -84,7 +88,7 @@ export class ChatTemplate {
         }),
       );
     } catch (error) {
-      if (error instanceof TemplateBudgetError) throw new ChatTemplateError(`The chat template was stopped: ${error.message}.`);
+      if (error instanceof TemplateBudgetError) throw new ChatTemplateError(`The chat template was stopped: ${error.message}.`, error.bound);
       // Templates reject conversations with raise_exception(...) (e.g. roles must alternate).
       const reason = error instanceof Error ? error.message : String(error);
       throw new ChatTemplateError(`The chat template could not render these messages: ${reason}`);

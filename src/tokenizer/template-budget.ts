@@ -13,11 +13,16 @@ export interface TemplateBudget {
   maxSteps: number;
   /** Longest string any expression may produce, the output included. */
   maxOutputChars: number;
+  /** What the steps message names as the bound (default: the maxChatTemplateSteps setting). */
+  stepsBound?: string;
 }
 
-/** The rendering went past its budget; the message names the bound. */
+/** The rendering went past its budget; the message names the bound, `bound` says which. */
 export class TemplateBudgetError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly bound: 'steps' | 'output' = 'output',
+  ) {
     super(message);
     this.name = 'TemplateBudgetError';
   }
@@ -37,7 +42,7 @@ function spend(steps: number): void {
   if (running === null) return;
   running.steps += steps;
   if (running.steps > running.budget.maxSteps) {
-    throw new TemplateBudgetError(`the chat template took more than ${running.budget.maxSteps} evaluation steps (maxChatTemplateSteps)`);
+    throw new TemplateBudgetError(`the chat template took more than ${running.budget.maxSteps} evaluation steps (${running.budget.stepsBound ?? 'maxChatTemplateSteps'})`, 'steps');
   }
 }
 
