@@ -6,13 +6,10 @@ import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from './llama-onnx-graph
 import { readLlama2cCheckpoint, type Llama2cCheckpoint } from './llama2c-checkpoint.js';
 import { MS_DOMAIN } from './llama-graph-blocks.js';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.js';
-import { encodeOnnxModel } from './onnx-writer.js';
+import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET } from './onnx-writer.js';
 import { inferRopeTheta } from './rope.js';
 import { applyWeightDtype, checkpointOnWeightGrid, ONNX_FILE_OF_DTYPE, type WeightDtype, type WeightDtypeOptions } from './weight-dtype.js';
 
-// IR version 8 goes with opset 17 (ONNX 1.12). Where they live: onnx-writer.ts (no file system), so a page can build graphs too.
-export { ONNX_IR_VERSION, ONNX_OPSET } from './onnx-writer.js';
-import { ONNX_IR_VERSION, ONNX_OPSET } from './onnx-writer.js';
 export const PRODUCER_NAME = 'edge-llm convert-llama2c';
 export const PRODUCER_VERSION = '0.1.0';
 

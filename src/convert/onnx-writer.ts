@@ -16,7 +16,7 @@ export const OnnxDataType = {
 } as const;
 export type OnnxDataType = (typeof OnnxDataType)[keyof typeof OnnxDataType];
 
-/** The IR version and default-domain opset the converter's graphs declare. */
+/** The IR version and default-domain opset the converter's graphs declare (IR 8 goes with opset 17: ONNX 1.12). */
 export const ONNX_IR_VERSION = 8;
 export const ONNX_OPSET = 17;
 
