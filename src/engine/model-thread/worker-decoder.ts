@@ -6,7 +6,8 @@
  * the mask and the logits cross, by message (a step of a model worth a worker is
  * milliseconds long, the round trip tens of microseconds: README "Threads").
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../../threads/serial-worker.js';
 import type { LoraSlots } from '../../adapters/lora-slots.js';
 import type { DecoderContract } from '../decoder-contract.js';
 import { EngineRequestError } from '../errors.js';
@@ -20,20 +21,6 @@ import type { InPlaceKvOps } from '../kv/in-place-step.js';
 interface Pending {
   resolve(message: FromWorker): void;
   reject(error: Error): void;
-}
-
-/**
- * Starts the worker script beside this module: the bundled .js in a build, the .ts
- * source under tsx or vitest (registered in the worker, which does not inherit loaders).
- */
-function startWorker(workerData: WorkerStart): Worker {
-  const here = import.meta.url;
-  if (here.endsWith('.ts')) {
-    const source = new URL('./decoder-worker.ts', here).href;
-    const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); })`;
-    return new Worker(bootstrap, { eval: true, workerData });
-  }
-  return new Worker(new URL('./decoder-worker.js', here), { workerData });
 }
 
 function errorOf(error: WireError): Error {
@@ -79,7 +66,7 @@ export class WorkerDecoder implements Decoder {
   }
 
   static async create(start: WorkerStart): Promise<WorkerDecoder> {
-    const worker = startWorker(start);
+    const worker = startModuleWorker(import.meta.url, 'decoder-worker', start);
     const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
     const first = await new Promise<FromWorker>((resolve, reject) => {
       worker.once('message', resolve);
