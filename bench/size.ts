@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { openGgufModelAt } from '../src/gguf/node-gguf.js';
+import type { GgufModel } from '../src/gguf/gguf-model.js';
 import { fileURLToPath } from 'node:url';
 import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
@@ -268,8 +269,7 @@ export async function stories260kQ4Greedy(): Promise<GreedyCheck> {
  * Prompt ids for a GGUF's vocabulary: the longest run of normal tokens (token_type 1), so no
  * control or byte token lands in a random prompt.
  */
-async function normalTokenRange(gguf: string): Promise<[number, number]> {
-  const model = await openGgufModelAt(gguf);
+function normalTokenRange(model: GgufModel): [number, number] {
   const types = (model.file.metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
   const size = (model.file.metadata.get('tokenizer.ggml.tokens') as string[]).length;
   if (types.length === 0) return [0, size];
@@ -293,7 +293,7 @@ async function benchOneGguf(gguf: string, options: SizeBenchOptions, peerVersion
   const maxStreams = Math.max(...options.streams);
   const model = await openGgufModelAt(gguf);
   const slotContext = Math.min(512, model.shape.contextLength);
-  const row = await modelRow(basename(gguf), 'gguf', gguf, gguf, [1, 2].map((threads) => ({ threads, parallel: maxStreams, measures: all })), all, slotContext, await normalTokenRange(gguf), {
+  const row = await modelRow(basename(gguf), 'gguf', gguf, gguf, [1, 2].map((threads) => ({ threads, parallel: maxStreams, measures: all })), all, slotContext, normalTokenRange(model), {
     ...options,
     ttftPromptTokens: Math.min(options.ttftPromptTokens, Math.floor(slotContext / 2)),
   });
