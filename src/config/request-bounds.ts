@@ -66,6 +66,13 @@ export const REQUEST_BOUNDS_SHAPE = {
    */
   maxRequestSlotPercent: percent(50),
   /**
+   * The share of the batch, in percent, that requests' extra sequences hold together: each
+   * request's sequences beyond its first (n × prompts, best_of, the beam width). A request
+   * whose extra sequences do not fit waits, and requests with one sequence pass it, so two
+   * widest requests cannot fill the batch (the engine's scheduler applies it).
+   */
+  maxExtraSequenceSlotPercent: percent(50),
+  /**
    * Logprob entries (a token, or one of its alternatives) one request may report at most:
    * sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1)),
    * judged up front from the worst case. ~90 bytes of JSON each: the default bounds a

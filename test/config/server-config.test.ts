@@ -68,6 +68,7 @@ describe('server configuration', () => {
       maxGrammarChars: 49152,
       maxGrammarWork: 2000000,
       maxRequestSlotPercent: 50,
+      maxExtraSequenceSlotPercent: 50,
       maxLogprobEntries: 262144,
       loraModules: [],
       maxLoras: 4,
@@ -114,6 +115,7 @@ describe('server configuration', () => {
     expect(schedulerLimitsOf(config)).toEqual({
       maxRunningSequences: 8,
       maxBatchedTokens: 8192,
+      maxExtraSequenceSlotPercent: 50,
       maxWaitingRequests: 256,
       waitingDeadlineMs: 30000,
       speculativeDecoding: 'all',
