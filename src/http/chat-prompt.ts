@@ -22,6 +22,8 @@ export interface ChatPromptOptions {
   lengthCeiling?: number;
   /** Refuses a prompt whose length alone shows more tokens than stopAfter or lengthCeiling (see encodePrompt). */
   refuseAtLeast?: (tokenCount: number) => void;
+  /** The request's: work on a thread for it (tokenizing) stops when it aborts, and the client gets a 499. */
+  signal?: AbortSignal;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -182,6 +184,7 @@ export async function buildChatPrompt(
     stopAfter: options.stopAfter,
     lengthCeiling: options.lengthCeiling,
     refuseAtLeast: options.refuseAtLeast,
+    signal: options.signal,
   });
   return { text, tokenIds };
 }

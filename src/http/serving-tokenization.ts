@@ -23,11 +23,14 @@ export async function tokenizeCompletion(
   tokenizer: Tokenizer,
   maxModelLen: number,
   bound: TokenizeBound,
+  /** The request's: tokenizing on a thread stops when it aborts. */
+  signal?: AbortSignal,
 ): Promise<TokenizeResponse> {
   const tokens = await encodePrompt(tokenizer, request.prompt, {
     addSpecialTokens: request.add_special_tokens,
     lengthCeiling: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+    signal,
   });
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
@@ -42,6 +45,8 @@ export async function tokenizeChat(
   templateBudget?: TemplateBudget,
   /** The served model's media hooks (chat-media.ts): image and audio parts count as in the chat route. */
   multimodal?: ChatPromptOptions['multimodal'],
+  /** The request's: tokenizing on a thread stops when it aborts. */
+  signal?: AbortSignal,
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
@@ -56,6 +61,7 @@ export async function tokenizeChat(
     lengthCeiling: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
     multimodal,
+    signal,
   });
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }

@@ -64,6 +64,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       refuseAtLeast: (atLeast) =>
         ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true) : tokenizeBound(ctx).refuse(atLeast, 'messages'),
       multimodal: chatMedia.expansion,
+      signal: c.req.raw.signal,
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
