@@ -1,9 +1,10 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
 import { ChatTemplate, ChatTemplateError, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
+import { renderChatTemplate, type TemplateOffLoop } from '../tokenizer/template-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
+import { clientClosed, encodePrompt } from './prompt-tokens.js';
 
 export interface ChatPromptOptions {
   addGenerationPrompt: boolean;
@@ -22,8 +23,10 @@ export interface ChatPromptOptions {
   lengthCeiling?: number;
   /** Refuses a prompt whose length alone shows more tokens than stopAfter or lengthCeiling (see encodePrompt). */
   refuseAtLeast?: (tokenCount: number) => void;
-  /** The request's: work on a thread for it (tokenizing) stops when it aborts, and the client gets a 499. */
+  /** The request's: work on a thread for it (tokenizing, rendering) stops when it aborts, and the client gets a 499. */
   signal?: AbortSignal;
+  /** Where a long rendering goes (Node's template thread, template-thread.ts); absent: it renders here within its budget. */
+  templateOffLoop?: TemplateOffLoop;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -129,11 +132,10 @@ function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tok
 }
 
 /**
- * Steps a request's own template gets: rendering is synchronous, so a small request must not
- * buy the whole maxChatTemplateSteps (100 K steps held the loop 0.2–0.95 s). Real templates
- * cost ~100 steps a message (measured: the embedded model's 447 for 3 messages, 12,971 for 128;
- * Qwen2-Audio's and transformers 5's ~50): a base plus twice that per message, within
- * maxChatTemplateSteps. A one-message request's template holds the loop a few ms at most.
+ * Steps a request's own template gets: a small request must not buy the whole
+ * maxChatTemplateSteps (it is CPU time, on the loop in workerd and the page, on Node's
+ * template thread past a few ms). Real templates cost 13–170 steps a message (50 models'
+ * measured; the embedded model's ~100): a base plus 200 per message, within maxChatTemplateSteps.
  */
 export const REQUEST_TEMPLATE_BASE_STEPS = 2000;
 export const REQUEST_TEMPLATE_STEPS_PER_MESSAGE = 200;
@@ -167,15 +169,17 @@ export async function buildChatPrompt(
   const templateMessages = toTemplateMessages(messages, options.multimodal !== undefined, options.multimodal?.stringContentPlaceholders);
   let rendered: string;
   try {
-    rendered = template.render(templateMessages, {
+    const renderOptions = {
       addGenerationPrompt: options.addGenerationPrompt,
       continueFinalMessage: options.continueFinalMessage,
       kwargs: options.templateVariables,
       budget: own ? requestTemplateBudget(options.templateBudget, messages.length) : options.templateBudget,
-    });
+    };
+    rendered = await renderChatTemplate(template, templateMessages, renderOptions, options.templateOffLoop);
   } catch (error) {
-    // A request's own template that runs past its steps is that field's fault.
-    if (own && error instanceof ChatTemplateError && error.budgetBound === 'steps') throw badRequest(error.message, 'chat_template');
+    if (options.signal?.aborted) throw clientClosed('its chat template was being rendered');
+    // A request's own template that runs past its steps or its time is that field's fault.
+    if (own && error instanceof ChatTemplateError && (error.budgetBound === 'steps' || error.budgetBound === 'time')) throw badRequest(error.message, 'chat_template');
     throw error;
   }
   const text = options.multimodal?.expand(rendered) ?? rendered;

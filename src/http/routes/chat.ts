@@ -16,7 +16,7 @@ import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { encodePromptMedia } from '../serving-multimodal.js';
-import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, templateBudget, templateOffLoop, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -58,6 +58,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
+      templateOffLoop: templateOffLoop(ctx, c.req.raw.signal),
       stopAfter: ceiling,
       // Truncating: the prompt is tokenized whole, so its length is bounded first.
       lengthCeiling: tokenizeBound(ctx).ceiling,
