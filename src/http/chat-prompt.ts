@@ -1,7 +1,7 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
 import { ChatTemplate, ChatTemplateError, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
-import { renderChatTemplate, type TemplateOffLoop } from '../tokenizer/template-thread.js';
+import { INLINE_TEMPLATE_SOURCE_CHARS, renderChatTemplate, TemplateSyntaxError, type TemplateOffLoop, type TemplateSource } from '../tokenizer/template-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
 import { clientClosed, encodePrompt } from './prompt-tokens.js';
@@ -118,17 +118,25 @@ function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
   return { ...message, content: parts };
 }
 
-function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer): ChatTemplate {
+/**
+ * A request's own template, parsed here; or, when it is long and a thread renders long
+ * templates, left as source for the thread to parse with its rendering (parsing a 64 K
+ * template held the loop 80–360 ms).
+ */
+function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer, offLoop: TemplateOffLoop | undefined): ChatTemplate | TemplateSource {
   const token = (id: number | null | undefined) => (id === null || id === undefined ? '' : (tokenizer.idToToken(id) ?? ''));
+  const bosToken = modelTemplate?.bosToken ?? token(tokenizer.bosTokenId);
+  const eosToken = modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]);
+  if (offLoop !== undefined && source.length > INLINE_TEMPLATE_SOURCE_CHARS) return { source, bosToken, eosToken };
   try {
-    return new ChatTemplate(
-      source,
-      modelTemplate?.bosToken ?? token(tokenizer.bosTokenId),
-      modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]),
-    );
+    return new ChatTemplate(source, bosToken, eosToken);
   } catch (error) {
-    throw badRequest(`chat_template is not a valid Jinja template: ${(error as Error).message}`, 'chat_template');
+    throw invalidTemplate((error as Error).message);
   }
+}
+
+function invalidTemplate(reason: string) {
+  return badRequest(`chat_template is not a valid Jinja template: ${reason}`, 'chat_template');
 }
 
 /**
@@ -159,7 +167,7 @@ export async function buildChatPrompt(
   // As transformers' get_chat_template: a request with tools gets the model's "tool_use" template when it has one.
   const modelChoice = options.templateVariables?.tools !== undefined && modelTemplate?.toolUse ? modelTemplate.toolUse : modelTemplate;
   const template =
-    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer) : modelChoice;
+    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer, options.templateOffLoop) : modelChoice;
   if (template === null) {
     throw badRequest(
       'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
@@ -178,6 +186,7 @@ export async function buildChatPrompt(
     rendered = await renderChatTemplate(template, templateMessages, renderOptions, options.templateOffLoop);
   } catch (error) {
     if (options.signal?.aborted) throw clientClosed('its chat template was being rendered');
+    if (error instanceof TemplateSyntaxError) throw invalidTemplate(error.message);
     // A request's own template that runs past its steps or its time is that field's fault.
     if (own && error instanceof ChatTemplateError && (error.budgetBound === 'steps' || error.budgetBound === 'time')) throw badRequest(error.message, 'chat_template');
     throw error;

@@ -7,7 +7,7 @@
  */
 import { SerialWorker, startModuleWorker } from '../threads/serial-worker.js';
 import { ChatTemplateError } from './chat-template.js';
-import type { TemplateThread } from './template-thread.js';
+import { TemplateSyntaxError, type TemplateThread } from './template-thread.js';
 import type { TemplateThreadMessage, TemplateThreadReply } from './template-thread-worker.js';
 
 export function createNodeTemplateThread(): TemplateThread {
@@ -29,7 +29,8 @@ export function createNodeTemplateThread(): TemplateThread {
         },
         settle: (reply) => {
           if ('text' in reply) return reply.text;
-          if (reply.template) throw new ChatTemplateError(reply.error, reply.budgetBound);
+          if (reply.kind === 'syntax') throw new TemplateSyntaxError(reply.error);
+          if (reply.kind === 'render') throw new ChatTemplateError(reply.error, reply.budgetBound);
           throw new Error(`rendering the chat template failed on the template thread: ${reply.error}`);
         },
         crashed: (error) => new Error(`the template thread failed: ${error.message}`),

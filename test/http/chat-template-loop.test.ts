@@ -119,6 +119,31 @@ describe('1000-message chat requests render off the event loop', () => {
     await expectServes(app);
   });
 
+  it('a 64 K request template is parsed on the thread (it held the loop 80–360 ms parsing here); one that does not parse is a 400 naming chat_template', async () => {
+    // Long to parse, cheap to render (a branch never taken) and short in text, within a 3-message request's steps.
+    const unit = "{% for m in messages %}{% if m['role'] == 'tool' %}{{ m['content'] | trim }}{% else %}{{ '' }}{% endif %}{% endfor %}";
+    const last = "{% endif %}{% for m in messages %}{{ m['role'] + ': ' + m['content'] }}\n{% endfor %}";
+    const long = `{% if false %}${unit.repeat(Math.floor((64 * 1024 - last.length - 20) / unit.length))}${last}`;
+    const jobs = thread.jobs;
+    const { result, report } = await withHeartbeat(app, async () => {
+      const served = await postJson(app, '/v1/chat/completions', { model: MODEL, messages: messages(3), max_tokens: 4, temperature: 0, chat_template: long });
+      const broken = await postJson(app, '/v1/chat/completions', { model: MODEL, messages: messages(3), max_tokens: 4, chat_template: `${long}{% for %}` });
+      return { served: served.status, broken: { status: broken.status, body: await broken.json() } };
+    });
+    expect(result.served).toBe(200);
+    expect(result.broken.status).toBe(400);
+    expectErrorBody(result.broken.body, 400, 'BadRequestError', 'chat_template');
+    expect(result.broken.body.message).toMatch(/^chat_template is not a valid Jinja template: /);
+    expect(thread.jobs).toBe(jobs + 2);
+    console.log(`64 K request templates parsed on the thread: held ${report.maxBlockedMs.toFixed(1)} ms`);
+    expectNoStall(report, HELD_BOUND_MS);
+    // Rendered inline (workerd, the page), the same template gives the same prompt.
+    const inline = await (await postJson(inlineApp, '/v1/chat/completions', { model: MODEL, messages: messages(3), max_tokens: 4, temperature: 0, chat_template: long })).json();
+    const threaded = await (await postJson(app, '/v1/chat/completions', { model: MODEL, messages: messages(3), max_tokens: 4, temperature: 0, chat_template: long })).json();
+    expect(threaded.usage.prompt_tokens).toBe(inline.usage.prompt_tokens);
+    expect(threaded.choices[0].message.content).toBe(inline.choices[0].message.content);
+  });
+
   it('a client that leaves while its template renders on the thread stops it and gets a 499', async () => {
     const client = new AbortController();
     const jobs = thread.jobs;
