@@ -51,6 +51,23 @@ const HOSTILE_TEMPLATE = "{% for m in messages %}{% for n in messages %}{{ n['co
  */
 const HELD_BOUND_MS = 300;
 
+/** Sends `body` while the heartbeat runs: rendered on the thread (one job), a 400 naming `param`, the loop free, the server fine after. */
+async function expectRefusedFromThread(label: string, body: unknown, param: string, message: RegExp): Promise<void> {
+  const jobs = thread.jobs;
+  const { result, report } = await withHeartbeat(app, async () => {
+    const response = await postJson(app, '/v1/chat/completions', body);
+    return { status: response.status, body: await response.json() };
+  });
+  expect(result.status).toBe(400);
+  expectErrorBody(result.body, 400, 'BadRequestError', param);
+  expect(result.body.message).toMatch(message);
+  expect(thread.jobs).toBe(jobs + 1);
+  console.log(`${label}, on the thread: held ${report.maxBlockedMs.toFixed(1)} ms, /health ${report.maxHealthMs.toFixed(1)} ms`);
+  expect([...report.healthStatuses]).toEqual([200]);
+  expectNoStall(report, HELD_BOUND_MS);
+  await expectServes(app);
+}
+
 async function expectServes(on: Hono): Promise<void> {
   const response = await postJson(on, '/v1/chat/completions', { model: MODEL, messages: messages(3), max_tokens: 4, temperature: 0 });
   expect(response.status).toBe(200);
@@ -60,35 +77,11 @@ async function expectServes(on: Hono): Promise<void> {
 describe('1000-message chat requests render off the event loop', () => {
   it("a request's own template that spends its whole budget over 1000 messages: a fast 400 naming chat_template, the loop free", async () => {
     const body = { model: MODEL, messages: messages(1000), max_tokens: 4, chat_template: HOSTILE_TEMPLATE };
-    const jobs = thread.jobs;
-    const { result, report } = await withHeartbeat(app, async () => {
-      const response = await postJson(app, '/v1/chat/completions', body);
-      return { status: response.status, body: await response.json() };
-    });
-    expect(result.status).toBe(400);
-    expectErrorBody(result.body, 400, 'BadRequestError', 'chat_template');
-    expect(result.body.message).toMatch(/took more than 202000 evaluation steps \(a request's own template: 2000 \+ 200 per message/);
-    expect(thread.jobs).toBe(jobs + 1);
-    console.log(`own template, 1000 messages, on the thread: held ${report.maxBlockedMs.toFixed(1)} ms, /health ${report.maxHealthMs.toFixed(1)} ms`);
-    expect([...report.healthStatuses]).toEqual([200]);
-    expectNoStall(report, HELD_BOUND_MS);
-    await expectServes(app);
+    await expectRefusedFromThread('own template, 1000 messages', body, 'chat_template', /took more than 202000 evaluation steps \(a request's own template: 2000 \+ 200 per message/);
   });
 
   it("the model's template over 1000 messages: rendered on the thread, then a fast 400 for the context, the loop free", async () => {
-    const jobs = thread.jobs;
-    const { result, report } = await withHeartbeat(app, async () => {
-      const response = await postJson(app, '/v1/chat/completions', { model: MODEL, messages: messages(1000), max_tokens: 4 });
-      return { status: response.status, body: await response.json() };
-    });
-    expect(result.status).toBe(400);
-    expectErrorBody(result.body, 400, 'BadRequestError', 'messages');
-    expect(result.body.message).toMatch(/tokens/);
-    expect(thread.jobs).toBe(jobs + 1);
-    console.log(`model template, 1000 messages, on the thread: held ${report.maxBlockedMs.toFixed(1)} ms, /health ${report.maxHealthMs.toFixed(1)} ms`);
-    expect([...report.healthStatuses]).toEqual([200]);
-    expectNoStall(report, HELD_BOUND_MS);
-    await expectServes(app);
+    await expectRefusedFromThread('model template, 1000 messages', { model: MODEL, messages: messages(1000), max_tokens: 4 }, 'messages', /tokens/);
   });
 
   it('a long conversation that fits is served as when rendered inline: same prompt tokens, same greedy reply, same /tokenize count', async () => {
