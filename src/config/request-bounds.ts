@@ -45,8 +45,14 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxMessages: bound(1, 1024),
   /** Characters of a chat template sent with a request (chat_template). */
   maxChatTemplateChars: bound(1, 64 * 1024),
-  /** Evaluation steps (expressions, loop iterations, output pieces) one chat template rendering may take. */
-  maxChatTemplateSteps: bound(1, 100_000),
+  /**
+   * Evaluation steps (expressions, loop iterations, output pieces) one chat template rendering
+   * may take. Real templates take 13–170 a message (one 385): this covers maxMessages with any
+   * of the 50 measured; under Node a rendering past a few ms' steps runs on the template thread.
+   */
+  maxChatTemplateSteps: bound(1, 500_000),
+  /** Milliseconds one chat template rendering may take on Node's template thread (its deadline). */
+  maxChatTemplateMs: bound(1, 10_000),
   /** Characters of a structured-output constraint as sent: guided_json / response_format schema, guided_regex, guided_choice. */
   maxGuidedSourceChars: bound(1, 64 * 1024),
   /** Nesting depth of a guided_json schema (objects and arrays) and of a regular expression's groups. */
@@ -65,6 +71,13 @@ export const REQUEST_BOUNDS_SHAPE = {
    * widest one finds free rows and starts at the next step.
    */
   maxRequestSlotPercent: percent(50),
+  /**
+   * The share of the batch, in percent, that requests' extra sequences hold together: each
+   * request's sequences beyond its first (n × prompts, best_of, the beam width). A request
+   * whose extra sequences do not fit waits, and requests with one sequence pass it, so two
+   * widest requests cannot fill the batch (the engine's scheduler applies it).
+   */
+  maxExtraSequenceSlotPercent: percent(50),
   /**
    * Logprob entries (a token, or one of its alternatives) one request may report at most:
    * sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1)),

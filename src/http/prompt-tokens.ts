@@ -71,8 +71,7 @@ export async function encodePrompt(
     try {
       return await thread.encode({ text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options.signal);
     } catch (error) {
-      // Nobody reads the answer: a 499 as for media, not a server error.
-      if (options.signal?.aborted) throw new HttpError(499, 'ClientClosedRequest', 'The client closed the request while its prompt was being tokenized.');
+      if (options.signal?.aborted) throw clientClosed('its prompt was being tokenized');
       throw error;
     }
   }
@@ -87,4 +86,9 @@ export async function encodePrompt(
     if (options.stopAfter !== undefined && ids.length > options.stopAfter) break;
   }
   return ids;
+}
+
+/** A client gone while its request's work ran on a thread: nobody reads the answer, a 499 as for media, not a server error. */
+export function clientClosed(during: string): HttpError {
+  return new HttpError(499, 'ClientClosedRequest', `The client closed the request while ${during}.`);
 }

@@ -8,6 +8,7 @@ import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
+import type { TemplateOffLoop, TemplateThread } from '../tokenizer/template-thread.js';
 import type { GuideCompiler } from './guided-decoding.js';
 
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
@@ -24,6 +25,8 @@ export interface ServingContext {
   videoSampling?: VideoSampling;
   /** Compiles structured-output constraints; null: such requests get a 400. */
   guideCompiler: GuideCompiler | null;
+  /** Renders long chat templates off the event loop (Node); null: every rendering runs here, within its budget. */
+  templateThread: TemplateThread | null;
 }
 
 export function promptLimits(ctx: ServingContext): PromptLimits {
@@ -82,4 +85,10 @@ export function tokenizeBound(ctx: ServingContext): { ceiling: number; refuse(at
 export function templateBudget(ctx: ServingContext): TemplateBudget {
   const bounds = requestBoundsOf(ctx.config);
   return { maxSteps: bounds.maxChatTemplateSteps, maxOutputChars: bounds.maxPromptChars };
+}
+
+/** Where a request's chat template may render when it is long: the template thread, under maxChatTemplateMs; undefined without one. */
+export function templateOffLoop(ctx: ServingContext, signal: AbortSignal): TemplateOffLoop | undefined {
+  if (ctx.templateThread === null) return undefined;
+  return { thread: ctx.templateThread, timeoutMs: requestBoundsOf(ctx.config).maxChatTemplateMs, signal };
 }

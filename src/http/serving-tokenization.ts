@@ -1,5 +1,4 @@
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
-import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { buildChatPrompt, type ChatPromptOptions } from './chat-prompt.js';
 import { badRequest } from './errors.js';
@@ -23,11 +22,14 @@ export async function tokenizeCompletion(
   tokenizer: Tokenizer,
   maxModelLen: number,
   bound: TokenizeBound,
+  /** The request's: tokenizing on a thread stops when it aborts. */
+  signal?: AbortSignal,
 ): Promise<TokenizeResponse> {
   const tokens = await encodePrompt(tokenizer, request.prompt, {
     addSpecialTokens: request.add_special_tokens,
     lengthCeiling: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+    signal,
   });
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
@@ -39,9 +41,12 @@ export async function tokenizeChat(
   template: ChatTemplate | null,
   maxModelLen: number,
   bound: TokenizeBound,
-  templateBudget?: TemplateBudget,
-  /** The served model's media hooks (chat-media.ts): image and audio parts count as in the chat route. */
-  multimodal?: ChatPromptOptions['multimodal'],
+  /**
+   * The template's budget and where a long rendering goes; the served model's media hooks
+   * (chat-media.ts: image and audio parts count as in the chat route); the request's signal
+   * (work on a thread stops when it aborts).
+   */
+  chat: Pick<ChatPromptOptions, 'templateBudget' | 'templateOffLoop' | 'multimodal' | 'signal'> = {},
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
@@ -52,10 +57,9 @@ export async function tokenizeChat(
     templateVariables: request.tools === undefined ? request.chat_template_kwargs : { ...request.chat_template_kwargs, tools: request.tools },
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
-    templateBudget,
     lengthCeiling: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
-    multimodal,
+    ...chat,
   });
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }

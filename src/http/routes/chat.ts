@@ -16,7 +16,7 @@ import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { encodePromptMedia } from '../serving-multimodal.js';
-import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, templateBudget, templateOffLoop, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -58,12 +58,14 @@ export function chatRoutes(ctx: ServingContext): Hono {
       addSpecialTokens: request.add_special_tokens,
       templateOverride: request.chat_template,
       templateBudget: templateBudget(ctx),
+      templateOffLoop: templateOffLoop(ctx, c.req.raw.signal),
       stopAfter: ceiling,
       // Truncating: the prompt is tokenized whole, so its length is bounded first.
       lengthCeiling: tokenizeBound(ctx).ceiling,
       refuseAtLeast: (atLeast) =>
         ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true) : tokenizeBound(ctx).refuse(atLeast, 'messages'),
       multimodal: chatMedia.expansion,
+      signal: c.req.raw.signal,
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
