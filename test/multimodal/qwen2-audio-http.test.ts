@@ -13,10 +13,11 @@ import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js'
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
-import { resolveMediaConfig } from '../../src/media/index.js';
-import { createNodeMediaFetcher } from '../../src/media/node.js';
+import { inlineMediaDecoder, resolveMediaConfig, type MediaDecoder } from '../../src/media/index.js';
+import { createNodeMediaFetcher, createWorkerMediaDecoder } from '../../src/media/node.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
+import { expectNoStall, withHeartbeat } from '../http/heartbeat.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { pcm16Wav } from '../media/helpers/fixtures.js';
 import { temporaryFolderCopies } from './fixtures.js';
@@ -27,11 +28,11 @@ const expected = audioReference();
 let engine: LocalEngine;
 let app: Hono;
 
-function mediaApp(config: Parameters<typeof resolveMediaConfig>[0] = {}): Hono {
+function mediaApp(config: Parameters<typeof resolveMediaConfig>[0] = {}, decoder?: MediaDecoder): Hono {
   return createApp({
     engine,
     config: parseServerConfig({ modelDir: QWEN2_AUDIO_DIR, servedModelName: MODEL }),
-    mediaFetcher: createNodeMediaFetcher(resolveMediaConfig({ mediaDir: AUDIO_DIR, ...config })),
+    mediaFetcher: createNodeMediaFetcher(resolveMediaConfig({ mediaDir: AUDIO_DIR, ...config }), decoder === undefined ? undefined : { decoder }),
     guideCompiler: nodeGuideCompiler(engine),
   });
 }
@@ -161,6 +162,35 @@ describe('Qwen2-Audio folder', () => {
     await reader.cancel().catch(() => undefined);
     for (let i = 0; i < 100 && engine.stats().running > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(engine.stats().running).toBe(0);
+  });
+
+  it("a request's most audio (16 parts, each a full window of features) is extracted on the media thread: the loop is held no longer than a slice, and the output equals the inline path's", async () => {
+    // Qwen2-Audio pads every part to its window: 16 short parts cost 16 windows of features
+    // (MEDIA_MAX_PARTS) yet fit the context (12 audio tokens each).
+    const tone = (index: number) => pcm16Wav([Int16Array.from({ length: 8000 }, (_, i) => Math.round(8000 * Math.sin(i * 0.01 * (index + 1))))], 16000);
+    const parts = Array.from({ length: 16 }, (_, index) => ({ type: 'input_audio', input_audio: { data: Buffer.from(tone(index)).toString('base64'), format: 'wav' } }));
+    const body = { model: MODEL, messages: [{ role: 'user', content: [...parts, { type: 'text', text: 'all of them' }] }], max_tokens: 6, temperature: 0, logprobs: true };
+    const thread = createWorkerMediaDecoder({ timeoutMs: 20_000 });
+    const tasks: string[] = [];
+    const counting: MediaDecoder = {
+      decode: (media, options) => thread.decode(media, options),
+      runTask: (task, signal) => {
+        tasks.push(task.name);
+        return thread.runTask!(task, signal);
+      },
+    };
+    try {
+      const { result, report } = await withHeartbeat(mediaApp({}, counting), (live) => chat(mediaApp({}, counting), body).then((answer) => ({ answer, tokens: live.tokens })), { model: MODEL });
+      expect(tasks).toEqual(['process-audio']);
+      expectNoStall(report, 400);
+      const inline = await chat(mediaApp({}, inlineMediaDecoder), body);
+      expect(result.answer.choices[0].message.content).toBe(inline.choices[0].message.content);
+      expect(result.answer.choices[0].logprobs).toEqual(inline.choices[0].logprobs);
+      expect(result.answer.usage.prompt_tokens).toBe(inline.usage.prompt_tokens);
+      expect(inline.usage.prompt_tokens).toBeGreaterThan(16 * 14);
+    } finally {
+      await thread.close();
+    }
   });
 
   it('audio seconds per prompt are bounded by MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT: a 400 naming the part', async () => {

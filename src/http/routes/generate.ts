@@ -12,7 +12,16 @@ import { readJsonBody } from '../request-body.js';
 import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, multimodalPromptText, processMultimodalImages } from '../serving-multimodal.js';
+import {
+  audioModel,
+  encodePromptMedia,
+  expandAudioPrompt,
+  expandMultimodalPrompt,
+  multimodalModel,
+  multimodalPromptText,
+  processAudioParts,
+  processMultimodalImages,
+} from '../serving-multimodal.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -49,7 +58,8 @@ export function generateRoutes(ctx: ServingContext): Hono {
     c.get('requestRecord')?.notePrompt(promptText);
     const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'prompt', c.req.raw.signal) : null;
     const expanded = multimodal !== null && visuals !== null ? expandMultimodalPrompt(multimodal, promptText, visuals, 'prompt') : null;
-    const heard = audio !== null ? expandAudioPrompt(ctx, audio, expanded?.text ?? promptText, media, 'prompt') : null;
+    const processedAudio = audio !== null ? await processAudioParts(ctx, audio, media, 'prompt', c.req.raw.signal) : null;
+    const heard = audio !== null && processedAudio !== null ? expandAudioPrompt(audio, expanded?.text ?? promptText, processedAudio, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
     const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {
       addSpecialTokens: true,

@@ -9,7 +9,7 @@
  */
 import type { DecodedAudio } from '../../media/index.js';
 import { tokenIdOf, type JsonObject } from '../config-fields.js';
-import type { AudioProcessor, ProcessedAudio } from '../audio/types.js';
+import type { AudioProcessor, AudioProcessorSpec, ProcessedAudio } from '../audio/types.js';
 import { WhisperFeatureExtractor, whisperFeatureSettings } from '../audio/whisper-features.js';
 
 const AUDIO_TOKEN = '<|AUDIO|>';
@@ -45,6 +45,14 @@ export class Qwen2AudioProcessor implements AudioProcessor {
       throw new Error(`config.json "audio_token_index" is ${configured}, but the tokenizer's "${AUDIO_TOKEN}" is ${audioTokenId}.`);
     }
     return new Qwen2AudioProcessor(extractor, audioTokenId);
+  }
+
+  static fromSpec(spec: Extract<AudioProcessorSpec, { family: 'qwen2_audio' }>): Qwen2AudioProcessor {
+    return new Qwen2AudioProcessor(new WhisperFeatureExtractor(spec.settings), spec.audioTokenId);
+  }
+
+  get spec(): AudioProcessorSpec {
+    return { family: 'qwen2_audio', settings: this.extractor.settings, audioTokenId: this.audioTokenId };
   }
 
   process(audio: DecodedAudio, param: string): ProcessedAudio {

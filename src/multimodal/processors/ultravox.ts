@@ -8,7 +8,7 @@
  */
 import type { DecodedAudio } from '../../media/index.js';
 import { positiveIntField, tokenIdOf, type JsonObject } from '../config-fields.js';
-import type { AudioProcessor, ProcessedAudio } from '../audio/types.js';
+import type { AudioProcessor, AudioProcessorSpec, ProcessedAudio } from '../audio/types.js';
 import { WhisperFeatureExtractor, whisperFeatureSettings } from '../audio/whisper-features.js';
 
 export function ultravoxAudioTokens(samples: number, encoderDownsampling: number, stackFactor: number): number {
@@ -47,6 +47,15 @@ export class UltravoxProcessor implements AudioProcessor {
     const downsampling = positiveIntField(processor, 'encoder_ds_factor', 2 * extractor.settings.hopLength, file);
     const stack = positiveIntField(processor, 'stack_factor', 8, file);
     return new UltravoxProcessor(extractor, placeholder, audioTokenId, downsampling, stack);
+  }
+
+  static fromSpec(spec: Extract<AudioProcessorSpec, { family: 'ultravox' }>): UltravoxProcessor {
+    return new UltravoxProcessor(new WhisperFeatureExtractor(spec.settings), spec.placeholder, spec.audioTokenId, spec.encoderDownsampling, spec.stackFactor);
+  }
+
+  get spec(): AudioProcessorSpec {
+    const { placeholder, audioTokenId, encoderDownsampling, stackFactor } = this;
+    return { family: 'ultravox', settings: this.extractor.settings, placeholder, audioTokenId, encoderDownsampling, stackFactor };
   }
 
   process(audio: DecodedAudio, param: string): ProcessedAudio {
