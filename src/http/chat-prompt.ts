@@ -20,8 +20,12 @@ export interface ChatPromptOptions {
   stopAfter?: number;
   /** Without stopAfter: the most tokens the prompt may have, judged from its length (see encodePrompt). */
   lengthCeiling?: number;
+  /** Only the last this many tokens are wanted (truncate_prompt_tokens; see encodePrompt). */
+  keepLast?: number;
   /** Refuses a prompt whose length alone shows more tokens than stopAfter or lengthCeiling (see encodePrompt). */
   refuseAtLeast?: (tokenCount: number) => void;
+  /** The request's: tokenizing on the tokenizer thread stops when it aborts. */
+  signal?: AbortSignal;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -181,7 +185,9 @@ export async function buildChatPrompt(
     addSpecialTokens: options.addSpecialTokens,
     stopAfter: options.stopAfter,
     lengthCeiling: options.lengthCeiling,
+    keepLast: options.keepLast,
     refuseAtLeast: options.refuseAtLeast,
+    signal: options.signal,
   });
   return { text, tokenIds };
 }

@@ -72,10 +72,10 @@ export function guidedLimits(ctx: ServingContext): GuidedLimits {
   return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork };
 }
 
-/** How much text /tokenize and truncate_prompt_tokens prompts may bring: the served context's tokens, judged from the length. */
-export function tokenizeBound(ctx: ServingContext): { ceiling: number; refuse(atLeast: number, param: string): never } {
+/** How many tokens /tokenize counts, and a piece tokenized whole for truncate_prompt_tokens may have: the served context's. */
+export function tokenizeBound(ctx: ServingContext): { ceiling: number; refuse(atLeast: number, param: string, counted?: boolean): never } {
   const limits = promptLimits(ctx);
-  return { ceiling: tokenizeCeiling(limits), refuse: (atLeast, param) => refuseOverTokenizeCeiling(atLeast, limits, param) };
+  return { ceiling: tokenizeCeiling(limits), refuse: (atLeast, param, counted) => refuseOverTokenizeCeiling(atLeast, limits, param, counted) };
 }
 
 /** What one chat template rendering may take: maxChatTemplateSteps, and no text longer than a prompt may be. */

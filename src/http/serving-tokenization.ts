@@ -12,10 +12,15 @@ export interface TokenizeResponse {
   tokens: number[];
 }
 
-/** The text may have at most this many tokens, judged from its length before tokenizing (tokenizeCeiling). */
+/**
+ * The text may have at most this many tokens (tokenizeCeiling): judged from its length before
+ * tokenizing, and tokenizing stops once past it, so one request's work follows the context,
+ * not the size of its body.
+ */
 export interface TokenizeBound {
   ceiling: number;
-  refuse(atLeast: number, param: string): never;
+  /** `counted`: tokenizing stopped past the ceiling (else judged from the length alone). */
+  refuse(atLeast: number, param: string, counted?: boolean): never;
 }
 
 export async function tokenizeCompletion(
@@ -23,12 +28,15 @@ export async function tokenizeCompletion(
   tokenizer: Tokenizer,
   maxModelLen: number,
   bound: TokenizeBound,
+  signal?: AbortSignal,
 ): Promise<TokenizeResponse> {
   const tokens = await encodePrompt(tokenizer, request.prompt, {
     addSpecialTokens: request.add_special_tokens,
-    lengthCeiling: bound.ceiling,
+    stopAfter: bound.ceiling,
+    signal,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
   });
+  if (tokens.length > bound.ceiling) bound.refuse(tokens.length, 'prompt', true);
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
 
@@ -42,6 +50,7 @@ export async function tokenizeChat(
   templateBudget?: TemplateBudget,
   /** The served model's media hooks (chat-media.ts): image and audio parts count as in the chat route. */
   multimodal?: ChatPromptOptions['multimodal'],
+  signal?: AbortSignal,
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
@@ -53,10 +62,12 @@ export async function tokenizeChat(
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
     templateBudget,
-    lengthCeiling: bound.ceiling,
+    stopAfter: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
     multimodal,
+    signal,
   });
+  if (tokenIds.length > bound.ceiling) bound.refuse(tokenIds.length, 'messages', true);
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }
 

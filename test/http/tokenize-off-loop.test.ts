@@ -9,7 +9,7 @@ import { readSentencepiecePieces, toLlama2cTokenizerBin } from '../tokenizer/hel
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { loadEngine, postJson, testApp } from './helpers.js';
 
-// The 32 K SentencePiece vocabulary behind a 4096-token context (a Llama-2-shaped model):
+// The 32 K SentencePiece vocabulary behind a 64 K-token context:
 // one 60 K-character word passes the length bound (16 characters a token at most); 40 K took
 // 0.16 s quiet, 0.65 s at load 10 in one synchronous call (the probe: 201 ms held at load 4.7; 41 ms on the thread).
 const files = convertLlama2cTokenizer(toLlama2cTokenizerBin(readSentencepiecePieces(readSentencepiece32kModel())));
@@ -24,8 +24,8 @@ beforeAll(async () => {
   engine = await loadEngine();
   app = testApp(engine);
   tokenizer.offLoop = createNodeTokenizerThread(tokenizer.takeSource()!);
-  // Same engine (the heartbeat's stream runs on it), seen with the 32 K tokenizer and context for /tokenize.
-  const seen = Object.create(engine, { tokenizer: { value: tokenizer }, info: { value: { ...engine.info, maxModelLen: 4096 } } }) as Engine;
+  // Same engine (the heartbeat's stream runs on it), seen with the 32 K tokenizer and a context its 35.6 K tokens fit in.
+  const seen = Object.create(engine, { tokenizer: { value: tokenizer }, info: { value: { ...engine.info, maxModelLen: 65_536 } } }) as Engine;
   app32k = testApp(seen);
 });
 afterAll(async () => {

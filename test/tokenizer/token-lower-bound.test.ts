@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { minTokenCount, tokenLowerBoundOf } from '../../src/tokenizer/token-lower-bound.js';
+import { randomTexts } from './helpers/random-text.js';
 
 const DIRS = ['models/stories260k', 'test/fixtures/multimodal/smolvlm', 'test/fixtures/multimodal/llava', 'test/fixtures/multimodal/qwen2-audio'];
 
@@ -53,6 +54,35 @@ describe.each(DIRS)('the token lower bound of %s', (dir) => {
       // Past `enough` the quick answer is still a lower bound.
       expect(minTokenCount(bound, text, 1)).toBeLessThanOrEqual(actual);
     }
+  });
+});
+
+describe.each(DIRS)('the token lower bound of %s, counting words', (dir) => {
+  const { json, tokenizer } = load(dir);
+  const vocab = Object.keys((json.model as { vocab: Record<string, number> }).vocab).slice(0, 400);
+
+  it('never exceeds the real token count, and prose counts a token a word', () => {
+    const added = ((json.added_tokens as { content: string }[]) ?? []).map((token) => token.content);
+    const longest = longestTokenTexts(tokenizer, json);
+    const texts = [
+      ...longest.map((text) => `${text} `.repeat(200)),
+      longest.join(' ').repeat(50),
+      `${added.join(' ')} Once upon a time `.repeat(20),
+      'Lily and Tom went to the park. They played. '.repeat(100),
+      'a  b   c\td\ne . , ! ? 1 22 333 '.repeat(200),
+      ' . \n . \r\n .  ;  \u00a0 x \u3000 y '.repeat(200),
+      '漢字 日本 😀 é '.repeat(300),
+      ...randomTexts(300, 11, vocab, 40),
+      ...randomTexts(100, 12, vocab, 40).map((text) => text.split('').join(' ')),
+    ];
+    for (const text of texts) {
+      const actual = tokenizer.encode(text, { addSpecialTokens: false }).length;
+      expect(tokenizer.minTokenCount(text, Infinity, { words: true }), JSON.stringify(text.slice(0, 40))).toBeLessThanOrEqual(actual);
+      expect(tokenizer.minTokenCount(text, 1, { words: true })).toBeLessThanOrEqual(actual);
+    }
+    const prose = 'Lily and Tom went to the park. They played. '.repeat(1000);
+    expect(tokenizer.minTokenCount(prose, Infinity, { words: true })).toBe(9000);
+    expect(tokenizer.minTokenCount(prose)).toBeLessThan(9000);
   });
 });
 

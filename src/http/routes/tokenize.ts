@@ -28,12 +28,14 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       // Media parts are fetched and processed as the chat route does, so the count includes their tokens.
       const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
       const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
-      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), templateBudget(ctx), expansion));
+      return jsonResponse(
+        await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), templateBudget(ctx), expansion, c.req.raw.signal),
+      );
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, request);
-    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx), tokenizeBound(ctx)));
+    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx), tokenizeBound(ctx), c.req.raw.signal));
   });
 
   routes.post('/detokenize', async (c) => {
