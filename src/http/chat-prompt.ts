@@ -3,7 +3,7 @@ import { ChatTemplate, ChatTemplateError, type ChatTemplateContentPart, type Cha
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
+import { encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
 
 export interface ChatPromptOptions {
   addGenerationPrompt: boolean;
@@ -26,6 +26,8 @@ export interface ChatPromptOptions {
   refuseAtLeast?: (tokenCount: number) => void;
   /** The request's: tokenizing on the tokenizer thread stops when it aborts. */
   signal?: AbortSignal;
+  /** Where the tokenizer has no thread: the longest piece it may take in one call (see encodePrompt). */
+  inlinePieces?: InlinePieceBound;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -188,6 +190,7 @@ export async function buildChatPrompt(
     keepLast: options.keepLast,
     refuseAtLeast: options.refuseAtLeast,
     signal: options.signal,
+    inlinePieces: options.inlinePieces,
   });
   return { text, tokenIds };
 }

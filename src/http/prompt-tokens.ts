@@ -29,8 +29,25 @@ export interface PromptTokenOptions {
   keepLast?: number;
   /** Refuses a text whose length alone shows more tokens than stopAfter (or lengthCeiling). */
   refuseAtLeast?: (tokenCount: number) => void;
+  /**
+   * Where the tokenizer has no thread: the longest piece it may take in one synchronous call
+   * (maxInlinePieceChars), and the refusal of a text with a longer one, before tokenizing.
+   */
+  inlinePieces?: InlinePieceBound;
   /** The request's: a text on the tokenizer thread stops being tokenized when it aborts. */
   signal?: AbortSignal;
+}
+
+export interface InlinePieceBound {
+  maxChars: number;
+  refuse(pieceChars: number): never;
+}
+
+/** Refuses `text` where it would be tokenized here (no thread) with a piece past the bound (an upper bound on its longest piece). */
+function checkInlinePieces(tokenizer: Tokenizer, text: string, bound: InlinePieceBound | undefined): void {
+  if (bound === undefined || tokenizer.offLoop != null || text.length <= bound.maxChars) return;
+  const longest = tokenizer.longestPiece?.(text) ?? text.length;
+  if (longest > bound.maxChars) bound.refuse(longest);
 }
 
 /**
@@ -61,7 +78,9 @@ function holdsTheLoop(tokenizer: Tokenizer, text: string): boolean {
  *
  * A text the tokenizer would take in a long piece (holdsTheLoop) goes to its thread
  * (tokenizer.offLoop, Node) when it has one: the same slices and ids there, and the loop
- * free meanwhile. Without one (workerd, a browser tab) it is tokenized here as above.
+ * free meanwhile. Without one (workerd, a browser tab) it is tokenized here as above, once
+ * `inlinePieces` has refused a piece longer than it allows (BPE cannot be cut inside a
+ * piece without changing the ids, nor yield within one).
  */
 export async function encodePrompt(
   tokenizer: Tokenizer,
@@ -89,6 +108,7 @@ export async function encodePrompt(
   if (thread != null && holdsTheLoop(tokenizer, text)) {
     return onThread(thread, { text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options.signal);
   }
+  checkInlinePieces(tokenizer, text, options.inlinePieces);
   if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
   const ids: number[] = [];
   let first = true;
@@ -135,6 +155,7 @@ async function encodeTail(tokenizer: Tokenizer, slices: readonly string[], keepL
       const atLeast = tokenizer.minTokenCount(slice, ceiling);
       if (atLeast > ceiling) options.refuseAtLeast(atLeast);
     }
+    checkInlinePieces(tokenizer, slice, options.inlinePieces);
     const thread = tokenizer.offLoop;
     const ids =
       slice === ''

@@ -3,7 +3,7 @@ import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { buildChatPrompt, type ChatPromptOptions } from './chat-prompt.js';
 import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
+import { encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
 import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
 
 export interface TokenizeResponse {
@@ -21,6 +21,8 @@ export interface TokenizeBound {
   ceiling: number;
   /** `counted`: tokenizing stopped past the ceiling (else judged from the length alone). */
   refuse(atLeast: number, param: string, counted?: boolean): never;
+  /** Where the tokenizer has no thread: the longest piece it may take in one call, for `param`. */
+  inlinePieces?(param: string): InlinePieceBound;
 }
 
 export async function tokenizeCompletion(
@@ -35,6 +37,7 @@ export async function tokenizeCompletion(
     stopAfter: bound.ceiling,
     signal,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+    inlinePieces: bound.inlinePieces?.('prompt'),
   });
   if (tokens.length > bound.ceiling) bound.refuse(tokens.length, 'prompt', true);
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
@@ -66,6 +69,7 @@ export async function tokenizeChat(
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
     multimodal,
     signal,
+    inlinePieces: bound.inlinePieces?.('messages'),
   });
   if (tokenIds.length > bound.ceiling) bound.refuse(tokenIds.length, 'messages', true);
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };

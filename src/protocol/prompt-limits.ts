@@ -93,6 +93,18 @@ export function refuseOverTokenizeCeiling(atLeast: number, limits: PromptLimits,
   );
 }
 
+/**
+ * Refuses a text with a piece longer than maxInlinePieceChars where the tokenizer must take
+ * it in one call on the request thread (no tokenizer thread: workerd, the page).
+ */
+export function refuseLongInlinePiece(pieceChars: number, maxChars: number, param: string): never {
+  throw invalidRequest(
+    `The text has a run of up to ${pieceChars} characters with no place to cut it (no space: CJK, one long word), which the tokenizer ` +
+      `takes in one call; this runtime tokenizes on its request thread and takes at most ${maxChars} (maxInlinePieceChars). Break the run up, or send less text.`,
+    param,
+  );
+}
+
 /** vLLM: prompt token ids must be in the vocabulary. */
 export function checkPromptTokenIds(tokenIds: readonly number[], vocabSize: number, param = 'prompt'): void {
   let max = -1;

@@ -62,6 +62,7 @@ describe('server configuration', () => {
       maxChatTemplateChars: 65536,
       maxChatTemplateSteps: 100000,
       maxGuidedSourceChars: 65536,
+      maxInlinePieceChars: 16384,
       maxGuidedNestingDepth: 64,
       maxGuidedProperties: 1024,
       maxGuidedRepetition: 1000,

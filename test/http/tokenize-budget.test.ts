@@ -12,9 +12,16 @@ import { readFileSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
+import { withPageBounds } from '../../src/config/request-bounds.js';
+import { parseServerConfig } from '../../src/config/server-config.js';
+import { convertLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { ENCODE_SLICE_CHARS, HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
+import { createNodeTokenizerThread } from '../../src/tokenizer/node-tokenizer-thread.js';
+import { readSentencepiece32kModel } from '../tokenizer/helpers/paths.js';
+import { seededRandom } from '../tokenizer/helpers/random-text.js';
+import { readSentencepiecePieces, toLlama2cTokenizerBin } from '../tokenizer/helpers/sentencepiece-model.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
-import { MODEL, expectError, golden, loadEngine, postJson, testApp } from './helpers.js';
+import { MODEL, MODEL_DIR, expectError, golden, loadEngine, postJson, testApp } from './helpers.js';
 
 let engine: Engine;
 let app: Hono;
@@ -126,5 +133,58 @@ describe('4 MB of prose: the tokenizing work follows the context, not the body',
     const response = await postJson(app, '/v1/completions', { model: MODEL, prompt: golden.prompt, temperature: 0, max_tokens: 100 });
     expect(response.status).toBe(200);
     expect((await response.json()).choices[0].text).toBe(golden.completion_text);
+  });
+});
+
+describe('where the tokenizer has no thread (workerd, the page): a piece it takes in one call is bounded', () => {
+  // The 32 K SentencePiece vocabulary falls back to bytes on CJK: the slowest piece measured (~6 µs a character in one BPE call).
+  const files32k = convertLlama2cTokenizer(toLlama2cTokenizerBin(readSentencepiecePieces(readSentencepiece32kModel())));
+  const sentencepiece32k = HfTokenizer.fromJson(files32k.tokenizerJson, files32k.tokenizerConfig, { keepSource: true });
+  const next = seededRandom(5);
+  const cjk = (length: number) => Array.from({ length }, () => String.fromCodePoint(0x4e00 + Math.floor(next() * 20000))).join('');
+  /** The embedded engine seen with the 32 K vocabulary and a context CJK runs fit in (/tokenize only: nothing is generated). */
+  const appWith = (tokenizer: HfTokenizer, config = {}) =>
+    testApp(Object.create(engine, { tokenizer: { value: tokenizer }, info: { value: { ...engine.info, maxModelLen: 65_536 } } }) as Engine, config);
+
+  it('a run past maxInlinePieceChars is a 400 naming it, before tokenizing; one within it is served, the loop held a few hundred ms at most', async () => {
+    charsEncoded = 0;
+    const inline = appWith(counting(sentencepiece32k));
+    const message = await expectError(postJson(inline, '/tokenize', { model: MODEL, prompt: `Once upon a time ${cjk(20_000)} the end` }), 400, 'BadRequestError', 'prompt');
+    expect(message).toMatch(/a run of up to 200\d\d characters with no place to cut it .* takes at most 16384 \(maxInlinePieceChars\)/);
+    expect(charsEncoded).toBe(0);
+    const chat = await expectError(postJson(inline, '/tokenize', { model: MODEL, messages: [{ role: 'user', content: cjk(20_000) }] }), 400, 'BadRequestError', 'messages');
+    expect(chat).toMatch(/maxInlinePieceChars/);
+
+    const within = `Once upon a time ${cjk(16_000)} the end`;
+    const { result, report } = await withHeartbeat(app, async () => {
+      const response = await postJson(inline, '/tokenize', { model: MODEL, prompt: within });
+      return { status: response.status, body: (await response.json()) as { tokens: number[] } };
+    });
+    expect(result.status).toBe(200);
+    expect(result.body.tokens).toEqual(sentencepiece32k.encode(within));
+    console.log(`16 000 CJK characters inline: held ${report.maxBlockedMs.toFixed(0)} ms`);
+    expectNoStall(report);
+  });
+
+  it('the bound is a setting; a home with a tokenizer thread (Node) sends the run there instead', async () => {
+    const prompt = `Once upon a time ${cjk(20_000)} the end`;
+    const raised = await postJson(appWith(sentencepiece32k, { maxInlinePieceChars: 32_768 }), '/tokenize', { model: MODEL, prompt });
+    expect(raised.status).toBe(200);
+    const threaded = Object.create(sentencepiece32k) as HfTokenizer;
+    threaded.offLoop = createNodeTokenizerThread(sentencepiece32k.takeSource()!);
+    try {
+      const response = await postJson(appWith(threaded), '/tokenize', { model: MODEL, prompt });
+      expect(response.status).toBe(200);
+      expect(((await response.json()) as { tokens: number[] }).tokens).toEqual(sentencepiece32k.encode(prompt));
+    } finally {
+      await threaded.offLoop.close();
+    }
+  });
+
+  it("the page's default is maxPromptChars (one user's own tab); workerd's is 16384", () => {
+    expect(parseServerConfig({ modelDir: MODEL_DIR }).maxInlinePieceChars).toBe(16_384);
+    expect(parseServerConfig(withPageBounds({ modelDir: MODEL_DIR } as Record<string, unknown>)).maxInlinePieceChars).toBe(4 * 1024 * 1024);
+    expect(parseServerConfig(withPageBounds({ modelDir: MODEL_DIR, maxPromptChars: 1000 } as Record<string, unknown>)).maxInlinePieceChars).toBe(1000);
+    expect(parseServerConfig(withPageBounds({ modelDir: MODEL_DIR, maxInlinePieceChars: 50 } as Record<string, unknown>)).maxInlinePieceChars).toBe(50);
   });
 });

@@ -16,7 +16,7 @@ import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { encodePromptMedia } from '../serving-multimodal.js';
-import { checkBounds, checkLogprobs, guidedLimits, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, templateBudget, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -68,6 +68,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
         truncating ? tokenizeBound(ctx).refuse(atLeast, 'messages') : checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
       multimodal: chatMedia.expansion,
       signal: c.req.raw.signal,
+      inlinePieces: inlinePieceBound(ctx, 'messages'),
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);

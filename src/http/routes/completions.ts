@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, checkLogprobs, guidedLimits, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -53,6 +53,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
           // tokenized whole is bounded by its length first.
           keepLast: request.truncate_prompt_tokens,
           lengthCeiling: bound.ceiling,
+          inlinePieces: inlinePieceBound(ctx, param),
           refuseAtLeast: (atLeast) => (truncating ? bound.refuse(atLeast, param) : checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true)),
         });
         stoppedEarly = promptTokenIds.length > ceiling;

@@ -9,7 +9,7 @@ import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, inlinePieceBound, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
 import {
@@ -65,6 +65,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
       addSpecialTokens: true,
       stopAfter: ceiling,
       signal: c.req.raw.signal,
+      inlinePieces: inlinePieceBound(ctx, 'prompt'),
       refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'mindie', 'prompt', true),
     });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);
