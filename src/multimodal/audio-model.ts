@@ -106,6 +106,22 @@ export class AudioLanguageModel {
   }
 
   /**
+   * Before decoding, from the durations headers declare exactly (WAV, FLAC): the fewest audio
+   * tokens the parts become, so audio that cannot fit the context is refused before any
+   * decoding or feature extraction. A part's samples are counted one hop short of its
+   * declared length (resampling rounds its length by a sample or two).
+   */
+  declaredPromptTokens(parts: readonly { seconds: number }[]): number {
+    const { samplingRate, hopLength } = this.processor.extractor.settings;
+    let tokens = 0;
+    for (const { seconds } of parts) {
+      const samples = Math.floor(seconds * samplingRate) - hopLength;
+      if (samples > this.processor.extractor.settings.nFft / 2) tokens += this.processor.declaredAudioTokens(samples);
+    }
+    return tokens;
+  }
+
+  /**
    * Runs the processor over a prompt's audio parts (on the media decoding thread where
    * `decoder` has one, under its deadline), after checking their durations: the slow half
    * of a prompt's expansion, done before the chat template so that `expandPrompt` stays

@@ -91,6 +91,17 @@ describe('audio features on the media thread', () => {
     expect(difference).toBeLessThan(2e-4);
   });
 
+  it("a part's tokens from its length alone (before decoding) are never more than its features give, for both families", async () => {
+    for (const processor of [qwen2, ultravox, qwen2Full]) {
+      const { hopLength, nSamples } = processor.extractor.settings;
+      for (const samples of [hopLength * 2 + 1, 1000, 16_000, 16_001, 33_333, nSamples - 1, nSamples, nSamples + 5000]) {
+        const [processed] = await processAudio(processor, [{ param: 'p', audio: { kind: 'audio', sampleRate: 16000, samples: new Float32Array(samples).fill(0.1), sourceSampleRate: 16000 } }]);
+        expect(processor.declaredAudioTokens(samples), `${processor.family} ${samples}`).toBe(processed.audioTokens);
+        expect(processor.declaredAudioTokens(samples - hopLength)).toBeLessThanOrEqual(processed.audioTokens);
+      }
+    }
+  });
+
   it('audio too short for an audio token comes back as MultimodalRequestError naming the part', async () => {
     const blip: PromptAudio = { param: 'prompt[2].audio_url', audio: { kind: 'audio', sampleRate: 16000, samples: new Float32Array(150), sourceSampleRate: 16000 } };
     const failure = processAudio(qwen2, [blip], decoder);

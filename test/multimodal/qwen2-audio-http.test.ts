@@ -232,15 +232,38 @@ describe('Qwen2-Audio folder', () => {
     expect(message).toMatch(/too short/);
   });
 
-  it('audio tokens count towards the context: audio that does not fit is a 400 before prefill', async () => {
+  it('audio tokens count towards the context: WAV audio that does not fit is a 400 from its headers, before decoding or features', async () => {
     const parts = Array.from({ length: 12 }, () => audioPart('other-16k.wav'));
-    const message = await expectError(
-      postJson(app, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [...parts, { type: 'text', text: 'all' }] }] }),
-      400,
-      'BadRequestError',
-      'messages',
-    );
-    expect(message).toMatch(/512/);
+    let work = 0;
+    const thread = createWorkerMediaDecoder({ timeoutMs: 20_000 });
+    const counting: MediaDecoder = {
+      decode: (media, options) => ((work += 1), thread.decode(media, options)),
+      runTask: (task, signal) => ((work += 1), thread.runTask!(task, signal)),
+    };
+    try {
+      const message = await expectError(
+        postJson(mediaApp({}, counting), '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [...parts, { type: 'text', text: 'all' }] }] }),
+        400,
+        'BadRequestError',
+        'messages',
+      );
+      expect(message).toMatch(/maximum context length is 512 tokens\. However, you requested at least \d+ tokens/);
+      expect(work, 'parts decoded or processed').toBe(0);
+    } finally {
+      await thread.close();
+    }
+    // An MP3's declared duration is not exact: it is judged after decoding, as before.
+    const mp3s = Array.from({ length: 12 }, () => audioPart('chirp-44k.mp3'));
+    const mp3 = await expectError(postJson(app, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [...mp3s, { type: 'text', text: 'all' }] }] }), 400, 'BadRequestError', 'messages');
+    expect(mp3).toMatch(/512/);
+  });
+
+  it("the audio tokens counted from a WAV's header are never more than its features give", async () => {
+    for (const name of ['tone-22k.wav', 'other-16k.wav']) {
+      const seconds = expected.audio[name].source_samples / expected.audio[name].source_rate;
+      expect(engine.audio!.declaredPromptTokens([{ seconds }])).toBeLessThanOrEqual(expected.audio[name].audio_tokens);
+      expect(engine.audio!.declaredPromptTokens([{ seconds }])).toBeGreaterThanOrEqual(expected.audio[name].audio_tokens - 1);
+    }
   });
 
   it('a prompt that spells <|AUDIO|> itself is a 400', async () => {

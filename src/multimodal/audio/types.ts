@@ -60,6 +60,11 @@ export interface AudioProcessor {
   /** One part's features (the audio at the extractor's sampling rate): ~100 ms of CPU for a 30 s Whisper window. */
   process(audio: DecodedAudio, param: string): ProcessedAudio;
   /**
+   * The audio tokens a part of at least `samples` samples (at the extractor's rate) becomes
+   * at least, from its length alone: what the part will cost the context, before decoding.
+   */
+  declaredAudioTokens(samples: number): number;
+  /**
    * The text that replaces one placeholder, given the prompt text around it (Qwen2-Audio
    * adds its bos/eos markers unless the placeholder already sits between them).
    */

@@ -69,6 +69,11 @@ export class Qwen2AudioProcessor implements AudioProcessor {
     };
   }
 
+  declaredAudioTokens(samples: number): number {
+    const { nSamples, hopLength, nbMaxFrames } = this.extractor.settings;
+    return qwen2AudioTokens(Math.min(nbMaxFrames, Math.ceil(Math.min(samples, nSamples) / hopLength)));
+  }
+
   expansion(audio: ProcessedAudio, before: string, after: string): string {
     const tokens = AUDIO_TOKEN.repeat(audio.audioTokens);
     const bracketed = before.endsWith(AUDIO_BOS) || after.startsWith(AUDIO_EOS);

@@ -72,6 +72,10 @@ export class UltravoxProcessor implements AudioProcessor {
     };
   }
 
+  declaredAudioTokens(samples: number): number {
+    return ultravoxAudioTokens(samples, this.encoderDownsampling, this.stackFactor);
+  }
+
   expansion(audio: ProcessedAudio): string {
     return this.placeholder.repeat(audio.audioTokens);
   }
