@@ -6,12 +6,12 @@
  * the decode deadline (MEDIA_DECODE_TIMEOUT_MS); elsewhere it runs here, one part at a time
  * with a yield before each, like inline decoding. The features are the same either way.
  */
-import { yieldToEventLoop } from '../engine/yield.js';
 import { resample } from '../media/decode/resample.js';
-import { movableViews, type MediaDecoder } from '../media/index.js';
+import { movableViews, type MediaDecoder, type MediaThreadTask } from '../media/index.js';
 import type { AudioProcessor, AudioProcessorSpec, ProcessedAudio, PromptAudio } from './audio/types.js';
 import { Qwen2AudioProcessor } from './processors/qwen2-audio.js';
 import { UltravoxProcessor } from './processors/ultravox.js';
+import { processParts } from './media-thread.js';
 import { MultimodalRequestError } from './types.js';
 
 export function audioProcessorFromSpec(spec: AudioProcessorSpec): AudioProcessor {
@@ -58,30 +58,16 @@ function movedParts(parts: readonly PromptAudio[]): { parts: PromptAudio[]; tran
  * Every audio part through `processor`, in order. Throws MultimodalRequestError (audio too
  * short), a MediaError 'timeout' past the deadline, or the signal's reason once it aborts.
  */
-export async function processAudio(
+export function processAudio(
   processor: AudioProcessor,
   parts: readonly PromptAudio[],
   decoder?: MediaDecoder,
   signal?: AbortSignal,
 ): Promise<ProcessedAudio[]> {
-  if (parts.length === 0) return [];
-  if (decoder?.runTask === undefined) {
-    const processed: ProcessedAudio[] = [];
-    for (const part of parts) {
-      await yieldToEventLoop();
-      if (signal?.aborted) throw signal.reason;
-      processed.push(processOne(processor, part));
-    }
-    return processed;
-  }
-  const moved = movedParts(parts);
-  const payload: ProcessAudioPayload = { spec: processor.spec, parts: moved.parts };
-  try {
-    return (await decoder.runTask({ name: 'process-audio', payload, transfer: moved.transfer, kind: 'audio' }, signal)) as ProcessedAudio[];
-  } catch (error) {
-    if (error instanceof Error && error.name === 'MultimodalRequestError') {
-      throw new MultimodalRequestError(error.message, (error as { param?: string | null }).param ?? null);
-    }
-    throw error;
-  }
+  const task = (): MediaThreadTask => {
+    const moved = movedParts(parts);
+    const payload: ProcessAudioPayload = { spec: processor.spec, parts: moved.parts };
+    return { name: 'process-audio', payload, transfer: moved.transfer, kind: 'audio' };
+  };
+  return processParts(parts, (part) => processOne(processor, part), task, decoder, signal);
 }

@@ -16,19 +16,13 @@ import { Qwen2AudioProcessor } from '../../src/multimodal/processors/qwen2-audio
 import { UltravoxProcessor } from '../../src/multimodal/processors/ultravox.js';
 import { MultimodalRequestError } from '../../src/multimodal/types.js';
 import { maxLoopLag } from '../media/helpers/loop-lag.js';
-import { AUDIO_NAMES, audioBytes, audioFormat, QWEN2_AUDIO_DIR, referenceFeatures } from './audio-fixtures.js';
+import { AUDIO_NAMES, audioBytes, audioFormat, markerTokenToId, QWEN2_AUDIO_DIR, referenceFeatures } from './audio-fixtures.js';
 import { FIXTURES, readJson } from './fixtures.js';
 
 const decoder = createWorkerMediaDecoder({ timeoutMs: 20_000 });
 afterAll(() => decoder.close());
 
-const tokenIds = new Map([
-  ['<|AUDIO|>', 300],
-  ['<|audio_bos|>', 301],
-  ['<|audio_eos|>', 302],
-  ['<|audio|>', 303],
-]);
-const tokenToId = (token: string) => tokenIds.get(token);
+const tokenToId = markerTokenToId;
 const qwen2 = Qwen2AudioProcessor.create({ config: {}, preprocessorConfig: readJson(join(QWEN2_AUDIO_DIR, 'preprocessor_config.json')) }, tokenToId);
 const ultravoxDir = join(FIXTURES, 'ultravox');
 const ultravox = UltravoxProcessor.create(
