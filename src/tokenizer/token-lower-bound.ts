@@ -158,11 +158,26 @@ function isolatesGpt2Matches(preTokenizer: Json): boolean {
   return typeof pattern === 'string' && pattern.includes('\\s+(?!\\S)');
 }
 
-/** Whether the pre-tokenizer always cuts between two words (see TokenLowerBound.words); `wordSplit`: MetaspaceWordSplitter stands in for it. */
-function splitsBetweenWords(preTokenizer: unknown, wordSplit: boolean): boolean {
-  if (wordSplit) return true;
+/** The String patterns a normalizer's Replace steps rewrite, with what they write (Regex patterns give no bound at all). */
+function replacements(normalizer: unknown): Array<{ pattern: string; content: unknown }> {
+  if (!isRecord(normalizer)) return [];
+  if (normalizer.type === 'Sequence' && Array.isArray(normalizer.normalizers)) return normalizer.normalizers.flatMap(replacements);
+  const pattern = isRecord(normalizer.pattern) ? normalizer.pattern.String : undefined;
+  return normalizer.type === 'Replace' && typeof pattern === 'string' ? [{ pattern, content: normalizer.content }] : [];
+}
+
+/**
+ * Whether the pre-tokenizer always cuts between two words (see TokenLowerBound.words), the
+ * spaces still there when it runs; `wordSplit`: MetaspaceWordSplitter stands in for it.
+ */
+function splitsBetweenWords(tokenizerJson: Json, wordSplit: boolean): boolean {
+  const preTokenizer = tokenizerJson.pre_tokenizer;
+  const metaspace = wordSplit || (isRecord(preTokenizer) && preTokenizer.type === 'Metaspace' && preTokenizer.split !== false);
+  // A normalizer that rewrites spaces leaves a GPT-2 regex nothing to cut at; sentencepiece's "▁" is what Metaspace cuts before.
+  const rewritesSpaces = replacements(tokenizerJson.normalizer).some(({ pattern, content }) => pattern.includes(' ') && !(metaspace && pattern === ' ' && content === '\u2581'));
+  if (rewritesSpaces) return false;
+  if (metaspace) return true;
   if (!isRecord(preTokenizer)) return false;
-  if (preTokenizer.type === 'Metaspace') return preTokenizer.split !== false;
   // Later members of a sequence only cut further.
   if (preTokenizer.type === 'Sequence' && Array.isArray(preTokenizer.pretokenizers)) {
     return preTokenizer.pretokenizers.some((inner) => isRecord(inner) && (isolatesGpt2Matches(inner) || (inner.type === 'Metaspace' && inner.split !== false)));
@@ -214,7 +229,7 @@ export function tokenLowerBoundOf(tokenizerJson: Json, wordSplit = false): Token
   }
   const addedHoldSpaces =
     Array.isArray(tokenizerJson.added_tokens) && tokenizerJson.added_tokens.some((added) => isRecord(added) && typeof added.content === 'string' && added.content.includes(' '));
-  const words = !addedHoldSpaces && keepsEveryCharacter(model, byteLevel) && splitsBetweenWords(tokenizerJson.pre_tokenizer, wordSplit);
+  const words = !addedHoldSpaces && keepsEveryCharacter(model, byteLevel) && splitsBetweenWords(tokenizerJson, wordSplit);
   return { unit, unitsPerToken: longest * shrink, words };
 }
 

@@ -104,3 +104,31 @@ describe('tokenizers without a sound bound get none', () => {
     expect(nfc.unitsPerToken).toBe(plain.unitsPerToken * 4);
   });
 });
+
+describe('words count only where each word is surely a token of its own', () => {
+  const sentencepiece = load('models/stories260k').json;
+  const byteLevel = load('test/fixtures/multimodal/smolvlm').json;
+  const gpt2Split = (behavior: string) => ({
+    type: 'Sequence',
+    pretokenizers: [
+      { type: 'Split', pattern: { Regex: "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+" }, behavior, invert: false },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  });
+
+  it('the fixtures: sentencepiece split at spaces (MetaspaceWordSplitter), byte-level GPT-2 regexes', () => {
+    expect(tokenLowerBoundOf(sentencepiece, true)!.words).toBe(true);
+    expect(tokenLowerBoundOf(byteLevel)!.words).toBe(true);
+    expect(tokenLowerBoundOf({ ...byteLevel, pre_tokenizer: gpt2Split('Isolated') })!.words).toBe(true);
+  });
+
+  it.each([
+    ['sentencepiece without its word split (one piece)', sentencepiece, false],
+    ['a Split that merges its matches into their neighbours', { ...byteLevel, pre_tokenizer: gpt2Split('MergedWithPrevious') }, false],
+    ['a normalizer that rewrites spaces before a GPT-2 regex', { ...byteLevel, normalizer: { type: 'Replace', pattern: { String: ' ' }, content: '_' } }, false],
+    ['an added token holding a space', { ...byteLevel, added_tokens: [{ id: 0, content: '<| end |>', special: true }] }, false],
+    ['a model that may drop characters (no byte fallback, no unknown token)', { ...sentencepiece, model: { ...(sentencepiece.model as object), byte_fallback: false, unk_token: null } }, true],
+  ])('not for %s', (_name, json, wordSplit) => {
+    expect(tokenLowerBoundOf(json as Record<string, unknown>, wordSplit)?.words ?? false).toBe(false);
+  });
+});
