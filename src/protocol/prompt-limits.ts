@@ -74,7 +74,7 @@ export function promptTokenCeiling(limits: PromptLimits, api: 'mindie' | 'openai
  * up to this (a longer text is refused, its tokenizing stopped past it), and a piece that
  * truncate_prompt_tokens would have tokenized whole may have this many. The served context
  * length: what one request may buy is what could fit, not what its body holds (4 MB of
- * prose took ~2–15 s of CPU to count).
+ * prose took ~2 s of CPU to count, measured on the embedded and a 32 K vocabulary).
  */
 export function tokenizeCeiling(limits: PromptLimits): number {
   return servedMaxModelLen(limits);
