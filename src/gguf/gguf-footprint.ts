@@ -47,6 +47,8 @@ export function ggufFootprint(model: GgufModel, options: GgufGraphOptions): Gguf
     weights += elements;
     graphWeightBytes += graphBytesOf(tensor.type?.name ?? 'F32', elements, tensor.dims.length === 2, options);
   }
+  // The graph's rotary tables (cos and sin, float32, a row per position): not in the file.
+  graphWeightBytes += 2 * model.shape.contextLength * (model.shape.headDim / 2) * 4;
   // One float32 graph per pass, the float32 graph being turned into codes, and the result.
   const buildBytes = 4 * weights * (ggufGraphPasses(model, options) + 1) + graphWeightBytes + BUILD_FIXED_BYTES;
   return {
