@@ -58,7 +58,7 @@ describe('the GGUF Worker build', () => {
   it('refuses a GGUF past the 64 MiB Worker size limit, with the figures', async () => {
     const path = writeLlamaGguf('too-large.gguf', 12, 'F32');
     await expect(buildWorkerGguf({ environment: { MODEL_GGUF: path, ISOLATE_MEMORY_BYTES: '8000000000' }, outDir: join(dir, 'size') })).rejects.toThrow(
-      /too-large.gguf is [\d.]+ MiB: with the Worker's code \(18\.0 MiB\) the upload would be [\d.]+ MiB, over the Worker size limit of 64\.0 MiB\. A Worker can bundle a GGUF of at most 46\.0 MiB\.$/,
+      /too-large.gguf is [\d.]+ MiB: with the Worker's code \(19\.0 MiB\) the upload would be [\d.]+ MiB, over the Worker size limit of 64\.0 MiB\. A Worker can bundle a GGUF of at most 45\.0 MiB\.$/,
     );
   }, 60_000);
 
