@@ -9,12 +9,13 @@
  *
  *   MODEL_GGUF=path/to/model.gguf npx tsx scripts/build-worker-gguf.ts
  */
-import { copyFile, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ByteSource } from '../src/gguf/gguf-file.js';
 import { formatBytes } from '../src/engine/context-length.js';
-import { ggufGraphOptionsFromSettings, openGgufModel } from '../src/gguf/gguf-model.js';
+import { ggufGraphOptionsFromSettings } from '../src/gguf/gguf-model.js';
+import { openGgufModelAt } from '../src/gguf/node-gguf.js';
 import { planWorkerGguf, workerGgufLimitsFrom, type WorkerGgufPlan } from '../src/runtime/worker-gguf-limits.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -36,24 +37,6 @@ async function buildSettings(environment: NodeJS.ProcessEnv): Promise<Settings> 
   return ((rawConfig.env as Record<string, { vars?: Settings }> | undefined)?.[GGUF_ENV]?.vars ?? {}) as Settings;
 }
 
-async function fileSource<T>(path: string, use: (source: ByteSource) => Promise<T>): Promise<T> {
-  const handle = await open(path, 'r');
-  try {
-    const { size } = await handle.stat();
-    return await use({
-      size,
-      async read(offset, length) {
-        const bytes = new Uint8Array(length);
-        const { bytesRead } = await handle.read(bytes, 0, length, offset);
-        if (bytesRead !== length) throw new Error(`the file ended at byte ${offset + bytesRead} while reading`);
-        return bytes;
-      },
-    });
-  } finally {
-    await handle.close();
-  }
-}
-
 export interface WorkerGgufBuild {
   name: string;
   /** The file bundled, resolved. */
@@ -73,12 +56,14 @@ export async function buildWorkerGguf(options: { environment?: NodeJS.ProcessEnv
   }
   const source = resolve(ROOT, named);
   const name = basename(source);
-  const plan = await fileSource(source, async (bytes) => {
-    const model = await openGgufModel(bytes);
-    return planWorkerGguf(name, model, ggufGraphOptionsFromSettings(settings), workerGgufLimitsFrom(settings));
-  }).catch((error: Error & { code?: string }) => {
-    throw new Error(error.code === 'ENOENT' ? `MODEL_GGUF: no file at ${source}` : `Cannot bundle the GGUF "${named}" into the Worker: ${error.message}`, { cause: error });
-  });
+  if (!existsSync(source)) throw new Error(`MODEL_GGUF: no file at ${source}`);
+  const model = await openGgufModelAt(source);
+  let plan: WorkerGgufPlan;
+  try {
+    plan = planWorkerGguf(name, model, ggufGraphOptionsFromSettings(settings), workerGgufLimitsFrom(settings));
+  } catch (error) {
+    throw new Error(`Cannot bundle the GGUF "${named}" into the Worker: ${(error as Error).message}`, { cause: error });
+  }
   const outDir = options.outDir ?? WORKER_GGUF_DIR;
   await mkdir(outDir, { recursive: true });
   const { mtimeMs } = await stat(source);
