@@ -5,7 +5,9 @@
  * `/__test/stats` reports its engine's counters so a test can see that a cancelled
  * stream stopped generation upstream.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -90,7 +92,17 @@ export const WORKER_GGUF_FIXTURE = 'tiny-llama-kquants.gguf';
 async function serveGguf(): Promise<{ url: string; stop(): Promise<void> }> {
   const modelDir = fileURLToPath(new URL(`../fixtures/gguf/${WORKER_GGUF_FIXTURE}`, import.meta.url));
   const config = parseServerConfig({ modelDir, servedModelName: WORKER_GGUF_FIXTURE, port: 0 });
-  const engine = await createNodeEngine({ modelDir, servedModelName: config.servedModelName });
+  // The graph Node builds for the file goes to a scratch cache (as the e2e tests' servers'), not the user's.
+  const cacheDir = await mkdtemp(join(tmpdir(), 'workerd-gguf-'));
+  const previous = process.env.GGUF_CACHE_DIR;
+  process.env.GGUF_CACHE_DIR = cacheDir;
+  let engine: Awaited<ReturnType<typeof createNodeEngine>>;
+  try {
+    engine = await createNodeEngine({ modelDir, servedModelName: config.servedModelName });
+  } finally {
+    if (previous === undefined) delete process.env.GGUF_CACHE_DIR;
+    else process.env.GGUF_CACHE_DIR = previous;
+  }
   const app = createApp({ engine, config });
   let server: ServerType | undefined;
   const port = await new Promise<number>((resolve) => {
@@ -104,6 +116,7 @@ async function serveGguf(): Promise<{ url: string; stop(): Promise<void> }> {
         if ('closeAllConnections' in server!) server!.closeAllConnections();
       });
       await engine.dispose();
+      await rm(cacheDir, { recursive: true, force: true });
     },
   };
 }
