@@ -31,6 +31,15 @@ export interface GgufGraphOptions {
 
 export const DEFAULT_GGUF_GRAPH_OPTIONS: GgufGraphOptions = { weights: 'quantized', accuracyLevel: 0 };
 
+/** GGUF_WEIGHTS (quantized | float32) and GGUF_ACCURACY_LEVEL (0 | 1 | 4) from a home's settings (Node's environment, a Worker's vars). */
+export function ggufGraphOptionsFromSettings(settings: { GGUF_WEIGHTS?: unknown; GGUF_ACCURACY_LEVEL?: unknown }): GgufGraphOptions {
+  const weights = (settings.GGUF_WEIGHTS ?? DEFAULT_GGUF_GRAPH_OPTIONS.weights) as GgufWeights;
+  if (!GGUF_WEIGHT_MODES.includes(weights)) throw new Error(`GGUF_WEIGHTS must be one of ${GGUF_WEIGHT_MODES.join(', ')}, got "${String(settings.GGUF_WEIGHTS)}"`);
+  const level = Number(settings.GGUF_ACCURACY_LEVEL ?? DEFAULT_GGUF_GRAPH_OPTIONS.accuracyLevel);
+  if (![0, 1, 4].includes(level)) throw new Error(`GGUF_ACCURACY_LEVEL must be 0, 1 or 4, got "${String(settings.GGUF_ACCURACY_LEVEL)}"`);
+  return { weights, accuracyLevel: level as GgufAccuracyLevel };
+}
+
 export interface GgufModel {
   file: GgufFile;
   shape: GgufLlamaShape;
