@@ -39,6 +39,9 @@ export interface GgufModel {
   generationConfig: Record<string, unknown>;
 }
 
+/** config.json's architectures entry (transformers' class) for each GGUF architecture. */
+const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' };
+
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
   const file = await readGguf(source);
@@ -50,7 +53,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     if (tokens > shape.vocabSize) throw new Error(`the tokenizer has ${tokens} tokens, the embedding only ${shape.vocabSize} rows`);
   }
   const config = {
-    architectures: [shape.architecture === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    architectures: [HF_ARCHITECTURES[shape.architecture] ?? 'LlamaForCausalLM'],
     model_type: shape.architecture,
     hidden_size: shape.dim,
     intermediate_size: shape.hiddenDim,
@@ -144,7 +147,7 @@ export function ggufReportLines(model: GgufModel): string[] {
   const { shape } = model;
   const types = [...shape.tensorTypes.entries()].map(([type, count]) => `${type} ×${count}`).join(', ');
   return [
-    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads, rope theta ${shape.ropeTheta}${shape.ropeScaling.kind === 'none' ? '' : `, rope scaling ${shape.ropeScaling.kind}`}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
+    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads${shape.headDim * shape.nHeads === shape.dim ? '' : `, head size ${shape.headDim}`}${shape.qkNorm ? ', per-head q/k norms' : ''}, rope theta ${shape.ropeTheta}${shape.ropeScaling.kind === 'none' ? '' : `, rope scaling ${shape.ropeScaling.kind}`}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,

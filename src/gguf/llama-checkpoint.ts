@@ -21,6 +21,7 @@ import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpo
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
 import { hfRowSource } from '../convert/rope.js';
+import { QWEN3, qwen3LayerTensors, readQwen3HeadNorms } from './architectures/qwen3.js';
 
 /** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
 function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
@@ -34,7 +35,10 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2'] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3] as const;
+
+/** Architectures whose RoPE is llama.cpp's NEOX (rotate-half): their q/k rows are in HF order in the file. */
+const NEOX_ROPE = new Set(['qwen2', QWEN3]);
 
 /** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
 export const MAX_GGUF_CONTEXT = 32768;
@@ -66,6 +70,8 @@ export interface GgufLlamaShape {
   tiedEmbeddings: boolean;
   /** qwen2: q/k/v biases, q/k rows in rotate-half order. */
   qkvBias: boolean;
+  /** qwen3: RMSNorm over each head of q and of k before RoPE. */
+  qkNorm: boolean;
   ropeOrder: 'adjacent-pairs' | 'rotate-half';
   /** Tensor counts by ggml type name, for the startup report. */
   tensorTypes: Map<string, number>;
@@ -114,14 +120,12 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   const nHeads = metaNumber(file, `${a}.attention.head_count`);
   const nKvHeads = metaNumber(file, `${a}.attention.head_count_kv`, nHeads);
   const hiddenDim = metaNumber(file, `${a}.feed_forward_length`);
-  const headDim = dim / nHeads;
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`embedding_length ${dim} is not head_count ${nHeads} times an even head size`);
+  // llama.cpp's head size: attention.key_length, else embedding_length / head_count.
+  const headDim = metaNumber(file, `${a}.attention.key_length`, dim / nHeads);
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`the head size ${headDim} (attention.key_length, or embedding_length ${dim} / head_count ${nHeads}) is not an even integer`);
   if (nHeads % nKvHeads !== 0) throw new GgufModelError(`head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
-  const keyLength = metaNumber(file, `${a}.attention.key_length`, headDim);
   const valueLength = metaNumber(file, `${a}.attention.value_length`, headDim);
-  if (keyLength !== headDim || valueLength !== headDim) {
-    throw new GgufModelError(`attention key/value length ${keyLength}/${valueLength} differs from embedding_length / head_count = ${headDim}: not supported`);
-  }
+  if (valueLength !== headDim) throw new GgufModelError(`attention value_length ${valueLength} differs from the key length ${headDim}: not supported`);
   const ropeDims = metaNumber(file, `${a}.rope.dimension_count`, headDim);
   if (ropeDims !== headDim) throw new GgufModelError(`partial rotary (rope.dimension_count ${ropeDims} of head size ${headDim}) is not supported`);
   if (meta(file, `${a}.expert_count`) !== undefined && metaNumber(file, `${a}.expert_count`) > 0) throw new GgufModelError('mixture-of-experts llama files are not supported');
@@ -136,17 +140,19 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   ]);
   if (output) expected.set('output.weight', [dim, vocabSize]);
   const kvDim = headDim * nKvHeads;
+  const qDim = headDim * nHeads;
   for (let i = 0; i < nLayers; i++) {
     const shapes: Record<(typeof LAYER_TENSORS)[number], number[]> = {
-      attn_norm: [dim], attn_q: [dim, dim], attn_k: [dim, kvDim], attn_v: [dim, kvDim], attn_output: [dim, dim],
+      attn_norm: [dim], attn_q: [dim, qDim], attn_k: [dim, kvDim], attn_v: [dim, kvDim], attn_output: [qDim, dim],
       ffn_norm: [dim], ffn_gate: [dim, hiddenDim], ffn_down: [hiddenDim, dim], ffn_up: [dim, hiddenDim],
     };
     for (const part of LAYER_TENSORS) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
     if (architecture === 'qwen2') {
-      expected.set(`blk.${i}.attn_q.bias`, [dim]);
+      expected.set(`blk.${i}.attn_q.bias`, [qDim]);
       expected.set(`blk.${i}.attn_k.bias`, [kvDim]);
       expected.set(`blk.${i}.attn_v.bias`, [kvDim]);
     }
+    if (architecture === QWEN3) for (const [name, dims] of qwen3LayerTensors(i, headDim)) expected.set(name, dims);
   }
 
   let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
@@ -187,7 +193,8 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     ropeScaling,
     tiedEmbeddings: !output,
     qkvBias: architecture === 'qwen2',
-    ropeOrder: architecture === 'qwen2' ? 'rotate-half' : 'adjacent-pairs',
+    qkNorm: architecture === QWEN3,
+    ropeOrder: NEOX_ROPE.has(architecture) ? 'rotate-half' : 'adjacent-pairs',
     tensorTypes,
   };
 }
@@ -274,6 +281,7 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
             },
           }
         : {}),
+      ...(shape.qkNorm ? { qkNorm: await readQwen3HeadNorms(read, p, (w) => pairs(w, 1, 1), shape.rmsNormEps) } : {}),
       rmsAtt: await read(`${p}attn_norm.weight`),
       rmsFfn: await read(`${p}ffn_norm.weight`),
       get wq() { return pairs(wq(), nHeads, dim); },

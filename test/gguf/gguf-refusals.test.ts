@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readGguf, type ByteSource } from '../../src/gguf/gguf-file.js';
 import { openGgufModel } from '../../src/gguf/gguf-model.js';
+import { llamaShapeOf, SUPPORTED_ARCHITECTURES } from '../../src/gguf/llama-checkpoint.js';
 import { spawnFailingServer } from '../e2e/spawn-server.js';
 
 const FIXTURE = readFileSync(new URL('../fixtures/gguf/tiny-llama-legacy.gguf', import.meta.url));
@@ -65,7 +66,15 @@ describe('GGUF refusals', () => {
   });
 
   it('refuses an unknown architecture by name, with the supported list', async () => {
-    expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe('architecture "mamba" is not supported (supported: llama, qwen2)');
+    expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe(`architecture "mamba" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+    expect(SUPPORTED_ARCHITECTURES).toEqual(expect.arrayContaining(['llama', 'qwen2', 'qwen3']));
+  });
+
+  it('refuses Qwen3 MoE (qwen3moe) by name: a qwen3 file whose architecture says experts', async () => {
+    const file = await readGguf(source(readFileSync(new URL('../fixtures/gguf/tiny-qwen3.gguf', import.meta.url))));
+    expect(llamaShapeOf(file).architecture).toBe('qwen3');
+    file.metadata.set('general.architecture', 'qwen3moe');
+    expect(() => llamaShapeOf(file)).toThrow(/^architecture "qwen3moe" is not supported \(supported: llama, qwen2, qwen3/);
   });
 
   it('refuses a tensor type it cannot execute, naming the tensor and the supported types', async () => {
