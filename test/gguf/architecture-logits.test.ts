@@ -26,7 +26,7 @@ const REFERENCE = JSON.parse(readFileSync(new URL('../fixtures/gguf/arch-logits.
 const BOUND = 1e-5;
 
 describe('GGUF architectures: logits equal transformers\'', () => {
-  for (const file of ['tiny-qwen3.gguf']) {
+  for (const file of ['tiny-qwen3.gguf', 'tiny-phi3.gguf']) {
     it(`${file}: every position's logits, prefill and a decode step`, async () => {
       const { sample, sequences } = REFERENCE[file];
       const model = await fixtureModel(file.replace(/\.gguf$/, ''));

@@ -12,7 +12,7 @@ import { sourcesOf } from '../../src/gguf/gguf-model.js';
 import { ggufGraphOptionsFromEnv } from '../../src/gguf/node-gguf.js';
 import { fixtureModel as modelOf, forward as run, fusedSession as session, maxRelativeDiff } from './gguf-sessions.js';
 
-const FIXTURES = ['tiny-llama-kquants', 'tiny-llama-legacy-quantized', 'tiny-llama-legacy', 'tiny-qwen3-q8_0'];
+const FIXTURES = ['tiny-llama-kquants', 'tiny-llama-legacy-quantized', 'tiny-llama-legacy', 'tiny-qwen3-q8_0', 'tiny-phi3-q4'];
 const FLOAT_TYPES = new Set(['F32', 'F16', 'BF16']);
 const PROMPT = [1, 403, 407, 261, 378, 432, 383, 300];
 
