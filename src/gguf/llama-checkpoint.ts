@@ -12,10 +12,11 @@
  *
  * `qwen2` is the same decoder with q/k/v projection biases, its q/k rows in the HF
  * rotate-half order (llama.cpp's NEOX rope: its converter does not permute them), put back
- * into the adjacent-pairs order here.
+ * into the adjacent-pairs order here. `qwen3` and `phi3` differ from it as their files in
+ * ./architectures/ say (per-head q/k norms; fused q/k/v and gate/up, LongRoPE).
  *
  * Anything the graph cannot express exactly is refused by name: other architectures,
- * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
+ * partial rotary, YaRN scaling, biases or extra tensors, unsupported types.
  */
 import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';

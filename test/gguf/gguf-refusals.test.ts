@@ -108,3 +108,32 @@ describe('npm start on a GGUF it cannot serve', () => {
     expect(exited.output).toMatch(/Cannot load the GGUF ".*truncated\.gguf": tensor blk\.1\.\w+\.weight's data runs past the end of the file/);
   });
 });
+
+describe('phi3 files: what the header decides', () => {
+  const phi3 = async (changes: Record<string, string | number>) => {
+    const file = await readGguf(source(readFileSync(new URL('../fixtures/gguf/tiny-phi3.gguf', import.meta.url))));
+    for (const [key, value] of Object.entries(changes)) file.metadata.set(key, value);
+    return file;
+  };
+
+  it('serves within the sliding window, and picks LongRoPE factors by that context (llama.cpp: per context)', async () => {
+    const shape = llamaShapeOf(await phi3({}));
+    expect({ context: shape.contextLength, scaling: shape.ropeScaling, factor: shape.ropeAttentionFactor }).toEqual({
+      context: 1024,
+      scaling: { kind: 'longrope', factors: 'long', originalContext: 64 },
+      factor: expect.closeTo(Math.SQRT2, 6),
+    });
+    // No window (Phi-4 writes 0): the file's whole context.
+    expect(llamaShapeOf(await phi3({ 'phi3.attention.sliding_window': 0 })).contextLength).toBe(4096);
+    // A served context within the original one: the short factors, for every position.
+    const short = llamaShapeOf(await phi3({ 'phi3.rope.scaling.original_context_length': 1024 }));
+    expect(short.ropeScaling).toEqual({ kind: 'longrope', factors: 'short', originalContext: 1024 });
+  });
+
+  it('refuses partial rotary (Phi-4-mini) and YaRN by name', async () => {
+    const partial = await phi3({ 'phi3.rope.dimension_count': 12 });
+    expect(() => llamaShapeOf(partial)).toThrow(/^partial rotary \(rope.dimension_count 12 of head size 16\) is not supported/);
+    const yarn = await phi3({ 'phi3.rope.scaling.type': 'yarn' });
+    expect(() => llamaShapeOf(yarn)).toThrow(/^rope scaling "yarn" is not supported/);
+  });
+});
