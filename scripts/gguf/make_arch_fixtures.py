@@ -38,18 +38,15 @@ import tempfile
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_fixtures import BPE_CORPUS, copy_metadata  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, 'test', 'fixtures', 'gguf')
 LLAMA_CPP = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser('~/.cache/edge-llm/llama-server/src')
 
-CORPUS = """Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.
-One day, she saw a big dog in the park. The dog was friendly and wagged its tail! "Hello," said Lily.
-They played together until 5 o'clock, then 6, then 1234 minutes later they'd gone home. It's late, isn't it?
-Tom and Lily went to the store to buy 3 apples, 12 eggs and 250 grams of butter.
-Numbers: 0 1 2 3 4 5 6 7 8 9 10 100 1000 2026. Symbols: a+b=c, (x), [y], {z}, #tag, @name, 50% off!
-Café, naïve, über, 日本語のテキスト, emoji 🙂 and tabs\tand\nnew lines.
-You tell short stories. The cat sat on the mat and looked at the moon. A bird sang in the tree.
-"""
+# make_fixtures.py's BPE text and one line more.
+CORPUS = BPE_CORPUS + 'You tell short stories. The cat sat on the mat and looked at the moon. A bird sang in the tree.\n'
 
 QWEN2_REGEX = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 
@@ -240,23 +237,7 @@ def requantize(source, target, types):
     reader = gguf.GGUFReader(source)
     arch = bytes(reader.fields['general.architecture'].parts[-1]).decode()
     writer = gguf.GGUFWriter(target, arch)
-    for field in reader.fields.values():
-        if field.name.startswith('GGUF.') or field.name == 'general.architecture':
-            continue
-        kind = field.types[0]
-        if kind == gguf.GGUFValueType.ARRAY:
-            item = field.types[1]
-            if item == gguf.GGUFValueType.STRING:
-                value = [bytes(field.parts[i]).decode('utf-8') for i in field.data]
-            else:
-                value = [field.parts[i][0].item() for i in field.data]
-            writer.add_key_value(field.name, value, kind, sub_type=item)
-        elif kind == gguf.GGUFValueType.STRING:
-            writer.add_key_value(field.name, bytes(field.parts[field.data[0]]).decode('utf-8'), kind)
-        elif field.name == 'general.file_type':
-            writer.add_key_value(field.name, 3, kind)  # MOSTLY_Q4_1
-        else:
-            writer.add_key_value(field.name, field.parts[field.data[0]][0].item(), kind)
+    copy_metadata(reader, writer, 3)  # MOSTLY_Q4_1
     for tensor in reader.tensors:
         values = np.array(tensor.data, dtype=np.float32).reshape([int(n) for n in reversed(tensor.shape)])
         part = tensor.name.split('.')[-2]

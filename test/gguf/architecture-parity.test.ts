@@ -13,12 +13,19 @@
  * - tiny-phi3-q4.gguf: its matrices requantized (Q4_1 fused q/k/v and gate/up, Q5_0, Q8_0, Q4_0
  *   embedding, Q5_1 head): the same up to the first near tie.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
-import { chat, completion, expectSameUpToNearTie, FIXTURES, llamaChatGenerated, MAX_TOKENS, post, PROMPTS, startPair, type Pair } from './llama-server-pair.js';
+import {
+  expectGreedyAsLlamaUpToNearTie,
+  expectSameGreedyChats,
+  expectSameGreedyCompletions,
+  expectTokenizesAsLlama,
+  startPairs,
+  stopPairs,
+  type Pair,
+} from './llama-server-pair.js';
 
 const PHI3_TOKENIZE_TEXTS = [
   'Once upon a time, there was a little girl named Lily.',
@@ -52,33 +59,16 @@ const FILES = ['tiny-qwen3.gguf', 'tiny-qwen3-q8_0.gguf', 'tiny-phi3.gguf', 'tin
 const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-arch-parity-'));
 const pairs: Record<string, Pair> = {};
 
-beforeAll(async () => {
-  // Graphs built one at a time here; the servers started together below reuse them.
-  process.env.GGUF_CACHE_DIR = cacheDir;
-  for (const file of FILES) await ggufModelFolder(join(FIXTURES, file));
-  delete process.env.GGUF_CACHE_DIR;
-  const started = await Promise.allSettled(FILES.map((file) => startPair(file, cacheDir, FLOAT_ATTENTION)));
-  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
-  const failed = started.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-}, 240_000);
+beforeAll(() => startPairs(FILES.map((file) => [file, FLOAT_ATTENTION] as const), cacheDir, pairs), 240_000);
 
-afterAll(async () => {
-  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
-  rmSync(cacheDir, { recursive: true, force: true });
-});
+afterAll(() => stopPairs(pairs, cacheDir));
 
 describe('GGUF architectures beside llama-server on the same file', () => {
   it.each([
     ['tiny-qwen3.gguf', QWEN_TOKENIZE_TEXTS],
     ['tiny-phi3.gguf', PHI3_TOKENIZE_TEXTS],
   ])('%s: tokenizes as llama.cpp does', async (file, texts) => {
-    const { ours, llama, model } = pairs[file];
-    for (const text of texts) {
-      const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
-      const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
-      expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
-    }
+    await expectTokenizesAsLlama(pairs[file], texts);
   });
 
   it('names the architecture at startup', () => {
@@ -93,34 +83,12 @@ describe('GGUF architectures beside llama-server on the same file', () => {
 
   for (const file of ['tiny-qwen3.gguf', 'tiny-phi3.gguf']) {
     it(`${file} (F32): the same greedy completions and chat replies, alone and batched`, async () => {
-      const { ours, llama, model } = pairs[file];
-      const reference = await Promise.all(PROMPTS.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
-      expect(new Set(reference).size).toBe(PROMPTS.length);
-      const alone: string[] = [];
-      for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
-      expect(alone).toEqual(reference);
-      const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      expect(batched).toEqual(reference);
-      const theirChats = await Promise.all(PROMPTS.map((prompt) => llamaChatGenerated(llama.url, model, prompt)));
-      const ourChats = await Promise.all(PROMPTS.map(async (prompt) => (await chat(ours.url, model, prompt)).message!.content));
-      expect(ourChats).toEqual(theirChats);
+      await expectSameGreedyCompletions(pairs[file]);
+      await expectSameGreedyChats(pairs[file]);
     });
   }
 
   for (const file of ['tiny-qwen3-q8_0.gguf', 'tiny-phi3-q4.gguf']) {
-    it(`${file} (quantized): greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, async () => {
-      const { ours, llama, model } = pairs[file];
-      let matched = 0;
-      for (const prompt of PROMPTS) {
-        const theirs = (await completion(llama.url, model, prompt)).text!;
-        matched += expectSameUpToNearTie(`completion of ${prompt}`, await completion(ours.url, model, prompt, true), theirs);
-        const theirChat = await llamaChatGenerated(llama.url, model, prompt);
-        matched += expectSameUpToNearTie(`chat on ${prompt}`, await chat(ours.url, model, prompt, true), theirChat);
-      }
-      expect(matched).toBeGreaterThan(PROMPTS.length * 2 * MAX_TOKENS * 0.5);
-      const alone = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      expect(batched).toEqual(alone);
-    });
+    it(`${file} (quantized): greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, () => expectGreedyAsLlamaUpToNearTie(pairs[file]));
   }
 });

@@ -2,8 +2,10 @@
  * A GGUF served by `npm start` beside llama.cpp's server on the same file, and the requests
  * the parity tests compare (llama-server-parity.test.ts, architecture-parity.test.ts).
  */
-import { expect } from 'vitest';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from 'vitest';
+import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
 import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
 import { startLlamaServer } from '../worker/llama-server.js';
 
@@ -111,3 +113,71 @@ export function expectSameUpToNearTie(label: string, ours: Choice, theirs: strin
   return tokens.length;
 }
 
+
+/**
+ * Starts one pair per file into `pairs`: the graphs are built first, one file at a time, so the
+ * servers (started all at once on shared cores) only reuse the cache folders.
+ */
+export async function startPairs(files: ReadonlyArray<readonly [file: string, llamaArgs: string[]]>, cacheDir: string, pairs: Record<string, Pair>): Promise<void> {
+  process.env.GGUF_CACHE_DIR = cacheDir;
+  try {
+    for (const [file] of files) await ggufModelFolder(join(FIXTURES, file));
+  } finally {
+    delete process.env.GGUF_CACHE_DIR;
+  }
+  const started = await Promise.allSettled(files.map(([file, args]) => startPair(file, cacheDir, args)));
+  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
+  const failed = started.find((result) => result.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+}
+
+export async function stopPairs(pairs: Record<string, Pair>, cacheDir: string): Promise<void> {
+  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
+  rmSync(cacheDir, { recursive: true, force: true });
+}
+
+/** /tokenize (with special tokens and BOS as a prompt gets them) gives llama.cpp's ids for every text. */
+export async function expectTokenizesAsLlama({ ours, llama, model }: Pair, texts: readonly string[]): Promise<void> {
+  for (const text of texts) {
+    const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
+    const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
+    expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
+  }
+}
+
+/**
+ * Greedy completions and chat replies on PROMPTS as llama.cpp's up to a near tie (most tokens
+ * agree), and our batched completions equal our solo ones.
+ */
+export async function expectGreedyAsLlamaUpToNearTie({ ours, llama, model }: Pair): Promise<void> {
+  let matched = 0;
+  for (const prompt of PROMPTS) {
+    const theirs = (await completion(llama.url, model, prompt)).text!;
+    matched += expectSameUpToNearTie(`completion of ${prompt}`, await completion(ours.url, model, prompt, true), theirs);
+    const theirChat = await llamaChatGenerated(llama.url, model, prompt);
+    matched += expectSameUpToNearTie(`chat on ${prompt}`, await chat(ours.url, model, prompt, true), theirChat);
+  }
+  // Most tokens agree: a near tie is rare.
+  expect(matched).toBeGreaterThan(PROMPTS.length * 2 * MAX_TOKENS * 0.5);
+  const alone = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+  const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+  expect(batched).toEqual(alone);
+}
+
+/** Greedy completions on PROMPTS equal llama.cpp's token for token, alone (one at a time) and batched. */
+export async function expectSameGreedyCompletions({ ours, llama, model }: Pair): Promise<void> {
+  const reference = await Promise.all(PROMPTS.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
+  expect(new Set(reference).size).toBe(PROMPTS.length);
+  const alone: string[] = [];
+  for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
+  expect(alone).toEqual(reference);
+  const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+  expect(batched).toEqual(reference);
+}
+
+/** Greedy chat replies through the file's template equal what llama.cpp generated. */
+export async function expectSameGreedyChats({ ours, llama, model }: Pair): Promise<void> {
+  const reference = await Promise.all(PROMPTS.map((prompt) => llamaChatGenerated(llama.url, model, prompt)));
+  const mine = await Promise.all(PROMPTS.map(async (prompt) => (await chat(ours.url, model, prompt)).message!.content));
+  expect(mine).toEqual(reference);
+}

@@ -21,12 +21,19 @@
  * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, linear rope scaling, qwen2
  *   pre-tokenizer), F32; tiny-llama3-rope-freqs.gguf: Llama 3.1's rope_freqs divisors, F32.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
-import { chat, completion, expectSameUpToNearTie, FIXTURES, MAX_TOKENS, post, PROMPTS, startPair as startPairIn, type Pair } from './llama-server-pair.js';
+import {
+  expectGreedyAsLlamaUpToNearTie,
+  expectSameGreedyChats,
+  expectSameGreedyCompletions,
+  expectTokenizesAsLlama,
+  startPairs,
+  stopPairs,
+  type Pair,
+} from './llama-server-pair.js';
 
 const TOKENIZE_TEXTS = [
   'Once upon a time, there was a little girl named Lily.',
@@ -47,35 +54,20 @@ const BPE_TOKENIZE_TEXTS = [
 ];
 
 const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-parity-'));
-const startPair = (file: string, llamaArgs: string[] = []) => startPairIn(file, cacheDir, llamaArgs);
+const F32_KV = ['-ctk', 'f32', '-ctv', 'f32'];
 
 const pairs: Record<string, Pair> = {};
 
-beforeAll(async () => {
-  // The graphs are built once here, one file at a time, so the servers below (started all at
-  // once on shared cores) only reuse the cache folders.
-  process.env.GGUF_CACHE_DIR = cacheDir;
-  for (const file of ['tiny-llama-kquants-f32.gguf', 'tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
-    await ggufModelFolder(join(FIXTURES, file));
-  }
-  delete process.env.GGUF_CACHE_DIR;
-  const started = await Promise.allSettled([
-    startPair('tiny-llama-kquants-f32.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-llama-kquants.gguf'),
-    startPair('tiny-llama-legacy.gguf'),
-    startPair('tiny-llama-bpe.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-qwen2.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-llama3-rope-freqs.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-  ]);
-  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
-  const failed = started.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-}, 240_000);
+beforeAll(() => startPairs([
+  ['tiny-llama-kquants-f32.gguf', F32_KV],
+  ['tiny-llama-kquants.gguf', []],
+  ['tiny-llama-legacy.gguf', []],
+  ['tiny-llama-bpe.gguf', F32_KV],
+  ['tiny-qwen2.gguf', F32_KV],
+  ['tiny-llama3-rope-freqs.gguf', F32_KV],
+], cacheDir, pairs), 240_000);
 
-afterAll(async () => {
-  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
-  rmSync(cacheDir, { recursive: true, force: true });
-});
+afterAll(() => stopPairs(pairs, cacheDir));
 
 describe('a GGUF served beside llama-server on the same file', () => {
   it.each([
@@ -83,12 +75,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
     ['tiny-llama-bpe.gguf', 'byte-level BPE merges, llama-bpe pre-tokenizer', BPE_TOKENIZE_TEXTS],
     ['tiny-qwen2.gguf', 'byte-level BPE merges, qwen2 pre-tokenizer', BPE_TOKENIZE_TEXTS],
   ])('%s: tokenizes as llama.cpp does (%s, special tokens, BOS)', async (file, _kind, texts) => {
-    const { ours, llama, model } = pairs[file];
-    for (const text of texts) {
-      const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
-      const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
-      expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
-    }
+    await expectTokenizesAsLlama(pairs[file], texts);
   });
 
   it('names the architecture, the tensor types and how they run at startup', () => {
@@ -104,39 +91,12 @@ describe('a GGUF served beside llama-server on the same file', () => {
     expect(pairs['tiny-llama3-rope-freqs.gguf'].ours.output()).toMatch(/GGUF: architecture llama .*rope scaling llama3-freqs/);
   });
 
-  it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', async () => {
-    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
-    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
-    expect(new Set(reference).size).toBe(PROMPTS.length);
-    const alone: string[] = [];
-    for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
-    expect(alone).toEqual(reference);
-    const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-    expect(batched).toEqual(reference);
-  });
+  it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', () =>
+    expectSameGreedyCompletions(pairs['tiny-llama-kquants-f32.gguf']));
 
-  it('F32: the same greedy chat replies through the file\'s chat template', async () => {
-    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
-    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await chat(llama.url, model, prompt)).message!.content));
-    const mine = await Promise.all(PROMPTS.map(async (prompt) => (await chat(ours.url, model, prompt)).message!.content));
-    expect(mine).toEqual(reference);
-  });
+  it('F32: the same greedy chat replies through the file\'s chat template', () => expectSameGreedyChats(pairs['tiny-llama-kquants-f32.gguf']));
 
   for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
-    it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, async () => {
-      const { ours, llama, model } = pairs[file];
-      let matched = 0;
-      for (const prompt of PROMPTS) {
-        const theirs = (await completion(llama.url, model, prompt)).text!;
-        matched += expectSameUpToNearTie(`completion of ${prompt}`, await completion(ours.url, model, prompt, true), theirs);
-        const theirChat = (await chat(llama.url, model, prompt)).message!.content;
-        matched += expectSameUpToNearTie(`chat on ${prompt}`, await chat(ours.url, model, prompt, true), theirChat);
-      }
-      // Most tokens agree: a near tie is rare.
-      expect(matched).toBeGreaterThan(PROMPTS.length * 2 * MAX_TOKENS * 0.5);
-      const alone = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      expect(batched).toEqual(alone);
-    });
+    it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, () => expectGreedyAsLlamaUpToNearTie(pairs[file]));
   }
 });
