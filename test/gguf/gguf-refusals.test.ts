@@ -130,6 +130,14 @@ describe('phi3 files: what the header decides', () => {
     expect(short.ropeScaling).toEqual({ kind: 'longrope', factors: 'short', originalContext: 1024 });
   });
 
+  it('without LongRoPE factors (Phi-3-mini-4k): plain rope, no attention factor', async () => {
+    const file = await phi3({});
+    file.tensors = file.tensors.filter((tensor) => !tensor.name.startsWith('rope_factors_'));
+    file.metadata.delete('phi3.rope.scaling.attn_factor');
+    const shape = llamaShapeOf(file);
+    expect({ scaling: shape.ropeScaling, factor: shape.ropeAttentionFactor, context: shape.contextLength }).toEqual({ scaling: { kind: 'none' }, factor: 1, context: 1024 });
+  });
+
   it('refuses partial rotary (Phi-4-mini) and YaRN by name', async () => {
     const partial = await phi3({ 'phi3.rope.dimension_count': 12 });
     expect(() => llamaShapeOf(partial)).toThrow(/^partial rotary \(rope.dimension_count 12 of head size 16\) is not supported/);
