@@ -13,7 +13,7 @@ import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
-export const GGUF_CONVERSION_VERSION = 2;
+export const GGUF_CONVERSION_VERSION = 3;
 
 /**
  * How the file's quantized weights are executed: `quantized` (default) keeps them as
@@ -48,6 +48,9 @@ export interface GgufModel {
   generationConfig: Record<string, unknown>;
 }
 
+/** config.json's architectures entry (transformers' class) for each GGUF architecture. */
+const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', phi3: 'Phi3ForCausalLM' };
+
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
   const file = await readGguf(source);
@@ -59,7 +62,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     if (tokens > shape.vocabSize) throw new Error(`the tokenizer has ${tokens} tokens, the embedding only ${shape.vocabSize} rows`);
   }
   const config = {
-    architectures: [shape.architecture === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    architectures: [HF_ARCHITECTURES[shape.architecture] ?? 'LlamaForCausalLM'],
     model_type: shape.architecture,
     hidden_size: shape.dim,
     intermediate_size: shape.hiddenDim,
@@ -100,7 +103,8 @@ export function sourcesOf(graphWeight: string): string[] {
   const layer = /^model\.layers\.(\d+)\.(self_attn\.qkv_proj|self_attn\.o_proj|mlp\.gate_up_proj|mlp\.down_proj)\.weight$/.exec(graphWeight);
   if (layer) {
     const p = `blk.${layer[1]}.`;
-    return { 'self_attn.qkv_proj': ['attn_q', 'attn_k', 'attn_v'], 'self_attn.o_proj': ['attn_output'], 'mlp.gate_up_proj': ['ffn_gate', 'ffn_up'], 'mlp.down_proj': ['ffn_down'] }[layer[2]]!.map((part) => `${p}${part}.weight`);
+    // attn_qkv: phi3's fused q/k/v; a file has it or the three parts (and ffn_gate or not).
+    return { 'self_attn.qkv_proj': ['attn_q', 'attn_k', 'attn_v', 'attn_qkv'], 'self_attn.o_proj': ['attn_output'], 'mlp.gate_up_proj': ['ffn_gate', 'ffn_up'], 'mlp.down_proj': ['ffn_down'] }[layer[2]]!.map((part) => `${p}${part}.weight`);
   }
   return graphWeight === 'model.embed_tokens.weight' ? ['token_embd.weight'] : graphWeight === 'lm_head.weight' ? ['output.weight'] : [];
 }
@@ -112,7 +116,7 @@ function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> |
   const add = (type: string, form: string) => how.set(type, (how.get(type) ?? new Set()).add(form));
   const matrices = new Set<string>();
   for (const [graphWeight, form] of weights ?? []) {
-    for (const source of sourcesOf(graphWeight)) {
+    for (const source of sourcesOf(graphWeight).filter((name) => typeOf.has(name))) {
       matrices.add(source);
       add(typeOf.get(source)!, form.startsWith('float32') ? form : `MatMulNBits/GatherBlockQuantized, ${form}`);
     }
@@ -148,12 +152,21 @@ export function encodeGgufGraph(graph: OnnxGraph, ops: GraphOps, model: GgufMode
   });
 }
 
+function ropeScalingText({ ropeScaling, ropeAttentionFactor, contextLength }: GgufLlamaShape): string {
+  const factor = ropeAttentionFactor === 1 ? '' : `, attention factor ${Number(ropeAttentionFactor.toPrecision(6))}`;
+  if (ropeScaling.kind === 'longrope') {
+    const why = ropeScaling.factors === 'long' ? `context ${contextLength} > original ${ropeScaling.originalContext}` : `context ${contextLength} <= original ${ropeScaling.originalContext}`;
+    return `, rope scaling longrope (${ropeScaling.factors} factors: ${why}, as llama.cpp chooses per context)${factor}`;
+  }
+  return `${ropeScaling.kind === 'none' ? '' : `, rope scaling ${ropeScaling.kind}`}${factor}`;
+}
+
 /** The startup report's lines: architecture, tensor types and how each is executed. */
 export function ggufReportLines(model: GgufModel): string[] {
   const { shape } = model;
   const types = [...shape.tensorTypes.entries()].map(([type, count]) => `${type} ×${count}`).join(', ');
   return [
-    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads, rope theta ${shape.ropeTheta}${shape.ropeScaling.kind === 'none' ? '' : `, rope scaling ${shape.ropeScaling.kind}`}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
+    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads${shape.headDim * shape.nHeads === shape.dim ? '' : `, head size ${shape.headDim}`}${shape.qkNorm ? ', per-head q/k norms' : ''}, rope theta ${shape.ropeTheta}${ropeScalingText(shape)}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
