@@ -18,6 +18,7 @@
 import { deriveMerges, sentencepieceTokenizerJson } from '../convert/llama2c-tokenizer.js';
 import type { GgufFile, GgufMetadataValue } from './gguf-file.js';
 import { GgufModelError } from './llama-checkpoint.js';
+import { endOfGenerationIdsByText } from './end-of-generation.js';
 
 /** llama_token_type. */
 const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -92,7 +93,8 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
   const addEos = optionalBool(file, 'add_eos_token') ?? false;
   const addSpacePrefix = optionalBool(file, 'add_space_prefix') ?? isSpm;
 
-  const special = (id: number) => types[id] === TokenType.CONTROL || types[id] === TokenType.UNKNOWN;
+  const endOfGeneration = endOfGenerationIdsByText(tokens);
+  const special = (id: number) => types[id] === TokenType.CONTROL || types[id] === TokenType.UNKNOWN || endOfGeneration.includes(id);
   const addedIds = tokens.map((_, id) => id).filter((id) => special(id) || types[id] === TokenType.USER_DEFINED || id === bos || id === eos);
   const addedTokens = addedIds.map((id) => ({
     id,
@@ -187,8 +189,8 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
     spaces_between_special_tokens: false,
     ...(typeof template === 'string' ? { chat_template: template } : {}),
   };
-  // llama.cpp ends a generation on EOS and on the end-of-turn / end-of-message tokens it knows.
-  const eosTokenIds = [...new Set([eos, optionalId(file, 'eot_token_id'), optionalId(file, 'eom_token_id')].filter((id): id is number => id !== undefined))];
+  // llama.cpp ends a generation on EOS and on the end-of-turn / end-of-message tokens it knows (by id or by text).
+  const eosTokenIds = [...new Set([eos, optionalId(file, 'eot_token_id'), optionalId(file, 'eom_token_id'), ...endOfGeneration].filter((id): id is number => id !== undefined))];
   return {
     tokenizerJson,
     tokenizerConfig,

@@ -34,7 +34,7 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2'] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', 'gemma2'] as const;
 
 /** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
 export const MAX_GGUF_CONTEXT = 32768;
@@ -71,11 +71,11 @@ export interface GgufLlamaShape {
   tensorTypes: Map<string, number>;
 }
 
-function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
+export function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
   return file.metadata.get(key);
 }
 
-function metaNumber(file: GgufFile, key: string, fallback?: number): number {
+export function metaNumber(file: GgufFile, key: string, fallback?: number): number {
   const value = meta(file, key);
   if (value === undefined) {
     if (fallback !== undefined) return fallback;
@@ -93,14 +93,8 @@ export function architectureOf(file: GgufFile): string {
 
 const LAYER_TENSORS = ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_down', 'ffn_up'] as const;
 
-/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
-export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
-  const architecture = architectureOf(file);
-  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
-    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
-  }
-  const a = architecture;
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+/** Tensor counts by ggml type name; refuses a type this engine cannot execute, naming the tensor. */
+export function tensorTypesOf(file: GgufFile): Map<string, number> {
   const tensorTypes = new Map<string, number>();
   for (const tensor of file.tensors) {
     if (!tensor.type) throw new GgufModelError(`tensor ${tensor.name} has ggml type id ${tensor.typeId}, unknown to this engine (supported: ${SUPPORTED_TYPE_NAMES.join(', ')})`);
@@ -109,6 +103,18 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     }
     tensorTypes.set(tensor.type.name, (tensorTypes.get(tensor.type.name) ?? 0) + 1);
   }
+  return tensorTypes;
+}
+
+/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
+export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
+  const architecture = architectureOf(file);
+  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
+    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+  }
+  const a = architecture;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const tensorTypes = tensorTypesOf(file);
   const dim = metaNumber(file, `${a}.embedding_length`);
   const nLayers = metaNumber(file, `${a}.block_count`);
   const nHeads = metaNumber(file, `${a}.attention.head_count`);
@@ -201,7 +207,7 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
 export type CheckpointProjection = 'values' | 'scales' | 'mins';
 
 /** A tensor's bytes as the projection's floats (sync: the bytes are already read). */
-function project(tensor: GgufTensorInfo, bytes: Uint8Array, projection: CheckpointProjection): Float32Array {
+export function project(tensor: GgufTensorInfo, bytes: Uint8Array, projection: CheckpointProjection): Float32Array {
   const elements = tensor.dims.reduce((x, y) => x * y, 1);
   try {
     if (projection === 'values') return dequantize(tensor.type!, bytes, elements);
@@ -222,7 +228,7 @@ async function floats(file: GgufFile, tensor: GgufTensorInfo, projection: Checkp
  * RoPE tables [context, headDim / 2] as ggml computes the angles: pair i at position p turns
  * by p * theta^(-2i / headDim), divided by rope_freqs[i] (Llama 3.1) or by a linear factor.
  */
-function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
+export function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
   const half = shape.headDim / 2;
   const real = new Float32Array(shape.contextLength * half);
   const imag = new Float32Array(shape.contextLength * half);
