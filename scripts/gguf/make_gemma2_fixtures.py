@@ -40,14 +40,16 @@ import tempfile
 import numpy as np
 import sentencepiece as spm
 import torch
+
+torch.set_num_threads(1)
 from transformers import Gemma2Config, Gemma2ForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, 'test', 'fixtures', 'gguf')
 LLAMA_CPP = os.environ.get('LLAMA_CPP_SRC', os.path.join(os.path.expanduser('~'), '.cache', 'edge-llm', 'llama-server', 'src'))
 
-SEED = 2  # set from `--search`
-MIN_MARGIN = 0.0
+SEED = 26  # the best of `--search 40`: smallest margin 0.107
+MIN_MARGIN = 0.1
 
 CORPUS = """Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.
 One day, she saw a big dog in the park. The dog was friendly and wagged its tail! "Hello," said Lily.
@@ -127,10 +129,31 @@ def make_model(sp, seed):
     return model
 
 
-def chat_ids(sp, content):
-    ids = [sp.bos_id(), sp.piece_to_id('<start_of_turn>')] + sp.encode('user\n' + content.strip())
-    ids += [sp.piece_to_id('<end_of_turn>')] + sp.encode('\n') + [sp.piece_to_id('<start_of_turn>')] + sp.encode('model\n')
-    return ids
+def with_specials(sp, text):
+    """Ids of `text` as llama.cpp tokenizes a rendered prompt: special tokens matched, each run between them encoded alone."""
+    ids, run = [], ''
+    specials = {'<bos>': sp.bos_id(), **{t: sp.piece_to_id(t) for t in TURN_TOKENS}}
+    while text:
+        special = next((s for s in specials if text.startswith(s)), None)
+        if special is None:
+            run, text = run + text[0], text[1:]
+            continue
+        ids += sp.encode(run) if run else []
+        ids.append(specials[special])
+        run, text = '', text[len(special):]
+    return ids + (sp.encode(run) if run else [])
+
+
+def conversations(prompt):
+    """The chats the HTTP test sends: one user turn, and alternating turns."""
+    return [[{'role': 'user', 'content': prompt}],
+            [{'role': 'user', 'content': 'Tell me a story.'}, {'role': 'assistant', 'content': 'Once upon a time'},
+             {'role': 'user', 'content': prompt}]]
+
+
+def chat_ids(sp, messages):
+    rendered = '<bos>' + ''.join(f"<start_of_turn>{'model' if m['role'] == 'assistant' else m['role']}\n{m['content'].strip()}<end_of_turn>\n" for m in messages)
+    return with_specials(sp, rendered + '<start_of_turn>model\n')
 
 
 def greedy(model, ids, steps):
@@ -150,17 +173,23 @@ def scenarios(sp):
         yield 'reference', prompt, [sp.bos_id()] + sp.encode(prompt), REFERENCE_NEW_TOKENS
     for prompt in HTTP_PROMPTS:
         yield 'completion', prompt, [sp.bos_id()] + sp.encode(prompt), HTTP_MAX_TOKENS
-        yield 'chat', prompt, chat_ids(sp, prompt), HTTP_MAX_TOKENS
+        for messages in conversations(prompt):
+            yield 'chat', prompt, chat_ids(sp, messages), HTTP_MAX_TOKENS
 
 
 def min_margin(model, sp):
     """The smallest best-vs-second logit gap over every greedy step the tests take (up to an end-of-generation token)."""
     stops = {sp.eos_id(), sp.piece_to_id('<end_of_turn>')}
     worst = float('inf')
-    for _, _, ids, steps in scenarios(sp):
-        new, _, margins = greedy(model, ids, steps)
-        end = next((i + 1 for i, t in enumerate(new) if t in stops), len(new))
-        worst = min(worst, float(margins[:end].min()))
+    with torch.no_grad():
+        for _, _, ids, steps in scenarios(sp):
+            out = model.generate(torch.tensor([ids]), max_new_tokens=steps, do_sample=False, output_logits=True,
+                                 return_dict_in_generate=True, pad_token_id=0, eos_token_id=None)
+            for logits, token in zip(out.logits, out.sequences[0, len(ids):].tolist()):
+                top2 = torch.topk(logits[0].float(), 2).values
+                worst = min(worst, float(top2[0] - top2[1]))
+                if token in stops:
+                    break
     return worst
 
 
@@ -189,9 +218,11 @@ def main():
         sp = train_tokenizer(folder)
         if '--search' in sys.argv:
             count = int(sys.argv[sys.argv.index('--search') + 1])
-            found = sorted(((min_margin(make_model(sp, seed), sp), seed) for seed in range(count)), reverse=True)
-            for margin, seed in found[:5]:
-                print(f'seed {seed}: smallest greedy margin {margin:.4f}')
+            found = []
+            for seed in range(count):
+                found.append((min_margin(make_model(sp, seed), sp), seed))
+                print(f'seed {seed}: smallest greedy margin {found[-1][0]:.4f}', flush=True)
+            print('best:', max(found))
             return
         model = make_model(sp, SEED)
         worst = min_margin(model, sp)

@@ -15,7 +15,7 @@ import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2S
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
-export const GGUF_CONVERSION_VERSION = 2;
+export const GGUF_CONVERSION_VERSION = 3;
 
 /**
  * How the file's quantized weights are executed: `quantized` (default) keeps them as

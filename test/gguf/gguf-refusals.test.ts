@@ -65,7 +65,7 @@ describe('GGUF refusals', () => {
   });
 
   it('refuses an unknown architecture by name, with the supported list', async () => {
-    expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe('architecture "mamba" is not supported (supported: llama, qwen2)');
+    expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe('architecture "mamba" is not supported (supported: llama, qwen2, gemma2)');
   });
 
   it('refuses a tensor type it cannot execute, naming the tensor and the supported types', async () => {

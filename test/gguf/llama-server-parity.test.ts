@@ -25,14 +25,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
-import { startLlamaServer } from '../worker/llama-server.js';
 import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
+import { chat as chatWith, completion, expectSameUpToNearTie, FIXTURES, MAX_TOKENS, post, startPair as startPairIn, type Pair } from './llama-server-pair.js';
 
-const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
-const NEAR_TIE = 1;
 const PROMPTS = ['Once upon a time', 'The little dog', 'Lily and Tom went to the park. They', 'One day, a big'];
-const MAX_TOKENS = 24;
 const TOKENIZE_TEXTS = [
   'Once upon a time, there was a little girl named Lily.',
   '  two leading spaces and  double  spaces',
@@ -51,94 +47,14 @@ const BPE_TOKENIZE_TEXTS = [
   '',
 ];
 
-interface Pair {
-  ours: RunningServer;
-  llama: { url: string; stop(): Promise<void> };
-  model: string;
-}
-
 const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-parity-'));
-
-async function startPair(file: string, llamaArgs: string[] = []): Promise<Pair> {
-  const model = join(FIXTURES, file);
-  const [ours, llama] = await Promise.all([
-    spawnServer({ MODEL_DIR: model, GGUF_CACHE_DIR: cacheDir }),
-    startLlamaServer({ model, alias: file, args: ['-c', '2048', '--parallel', '4', '--jinja', ...llamaArgs] }),
-  ]);
-  if ('error' in llama) {
-    await ours.stop();
-    throw new Error(llama.error);
-  }
-  return { ours, llama, model: file };
-}
-
-async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = (await response.json()) as Record<string, unknown>;
-  if (!response.ok) throw new Error(`${path} ${response.status}: ${JSON.stringify(json)}`);
-  return json;
-}
-
-interface Choice {
-  text?: string;
-  message?: { content: string };
-  logprobs?: { tokens: string[]; top_logprobs: Array<Record<string, number>> } | { content: Array<{ token: string; top_logprobs: Array<{ token: string; logprob: number }> }> };
-}
-
-const choiceOf = (json: Record<string, unknown>) => (json.choices as Choice[])[0];
-
-async function completion(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
-  return choiceOf(await post(url, '/v1/completions', { model, prompt, max_tokens: MAX_TOKENS, temperature: 0, ...(logprobs ? { logprobs: 5 } : {}) }));
-}
+const startPair = (file: string, llamaArgs: string[] = []) => startPairIn(file, cacheDir, llamaArgs);
 
 const chatMessages = (prompt: string) => [
   { role: 'system', content: 'You tell short stories.' },
   { role: 'user', content: prompt },
 ];
-
-async function chat(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
-  return choiceOf(
-    await post(url, '/v1/chat/completions', {
-      model,
-      messages: chatMessages(prompt),
-      max_tokens: MAX_TOKENS,
-      temperature: 0,
-      ...(logprobs ? { logprobs: true, top_logprobs: 5 } : {}),
-    }),
-  );
-}
-
-/** Our tokens, each with the alternatives we scored (log-probabilities), from a completion's or a chat's logprobs. */
-function tokensWithAlternatives(choice: Choice): Array<{ token: string; alternatives: Array<[string, number]> }> {
-  const logprobs = choice.logprobs!;
-  if ('content' in logprobs) {
-    return logprobs.content.map((entry) => ({ token: entry.token, alternatives: entry.top_logprobs.map((top) => [top.token, top.logprob]) }));
-  }
-  return logprobs.tokens.map((token, i) => ({ token, alternatives: Object.entries(logprobs.top_logprobs[i]) }));
-}
-
-/**
- * llama.cpp's text equals ours, or departs from it where its token was within NEAR_TIE
- * nats of our best one (a near tie): returns how many of our tokens it matched before that.
- */
-function expectSameUpToNearTie(label: string, ours: Choice, theirs: string): number {
-  const tokens = tokensWithAlternatives(ours);
-  let at = 0;
-  for (const [i, { token, alternatives }] of tokens.entries()) {
-    const rest = theirs.slice(at);
-    if (token === '' || rest.startsWith(token)) {
-      at += token.length;
-      continue;
-    }
-    const best = Math.max(...alternatives.map(([, logprob]) => logprob));
-    const theirsAmongOurs = alternatives.filter(([alternative]) => alternative !== '' && alternative !== token && rest.startsWith(alternative));
-    const seen = { label, position: i, ours: token, theirs: rest.slice(0, 12), alternatives };
-    expect({ nearTie: theirsAmongOurs.some(([, logprob]) => best - logprob < NEAR_TIE), seen }).toEqual({ nearTie: true, seen });
-    return i;
-  }
-  expect(theirs.slice(at)).toBe('');
-  return tokens.length;
-}
+const chat = (url: string, model: string, prompt: string, logprobs = false) => chatWith(url, model, chatMessages(prompt), logprobs);
 
 const pairs: Record<string, Pair> = {};
 
