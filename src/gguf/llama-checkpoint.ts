@@ -17,7 +17,7 @@
  * Anything the graph cannot express exactly is refused by name: other architectures,
  * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
  */
-import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cHeader, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
 import { hfRowSource } from '../convert/rope.js';
@@ -106,6 +106,20 @@ export function tensorTypesOf(file: GgufFile): Map<string, number> {
   return tensorTypes;
 }
 
+/** The file holds exactly the `expected` tensors (name → ggml dims), or a GgufModelError names the first that differs. */
+export function expectTensors(file: GgufFile, expected: ReadonlyMap<string, number[]>, layout: string): void {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  for (const [name, shape] of expected) {
+    const tensor = byName.get(name);
+    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
+    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
+  }
+  const extra = file.tensors.filter((t) => !expected.has(t.name));
+  if (extra.length > 0) {
+    throw new GgufModelError(`tensors outside ${layout}: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
+  }
+}
+
 /** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
 export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   const architecture = architectureOf(file);
@@ -165,15 +179,7 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     ropeScaling = { kind: 'llama3-freqs' };
   }
 
-  for (const [name, shape] of expected) {
-    const tensor = byName.get(name);
-    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
-    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
-  }
-  const extra = file.tensors.filter((t) => !expected.has(t.name));
-  if (extra.length > 0) {
-    throw new GgufModelError(`tensors outside the llama layout this engine builds: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
-  }
+  expectTensors(file, expected, 'the llama layout this engine builds');
   const fileContextLength = metaNumber(file, `${a}.context_length`);
   const name = meta(file, 'general.name');
   return {
@@ -207,7 +213,7 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
 export type CheckpointProjection = 'values' | 'scales' | 'mins';
 
 /** A tensor's bytes as the projection's floats (sync: the bytes are already read). */
-export function project(tensor: GgufTensorInfo, bytes: Uint8Array, projection: CheckpointProjection): Float32Array {
+function project(tensor: GgufTensorInfo, bytes: Uint8Array, projection: CheckpointProjection): Float32Array {
   const elements = tensor.dims.reduce((x, y) => x * y, 1);
   try {
     if (projection === 'values') return dequantize(tensor.type!, bytes, elements);
@@ -245,20 +251,43 @@ export function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | nu
 }
 
 /**
+ * How a checkpoint reader reads the file: `read` a tensor's values (norms, biases), `matrix`
+ * a weight in `projection`, kept as the file's bytes and made float32 when the graph builder
+ * reads it (once each): the builder holds one matrix's floats at a time, not the whole model's.
+ */
+export function tensorReaders(file: GgufFile, projection: CheckpointProjection) {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  return {
+    read: (name: string) => floats(file, byName.get(name)!, 'values'),
+    matrix: async (name: string): Promise<() => Float32Array> => {
+      const tensor = byName.get(name)!;
+      const bytes = await readTensorBytes(file, tensor);
+      return () => project(tensor, bytes, projection);
+    },
+  };
+}
+
+/** The converter's header for the file's shape (the decoder's sizes, its context, a tied head or not). */
+export function checkpointHeader(shape: GgufLlamaShape): Llama2cHeader {
+  return {
+    dim: shape.dim,
+    hiddenDim: shape.hiddenDim,
+    nLayers: shape.nLayers,
+    nHeads: shape.nHeads,
+    nKvHeads: shape.nKvHeads,
+    vocabSize: shape.vocabSize,
+    seqLen: shape.contextLength,
+    sharedClassifier: shape.tiedEmbeddings,
+  };
+}
+
+/**
  * The model's weights, dequantized (float32) in the converter's checkpoint layout; with
  * `projection` scales or mins, the matrices hold their blocks' factors instead (norms,
  * biases and RoPE tables stay values: no graph weight built from them is quantized).
  */
 export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape, projection: CheckpointProjection = 'values'): Promise<Llama2cCheckpoint> {
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const read = (name: string) => floats(file, byName.get(name)!, 'values');
-  // Matrices are kept as the file's bytes and made float32 when the graph builder reads them
-  // (once each): the builder holds one matrix's floats at a time, not the whole model's.
-  const matrix = async (name: string): Promise<() => Float32Array> => {
-    const tensor = byName.get(name)!;
-    const bytes = await readTensorBytes(file, tensor);
-    return () => project(tensor, bytes, projection);
-  };
+  const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
   const classifier = shape.tiedEmbeddings ? tokenEmbedding : await matrix('output.weight');
   const layers: Llama2cLayer[] = [];
@@ -295,16 +324,7 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
   const { real, imag } = ropeTables(shape, freqFactors);
   const rmsFinal = await read('output_norm.weight');
   return {
-    header: {
-      dim: shape.dim,
-      hiddenDim: shape.hiddenDim,
-      nLayers: shape.nLayers,
-      nHeads: shape.nHeads,
-      nKvHeads: shape.nKvHeads,
-      vocabSize: shape.vocabSize,
-      seqLen: shape.contextLength,
-      sharedClassifier: shape.tiedEmbeddings,
-    },
+    header: checkpointHeader(shape),
     headDim: shape.headDim,
     kvDim: shape.headDim * shape.nKvHeads,
     get tokenEmbedding() { return tokenEmbedding(); },

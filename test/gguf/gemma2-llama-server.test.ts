@@ -12,12 +12,8 @@
  * - tiny-gemma2-q8_0.gguf: llama.cpp rounds activations to 8 bits in its Q8_0 dot products,
  *   we keep them float32 (MatMulNBits over the file's codes): the same text up to a near tie.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
-import { chat, completion, expectSameUpToNearTie, FIXTURES, MAX_TOKENS, post, startPair, type Messages, type Pair } from './llama-server-pair.js';
+import { describe, expect, it } from 'vitest';
+import { chat, completion, expectSameGreedyCompletions, expectSameTokens, expectSameUpToNearTie, F32_KV, MAX_TOKENS, pairsFor, type Messages } from './llama-server-pair.js';
 
 const F32 = 'tiny-gemma2.gguf';
 const Q8_0 = 'tiny-gemma2-q8_0.gguf';
@@ -43,32 +39,11 @@ const conversations = (prompt: string): Messages[] => [
   ],
 ];
 
-const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-gemma2-parity-'));
-const pairs: Record<string, Pair> = {};
-
-beforeAll(async () => {
-  process.env.GGUF_CACHE_DIR = cacheDir;
-  for (const file of [F32, Q8_0]) await ggufModelFolder(join(FIXTURES, file));
-  delete process.env.GGUF_CACHE_DIR;
-  const started = await Promise.allSettled([startPair(F32, cacheDir, ['-ctk', 'f32', '-ctv', 'f32']), startPair(Q8_0, cacheDir)]);
-  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
-  const failed = started.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-}, 240_000);
-
-afterAll(async () => {
-  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
-  rmSync(cacheDir, { recursive: true, force: true });
-});
+const pairs = pairsFor([{ file: F32, llamaArgs: F32_KV }, { file: Q8_0 }]);
 
 describe('a gemma2 GGUF served beside llama-server on the same file', () => {
   it('tokenizes as llama.cpp does (SentencePiece without a space prefix, byte fallback, turn tokens, BOS)', async () => {
-    const { ours, llama, model } = pairs[F32];
-    for (const text of TOKENIZE_TEXTS) {
-      const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
-      const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
-      expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
-    }
+    await expectSameTokens(pairs[F32], TOKENIZE_TEXTS);
   });
 
   it('names gemma2, its limits and how its tensors are executed at startup', () => {
@@ -84,15 +59,7 @@ describe('a gemma2 GGUF served beside llama-server on the same file', () => {
   });
 
   it('F32: the same greedy completions, alone and batched', async () => {
-    const { ours, llama, model } = pairs[F32];
-    const reference: string[] = [];
-    for (const prompt of PROMPTS) reference.push((await completion(llama.url, model, prompt)).text!);
-    expect(new Set(reference).size).toBe(PROMPTS.length);
-    const alone: string[] = [];
-    for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
-    expect(alone).toEqual(reference);
-    const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-    expect(batched).toEqual(reference);
+    await expectSameGreedyCompletions(pairs[F32], PROMPTS);
   });
 
   it("F32: the same greedy chat replies through the file's template (one turn, and alternating turns), alone and batched", async () => {

@@ -2,7 +2,11 @@
  * What the GGUF parity tests share: `npm start` and llama.cpp's server (test/worker/llama-server.ts)
  * on the same file, requests to both, and the comparison of greedy text up to a near tie.
  */
-import { expect } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
 import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
 import { startLlamaServer } from '../worker/llama-server.js';
 
@@ -18,7 +22,7 @@ export interface Pair {
 }
 
 /** Both servers on `file` (a fixture name), ours building its graph into `cacheDir`. */
-export async function startPair(file: string, cacheDir: string, llamaArgs: string[] = []): Promise<Pair> {
+async function startPair(file: string, cacheDir: string, llamaArgs: string[] = []): Promise<Pair> {
   const model = `${FIXTURES}${file}`;
   const [ours, llama] = await Promise.all([
     spawnServer({ MODEL_DIR: model, GGUF_CACHE_DIR: cacheDir }),
@@ -29,6 +33,53 @@ export async function startPair(file: string, cacheDir: string, llamaArgs: strin
     throw new Error(llama.error);
   }
   return { ours, llama, model: file };
+}
+
+/**
+ * For a test file: a pair on each fixture for the whole file, by fixture name. The graphs are
+ * built first, one file at a time, so the servers (started all at once on shared cores) only
+ * reuse the cache folders; `llamaArgs` are llama-server's extra arguments (e.g. an f32 KV cache).
+ */
+export function pairsFor(fixtures: Array<{ file: string; llamaArgs?: string[] }>): Record<string, Pair> {
+  const pairs: Record<string, Pair> = {};
+  const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-parity-'));
+  beforeAll(async () => {
+    process.env.GGUF_CACHE_DIR = cacheDir;
+    for (const { file } of fixtures) await ggufModelFolder(join(FIXTURES, file));
+    delete process.env.GGUF_CACHE_DIR;
+    const started = await Promise.allSettled(fixtures.map(({ file, llamaArgs }) => startPair(file, cacheDir, llamaArgs)));
+    for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  }, 240_000);
+  afterAll(async () => {
+    await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
+    rmSync(cacheDir, { recursive: true, force: true });
+  });
+  return pairs;
+}
+
+/** llama.cpp's KV cache in float32, as ours: its float runs then differ from ours only by kernel rounding. */
+export const F32_KV = ['-ctk', 'f32', '-ctv', 'f32'];
+
+/** /tokenize equal on both servers for every text (special tokens parsed, BOS added, as a prompt is). */
+export async function expectSameTokens({ ours, llama, model }: Pair, texts: readonly string[]): Promise<void> {
+  for (const text of texts) {
+    const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
+    const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
+    expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
+  }
+}
+
+/** Every greedy completion token for token llama.cpp's, each request alone and all of them at once. */
+export async function expectSameGreedyCompletions({ ours, llama, model }: Pair, prompts: readonly string[]): Promise<void> {
+  const reference = await Promise.all(prompts.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
+  expect(new Set(reference).size).toBe(prompts.length);
+  const alone: string[] = [];
+  for (const prompt of prompts) alone.push((await completion(ours.url, model, prompt)).text!);
+  expect(alone).toEqual(reference);
+  const batched = await Promise.all(prompts.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
+  expect(batched).toEqual(reference);
 }
 
 export async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {

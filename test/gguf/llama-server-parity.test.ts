@@ -21,12 +21,8 @@
  * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, linear rope scaling, qwen2
  *   pre-tokenizer), F32; tiny-llama3-rope-freqs.gguf: Llama 3.1's rope_freqs divisors, F32.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
-import { chat as chatWith, completion, expectSameUpToNearTie, FIXTURES, MAX_TOKENS, post, startPair as startPairIn, type Pair } from './llama-server-pair.js';
+import { describe, expect, it } from 'vitest';
+import { chat as chatWith, completion, expectSameGreedyCompletions, expectSameTokens, expectSameUpToNearTie, F32_KV, MAX_TOKENS, pairsFor } from './llama-server-pair.js';
 
 const PROMPTS = ['Once upon a time', 'The little dog', 'Lily and Tom went to the park. They', 'One day, a big'];
 const TOKENIZE_TEXTS = [
@@ -47,42 +43,20 @@ const BPE_TOKENIZE_TEXTS = [
   '',
 ];
 
-const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-parity-'));
-const startPair = (file: string, llamaArgs: string[] = []) => startPairIn(file, cacheDir, llamaArgs);
-
 const chatMessages = (prompt: string) => [
   { role: 'system', content: 'You tell short stories.' },
   { role: 'user', content: prompt },
 ];
 const chat = (url: string, model: string, prompt: string, logprobs = false) => chatWith(url, model, chatMessages(prompt), logprobs);
 
-const pairs: Record<string, Pair> = {};
-
-beforeAll(async () => {
-  // The graphs are built once here, one file at a time, so the servers below (started all at
-  // once on shared cores) only reuse the cache folders.
-  process.env.GGUF_CACHE_DIR = cacheDir;
-  for (const file of ['tiny-llama-kquants-f32.gguf', 'tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
-    await ggufModelFolder(join(FIXTURES, file));
-  }
-  delete process.env.GGUF_CACHE_DIR;
-  const started = await Promise.allSettled([
-    startPair('tiny-llama-kquants-f32.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-llama-kquants.gguf'),
-    startPair('tiny-llama-legacy.gguf'),
-    startPair('tiny-llama-bpe.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-qwen2.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-llama3-rope-freqs.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-  ]);
-  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
-  const failed = started.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-}, 240_000);
-
-afterAll(async () => {
-  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
-  rmSync(cacheDir, { recursive: true, force: true });
-});
+const pairs = pairsFor([
+  { file: 'tiny-llama-kquants-f32.gguf', llamaArgs: F32_KV },
+  { file: 'tiny-llama-kquants.gguf' },
+  { file: 'tiny-llama-legacy.gguf' },
+  { file: 'tiny-llama-bpe.gguf', llamaArgs: F32_KV },
+  { file: 'tiny-qwen2.gguf', llamaArgs: F32_KV },
+  { file: 'tiny-llama3-rope-freqs.gguf', llamaArgs: F32_KV },
+]);
 
 describe('a GGUF served beside llama-server on the same file', () => {
   it.each([
@@ -90,12 +64,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
     ['tiny-llama-bpe.gguf', 'byte-level BPE merges, llama-bpe pre-tokenizer', BPE_TOKENIZE_TEXTS],
     ['tiny-qwen2.gguf', 'byte-level BPE merges, qwen2 pre-tokenizer', BPE_TOKENIZE_TEXTS],
   ])('%s: tokenizes as llama.cpp does (%s, special tokens, BOS)', async (file, _kind, texts) => {
-    const { ours, llama, model } = pairs[file];
-    for (const text of texts) {
-      const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
-      const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
-      expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
-    }
+    await expectSameTokens(pairs[file], texts);
   });
 
   it('names the architecture, the tensor types and how they run at startup', () => {
@@ -112,14 +81,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
   });
 
   it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', async () => {
-    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
-    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
-    expect(new Set(reference).size).toBe(PROMPTS.length);
-    const alone: string[] = [];
-    for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
-    expect(alone).toEqual(reference);
-    const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-    expect(batched).toEqual(reference);
+    await expectSameGreedyCompletions(pairs['tiny-llama-kquants-f32.gguf'], PROMPTS);
   });
 
   it('F32: the same greedy chat replies through the file\'s chat template', async () => {

@@ -23,15 +23,17 @@
  * rope scaling other than linear, extra or missing tensors.
  */
 import type { Gemma2Checkpoint, Gemma2Layer } from '../../convert/gemma2-graph.js';
-import { readTensorBytes, type GgufFile } from '../gguf-file.js';
+import type { GgufFile } from '../gguf-file.js';
 import {
   architectureOf,
+  checkpointHeader,
+  expectTensors,
   GgufModelError,
   MAX_GGUF_CONTEXT,
   meta,
   metaNumber,
-  project,
   ropeTables,
+  tensorReaders,
   tensorTypesOf,
   type CheckpointProjection,
   type GgufLlamaShape,
@@ -115,16 +117,7 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
     expected.set(`${p}ffn_up.weight`, [dim, hiddenDim]);
     expected.set(`${p}ffn_down.weight`, [hiddenDim, dim]);
   }
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  for (const [name, shape] of expected) {
-    const tensor = byName.get(name);
-    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
-    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
-  }
-  const extra = file.tensors.filter((t) => !expected.has(t.name));
-  if (extra.length > 0) {
-    throw new GgufModelError(`tensors outside the gemma2 layout (its head is token_embd.weight): ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
-  }
+  expectTensors(file, expected, 'the gemma2 layout (its head is token_embd.weight)');
 
   const slidingWindow = positive(file, `${a}.attention.sliding_window`, DEFAULT_SLIDING_WINDOW);
   const fileContextLength = metaNumber(file, `${a}.context_length`);
@@ -188,13 +181,7 @@ export function gemma2ReportLines(shape: GgufGemma2Shape): string[] {
  * CheckpointProjection). Matrices are made float32 when the graph builder reads them, once each.
  */
 export async function readGemma2Checkpoint(file: GgufFile, shape: GgufGemma2Shape, projection: CheckpointProjection = 'values'): Promise<Gemma2Checkpoint> {
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const read = async (name: string) => project(byName.get(name)!, await readTensorBytes(file, byName.get(name)!), 'values');
-  const matrix = async (name: string): Promise<() => Float32Array> => {
-    const tensor = byName.get(name)!;
-    const bytes = await readTensorBytes(file, tensor);
-    return () => project(tensor, bytes, projection);
-  };
+  const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
   const layers: Gemma2Layer[] = [];
   for (let i = 0; i < shape.nLayers; i++) {
@@ -219,16 +206,7 @@ export async function readGemma2Checkpoint(file: GgufFile, shape: GgufGemma2Shap
   }
   const { real, imag } = ropeTables(shape, null);
   return {
-    header: {
-      dim: shape.dim,
-      hiddenDim: shape.hiddenDim,
-      nLayers: shape.nLayers,
-      nHeads: shape.nHeads,
-      nKvHeads: shape.nKvHeads,
-      vocabSize: shape.vocabSize,
-      seqLen: shape.contextLength,
-      sharedClassifier: true,
-    },
+    header: checkpointHeader(shape),
     headDim: shape.headDim,
     kvDim: shape.headDim * shape.nKvHeads,
     get tokenEmbedding() { return tokenEmbedding(); },
