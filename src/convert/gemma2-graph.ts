@@ -11,8 +11,8 @@
  *   mask and the softmax; the logits likewise with their own cap;
  * - heads may be wider than hidden / heads (gemma-2-2b: 8 heads of 256 on 2304), so q and the
  *   attention output are heads * head_dim wide.
- * Sliding-window layers need nothing here: the caller serves a context no longer than the
- * window (src/gguf/architectures/gemma2.ts), where a sliding layer sees what a full one sees.
+ * - sliding-window layers (every other one in Google's files) mask keys `window` or more
+ *   positions back, as llama.cpp (its SWA "standard" mask) and transformers do.
  */
 import type { Llama2cHeader } from './llama2c-checkpoint.js';
 import { GraphBuilder } from './graph-builder.js';
@@ -20,7 +20,7 @@ import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
 import { buildGroupedAttentionBias } from './llama-attention-bias.js';
 import { MS_DOMAIN, skipNorm } from './llama-graph-blocks.js';
-import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, type DecoderInputs } from './llama-graph-io.js';
+import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, MASK_BIAS, type DecoderInputs } from './llama-graph-io.js';
 import { withLogitsToKeep } from './logits-to-keep.js';
 
 export interface Gemma2Layer {
@@ -54,6 +54,9 @@ export interface Gemma2Checkpoint {
   queryScale: number;
   attentionSoftcap: number;
   finalSoftcap: number;
+  /** Keys this many positions back or more are masked on the layers marked here (by index). */
+  slidingWindow: number;
+  slidingLayers: boolean[];
 }
 
 export type Gemma2GraphOps = 'fused' | 'inplace';
@@ -139,7 +142,8 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
   const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
   const { headDim, kvDim } = ckpt;
   const qDim = nHeads * headDim;
-  const bias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
+  const fullBias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
+  const windowBias = ckpt.slidingLayers.some(Boolean) ? slidingWindowBias(g, inputs, fullBias, ckpt.slidingWindow, nHeads / nKvHeads) : fullBias;
   const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.ropeCos);
   const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.ropeSin);
   const qkvShape = g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]);
@@ -167,6 +171,7 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
     const [q, k] = g.node('Split', [rotated, qkSplit], { scope, attributes: { axis: 1 }, outputs: newNames ? [`${scope}/Split_1_output_0`, newNames.key] : 2 });
     const qGrouped = g.op('Reshape', [q, groupedQueryShape], scope); // [B, kv, group*S, d]
     const past = inputs.past[index];
+    const bias = ckpt.slidingLayers[index] ? windowBias : fullBias;
     let context: string;
     if (ops === 'fused') {
       const [keys] = g.node('Concat', [past.key, k], { scope, attributes: { axis: 2 }, outputs: [`present.${index}.key`] });
@@ -186,4 +191,23 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
     const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [qDim, dim], transpose(layer.wo, dim, qDim));
     return g.op('MatMul', [merged, woT], scope, undefined, 'o_proj/MatMul');
   };
+}
+
+/**
+ * The bias of the sliding-window layers, [B, 1, group*S, T]: the full layers' bias, and
+ * MASK_BIAS where the key is `window` or more positions before the query. A query's position
+ * is its position_ids entry; a key slot's is the count of real slots before it in its row
+ * (cumsum(attention_mask) - 1), because every cache the engine feeds holds a row's tokens in
+ * position order from 0, padding and free slots masked (kv/in-place-kv.ts, kv/kv-cache.ts).
+ */
+function slidingWindowBias(g: GraphBuilder, inputs: DecoderInputs, fullBias: string, window: number, group: number): string {
+  const scope = '/model/sliding_window_bias';
+  const counted = g.op('CumSum', [inputs.attentionMask, g.int64Constant([1], true)], scope); // [B, T]
+  const keyPositions = g.op('Sub', [counted, g.int64Constant([1], true)], scope);
+  const distance = g.op('Sub', [g.op('Unsqueeze', [inputs.positionIds, g.int64Constant([2])], scope), g.op('Unsqueeze', [keyPositions, g.int64Constant([1])], scope)], scope); // [B, S, T]
+  const inWindow = g.op('Less', [distance, g.int64Constant([window], true)], scope);
+  const bias = g.op('Where', [inWindow, g.floatScalar('zero', 0), g.floatScalar('mask_bias', MASK_BIAS)], scope);
+  const tiled = group > 1 ? g.op('Tile', [bias, g.int64Constant([1, group, 1])], scope) : bias;
+  // Min, not Add: two MASK_BIAS would sum to -inf, and a row with nothing to see would then be NaN.
+  return g.op('Min', [fullBias, g.op('Unsqueeze', [tiled, g.int64Constant([1])], scope)], scope);
 }

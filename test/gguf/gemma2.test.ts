@@ -33,7 +33,12 @@ interface Generation {
   logits: number[][];
 }
 
-const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.json'), 'utf8')) as { generations: Generation[] };
+const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.json'), 'utf8')) as {
+  generations: Generation[];
+  max_logit_change_without_sliding_window: number;
+  max_logit_change_without_attn_logit_softcapping: number;
+  max_logit_change_without_final_logit_softcapping: number;
+};
 
 /** Our logits may differ from transformers' by float rounding: this fraction of the largest logit (measured: 4e-6). */
 const TOLERANCE = 3e-5;
@@ -119,25 +124,31 @@ function relativeDiff(ours: Float32Array, theirs: number[][], vocab: number): nu
 }
 
 describe('gemma2 GGUF: our graph against transformers\' Gemma2ForCausalLM', () => {
-  it('reads the file as llama.cpp does: head size apart from hidden / heads, soft-caps, window, query scale', async () => {
+  it('reads the file as llama.cpp does: head size apart from hidden / heads, soft-caps, sliding window, query scale', async () => {
     const model = await modelOf('tiny-gemma2.gguf');
     const { shape } = model;
     expect(shape).toMatchObject({ architecture: 'gemma2', dim: 64, nHeads: 4, nKvHeads: 2, headDim: 32, nLayers: 4, hiddenDim: 128, tiedEmbeddings: true, ropeOrder: 'rotate-half' });
-    expect(shape).toMatchObject({ fileContextLength: 512, contextLength: 256, gemma2: { attentionSoftcap: 20, finalSoftcap: 30, slidingWindow: 256 } });
+    expect(shape).toMatchObject({ fileContextLength: 512, contextLength: 512, gemma2: { attentionSoftcap: 20, finalSoftcap: 30, slidingWindow: 16, slidingLayers: [true, false, true, false] } });
     expect((shape as unknown as { gemma2: { queryScale: number } }).gemma2.queryScale).toBeCloseTo(1 / Math.sqrt(32), 12);
-    expect(model.config).toMatchObject({ architectures: ['Gemma2ForCausalLM'], head_dim: 32, max_position_embeddings: 256, hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: 32, sliding_window: 256 });
+    expect(model.config).toMatchObject({ architectures: ['Gemma2ForCausalLM'], head_dim: 32, max_position_embeddings: 512, hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: 32, sliding_window: 16 });
     const report = ggufReportLines(model).join('\n');
     expect(report).toMatch(/GGUF: architecture gemma2 \("tiny-gemma2"\), 4 layers, 4 heads \/ 2 key-value heads, rope theta 10000, tied output head/);
-    expect(report).toMatch(/GGUF context: the file says 512 positions, served 256/);
+    expect(report).not.toMatch(/GGUF context/);
     expect(report).toMatch(/query scale 1\/sqrt\(32\) from key_length 32, attention logits soft-capped at 20, final logits at 30, 4 heads of 32/);
-    expect(report).toMatch(/sliding window 256 on every other layer; context capped to the window \(256 of the file's 512 positions\)/);
+    expect(report).toMatch(/sliding window of 16 positions on layers 0, 2 \(of 4\), full attention on the others/);
     // Gemma's SentencePiece vocabulary: no space prefix; <end_of_turn> ends a generation as in llama.cpp.
     expect(model.tokenizer.description).toMatch(/llama \(SentencePiece, byte fallback\), 512 tokens, add_bos true, add_eos false, chat template from the file/);
     expect(model.generationConfig.eos_token_id).toEqual([1, 5]);
   });
 
-  it('the reference is well conditioned: every greedy step\'s best logit beats the second by far more than the tolerance', () => {
+  it('the reference is well conditioned and tells the model apart: margins far above the tolerance, window and caps that change the logits', () => {
+    // Without the sliding window or either soft-cap, transformers' logits move by far more than the tolerance.
+    for (const change of [REFERENCE.max_logit_change_without_sliding_window, REFERENCE.max_logit_change_without_attn_logit_softcapping, REFERENCE.max_logit_change_without_final_logit_softcapping]) {
+      expect(change).toBeGreaterThan(0.05);
+    }
     for (const generation of REFERENCE.generations) {
+      // Every generation runs past the window of 16 positions.
+      expect(generation.prompt_ids.length + generation.greedy_ids.length).toBeGreaterThan(2 * 16);
       const largest = Math.max(...generation.logits.flat().map(Math.abs));
       expect(Math.min(...generation.margins)).toBeGreaterThan(10 * TOLERANCE * largest);
       // Not one token repeated: the attention and the MLP decide the text.

@@ -11,12 +11,9 @@
  * - query_pre_attn_scalar is not stored: llama.cpp scales queries by 1/sqrt(head_dim), or
  *   1/sqrt(embedding_length / head_count) for a 46-layer file (gemma-2-27b, whose
  *   query_pre_attn_scalar is 144 = 4608 / 32); both equal transformers' for Google's configs;
- * - attention.sliding_window (4096 when absent) on every other layer, starting with layer 0.
- *
- * The sliding window: this engine serves at most `sliding_window` positions (the context is
- * capped to it), where every key a sliding layer could mask is within the window anyway, so
- * each layer computes what llama.cpp and transformers compute; a longer request is refused
- * as any request past the context is. gemma-2's own files: 4096 of 8192 positions.
+ * - attention.sliding_window (4096 when absent) on the layers attention.sliding_window_pattern
+ *   marks (llama.cpp: layer i slides when i % n < n - 1, n = 2 when absent: layers 0, 2, ...);
+ *   the graph masks keys `window` or more positions back there, as llama.cpp and transformers.
  *
  * Anything else the graph cannot express is refused by name: a different rope base on the
  * sliding layers (rope.freq_base_swa), value length unlike the key length, partial rotary,
@@ -45,6 +42,7 @@ export const GEMMA2 = 'gemma2';
 const DEFAULT_ATTENTION_SOFTCAP = 50;
 const DEFAULT_FINAL_SOFTCAP = 30;
 const DEFAULT_SLIDING_WINDOW = 4096;
+const DEFAULT_SLIDING_WINDOW_PATTERN = 2;
 /** gemma-2-27b: llama.cpp recognises it by its layer count and scales queries by hidden / heads. */
 const GEMMA2_27B_LAYERS = 46;
 
@@ -58,6 +56,7 @@ export interface GgufGemma2Shape extends GgufLlamaShape {
     attentionSoftcap: number;
     finalSoftcap: number;
     slidingWindow: number;
+    slidingLayers: boolean[];
   };
 }
 
@@ -120,6 +119,8 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
   expectTensors(file, expected, 'the gemma2 layout (its head is token_embd.weight)');
 
   const slidingWindow = positive(file, `${a}.attention.sliding_window`, DEFAULT_SLIDING_WINDOW);
+  const pattern = metaNumber(file, `${a}.attention.sliding_window_pattern`, DEFAULT_SLIDING_WINDOW_PATTERN);
+  const slidingLayers = Array.from({ length: nLayers }, (_, i) => pattern === 0 || i % pattern < pattern - 1);
   const fileContextLength = metaNumber(file, `${a}.context_length`);
   const is27b = nLayers === GEMMA2_27B_LAYERS;
   const name = meta(file, 'general.name');
@@ -133,7 +134,7 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
     nKvHeads,
     headDim,
     vocabSize,
-    contextLength: Math.min(fileContextLength, slidingWindow, MAX_GGUF_CONTEXT),
+    contextLength: Math.min(fileContextLength, MAX_GGUF_CONTEXT),
     fileContextLength,
     rmsNormEps: metaNumber(file, `${a}.attention.layer_norm_rms_epsilon`),
     ropeTheta,
@@ -149,6 +150,7 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
       attentionSoftcap: positive(file, `${a}.attn_logit_softcapping`, DEFAULT_ATTENTION_SOFTCAP),
       finalSoftcap: positive(file, `${a}.final_logit_softcapping`, DEFAULT_FINAL_SOFTCAP),
       slidingWindow,
+      slidingLayers,
     },
   };
 }
@@ -168,10 +170,11 @@ export function gemma2ConfigFields(shape: GgufGemma2Shape): Record<string, unkno
 
 export function gemma2ReportLines(shape: GgufGemma2Shape): string[] {
   const { gemma2 } = shape;
-  const capped = shape.contextLength < shape.fileContextLength && shape.contextLength === gemma2.slidingWindow;
+  const sliding = gemma2.slidingLayers.flatMap((slides, i) => (slides ? [i] : []));
+  const layers = sliding.length === shape.nLayers ? 'every layer' : sliding.length === 0 ? 'no layer' : `layers ${sliding.slice(0, 4).join(', ')}${sliding.length > 4 ? ', …' : ''}`;
   return [
     `GGUF gemma2: embeddings × sqrt(${shape.dim}), 4 RMSNorms a layer, GELU (tanh) MLP, query scale 1/sqrt(${gemma2.queryPreAttnScalar}) from ${gemma2.queryScaleFrom}, attention logits soft-capped at ${gemma2.attentionSoftcap}, final logits at ${gemma2.finalSoftcap}, ${shape.nHeads} heads of ${shape.headDim}`,
-    `GGUF gemma2: sliding window ${gemma2.slidingWindow} on every other layer; ${capped ? `context capped to the window (${gemma2.slidingWindow} of the file's ${shape.fileContextLength} positions)` : `context ${shape.contextLength}, within the window`}, so every layer attends exactly as llama.cpp and transformers do`,
+    `GGUF gemma2: sliding window of ${gemma2.slidingWindow} positions on ${layers} (of ${shape.nLayers}), full attention on the others`,
   ];
 }
 
@@ -218,5 +221,7 @@ export async function readGemma2Checkpoint(file: GgufFile, shape: GgufGemma2Shap
     queryScale: shape.gemma2.queryScale,
     attentionSoftcap: shape.gemma2.attentionSoftcap,
     finalSoftcap: shape.gemma2.finalSoftcap,
+    slidingWindow: shape.gemma2.slidingWindow,
+    slidingLayers: shape.gemma2.slidingLayers,
   };
 }
