@@ -9,7 +9,9 @@ import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-o
 import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../convert/onnx-writer.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
-import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
+import { architectureOf, llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
+import { buildGemma2Graph } from '../convert/gemma2-graph.js';
+import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2Shape, readGemma2Checkpoint } from './architectures/gemma2.js';
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
@@ -54,7 +56,7 @@ const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qw
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
   const file = await readGguf(source);
-  const shape = llamaShapeOf(file);
+  const shape = architectureOf(file) === GEMMA2 ? gemma2ShapeOf(file) : llamaShapeOf(file);
   const tokenizer = ggufTokenizerFiles(file, shape.contextLength);
   const tokens = (file.metadata.get('tokenizer.ggml.tokens') as string[]).length;
   if (tokens !== shape.vocabSize) {
@@ -81,6 +83,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     hidden_act: 'silu',
     torch_dtype: 'float32',
     use_cache: true,
+    ...(isGemma2Shape(shape) ? gemma2ConfigFields(shape) : {}),
   };
   const generationConfig = { bos_token_id: tokenizer.bosTokenId ?? null, eos_token_id: tokenizer.eosTokenIds };
   return { file, shape, tokenizer, config, generationConfig };
@@ -131,8 +134,11 @@ function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> |
 
 /** The decoder graph in flavour `ops`, weights inline (the caller may move them out), and its execution report lines. */
 export async function buildGgufGraph(model: GgufModel, ops: GraphOps, options: GgufGraphOptions = DEFAULT_GGUF_GRAPH_OPTIONS): Promise<{ graph: OnnxGraph; execution: string[]; weights: ReadonlyMap<string, string> }> {
+  const { shape } = model;
   const build = async (projection: 'values' | 'scales' | 'mins') =>
-    buildLlamaGraph(await readLlamaCheckpoint(model.file, model.shape, projection), { rmsNormEps: model.shape.rmsNormEps, ops });
+    isGemma2Shape(shape)
+      ? buildGemma2Graph(await readGemma2Checkpoint(model.file, shape, projection), shape.rmsNormEps, ops)
+      : buildLlamaGraph(await readLlamaCheckpoint(model.file, shape, projection), { rmsNormEps: shape.rmsNormEps, ops });
   const values = await build('values');
   if (options.weights === 'float32') return { graph: values, execution: executionLines(model, null), weights: new Map() };
   const hasMins = hasMinTypes(model);
@@ -169,6 +175,7 @@ export function ggufReportLines(model: GgufModel): string[] {
     `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads${shape.headDim * shape.nHeads === shape.dim ? '' : `, head size ${shape.headDim}`}${shape.qkNorm ? ', per-head q/k norms' : ''}, rope theta ${shape.ropeTheta}${ropeScalingText(shape)}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
+    ...(isGemma2Shape(shape) ? gemma2ReportLines(shape) : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
   ];
 }

@@ -18,7 +18,7 @@
  * Anything the graph cannot express exactly is refused by name: other architectures,
  * partial rotary, YaRN scaling, biases or extra tensors, unsupported types.
  */
-import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cHeader, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
 import { hfRowSource } from '../convert/rope.js';
@@ -37,7 +37,7 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, PHI3] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, PHI3, 'gemma2'] as const;
 
 /** Architectures whose RoPE is llama.cpp's NEOX (rotate-half): their q/k rows are in HF order in the file. */
 const NEOX_ROPE = new Set(['qwen2', QWEN3, PHI3]);
@@ -84,11 +84,11 @@ export interface GgufLlamaShape {
   tensorTypes: Map<string, number>;
 }
 
-function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
+export function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
   return file.metadata.get(key);
 }
 
-function metaNumber(file: GgufFile, key: string, fallback?: number): number {
+export function metaNumber(file: GgufFile, key: string, fallback?: number): number {
   const value = meta(file, key);
   if (value === undefined) {
     if (fallback !== undefined) return fallback;
@@ -106,14 +106,8 @@ export function architectureOf(file: GgufFile): string {
 
 const LAYER_TENSORS = ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_down', 'ffn_up'] as const;
 
-/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
-export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
-  const architecture = architectureOf(file);
-  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
-    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
-  }
-  const a = architecture;
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+/** Tensor counts by ggml type name; refuses a type this engine cannot execute, naming the tensor. */
+export function tensorTypesOf(file: GgufFile): Map<string, number> {
   const tensorTypes = new Map<string, number>();
   for (const tensor of file.tensors) {
     if (!tensor.type) throw new GgufModelError(`tensor ${tensor.name} has ggml type id ${tensor.typeId}, unknown to this engine (supported: ${SUPPORTED_TYPE_NAMES.join(', ')})`);
@@ -122,6 +116,32 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     }
     tensorTypes.set(tensor.type.name, (tensorTypes.get(tensor.type.name) ?? 0) + 1);
   }
+  return tensorTypes;
+}
+
+/** The file holds exactly the `expected` tensors (name → ggml dims), or a GgufModelError names the first that differs. */
+export function expectTensors(file: GgufFile, expected: ReadonlyMap<string, number[]>, layout: string): void {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  for (const [name, shape] of expected) {
+    const tensor = byName.get(name);
+    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
+    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
+  }
+  const extra = file.tensors.filter((t) => !expected.has(t.name));
+  if (extra.length > 0) {
+    throw new GgufModelError(`tensors outside ${layout}: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
+  }
+}
+
+/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
+export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
+  const architecture = architectureOf(file);
+  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
+    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+  }
+  const a = architecture;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const tensorTypes = tensorTypesOf(file);
   const dim = metaNumber(file, `${a}.embedding_length`);
   const nLayers = metaNumber(file, `${a}.block_count`);
   const nHeads = metaNumber(file, `${a}.attention.head_count`);
@@ -184,15 +204,7 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     ropeScaling = { kind: 'llama3-freqs' };
   }
 
-  for (const [name, shape] of expected) {
-    const tensor = byName.get(name);
-    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
-    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
-  }
-  const extra = file.tensors.filter((t) => !expected.has(t.name));
-  if (extra.length > 0) {
-    throw new GgufModelError(`tensors outside the llama layout this engine builds: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
-  }
+  expectTensors(file, expected, 'the llama layout this engine builds');
   const name = meta(file, 'general.name');
   return {
     architecture,
@@ -251,7 +263,7 @@ async function floats(file: GgufFile, tensor: GgufTensorInfo, projection: Checkp
  * by p * theta^(-2i / headDim), divided by the pair's frequency factor (Llama 3.1's rope_freqs,
  * LongRoPE's long or short factors) or by a linear factor; cos and sin times rope.scaling.attn_factor.
  */
-function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
+export function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
   const half = shape.headDim / 2;
   const real = new Float32Array(shape.contextLength * half);
   const imag = new Float32Array(shape.contextLength * half);
@@ -268,20 +280,43 @@ function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { 
 }
 
 /**
+ * How a checkpoint reader reads the file: `read` a tensor's values (norms, biases), `matrix`
+ * a weight in `projection`, kept as the file's bytes and made float32 when the graph builder
+ * reads it (once each): the builder holds one matrix's floats at a time, not the whole model's.
+ */
+export function tensorReaders(file: GgufFile, projection: CheckpointProjection) {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  return {
+    read: (name: string) => floats(file, byName.get(name)!, 'values'),
+    matrix: async (name: string): Promise<() => Float32Array> => {
+      const tensor = byName.get(name)!;
+      const bytes = await readTensorBytes(file, tensor);
+      return () => project(tensor, bytes, projection);
+    },
+  };
+}
+
+/** The converter's header for the file's shape (the decoder's sizes, its context, a tied head or not). */
+export function checkpointHeader(shape: GgufLlamaShape): Llama2cHeader {
+  return {
+    dim: shape.dim,
+    hiddenDim: shape.hiddenDim,
+    nLayers: shape.nLayers,
+    nHeads: shape.nHeads,
+    nKvHeads: shape.nKvHeads,
+    vocabSize: shape.vocabSize,
+    seqLen: shape.contextLength,
+    sharedClassifier: shape.tiedEmbeddings,
+  };
+}
+
+/**
  * The model's weights, dequantized (float32) in the converter's checkpoint layout; with
  * `projection` scales or mins, the matrices hold their blocks' factors instead (norms,
  * biases and RoPE tables stay values: no graph weight built from them is quantized).
  */
 export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape, projection: CheckpointProjection = 'values'): Promise<Llama2cCheckpoint> {
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const read = (name: string) => floats(file, byName.get(name)!, 'values');
-  // Matrices are kept as the file's bytes and made float32 when the graph builder reads them
-  // (once each): the builder holds one matrix's floats at a time, not the whole model's.
-  const matrix = async (name: string): Promise<() => Float32Array> => {
-    const tensor = byName.get(name)!;
-    const bytes = await readTensorBytes(file, tensor);
-    return () => project(tensor, bytes, projection);
-  };
+  const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
   const classifier = shape.tiedEmbeddings ? tokenEmbedding : await matrix('output.weight');
   const layers: Llama2cLayer[] = [];
@@ -324,16 +359,7 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
   const { real, imag } = ropeTables(shape, freqFactors);
   const rmsFinal = await read('output_norm.weight');
   return {
-    header: {
-      dim: shape.dim,
-      hiddenDim: shape.hiddenDim,
-      nLayers: shape.nLayers,
-      nHeads: shape.nHeads,
-      nKvHeads: shape.nKvHeads,
-      vocabSize: shape.vocabSize,
-      seqLen: shape.contextLength,
-      sharedClassifier: shape.tiedEmbeddings,
-    },
+    header: checkpointHeader(shape),
     headDim: shape.headDim,
     kvDim: shape.headDim * shape.nKvHeads,
     get tokenEmbedding() { return tokenEmbedding(); },

@@ -67,7 +67,7 @@ describe('GGUF refusals', () => {
 
   it('refuses an unknown architecture by name, with the supported list', async () => {
     expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe(`architecture "mamba" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
-    expect(SUPPORTED_ARCHITECTURES).toEqual(expect.arrayContaining(['llama', 'qwen2', 'qwen3']));
+    expect(SUPPORTED_ARCHITECTURES).toEqual(expect.arrayContaining(['llama', 'qwen2', 'qwen3', 'phi3', 'gemma2']));
   });
 
   it('refuses Qwen3 MoE (qwen3moe) by name: a qwen3 file whose architecture says experts', async () => {

@@ -54,16 +54,19 @@ export async function completion(url: string, model: string, prompt: string, log
   return choiceOf(await post(url, '/v1/completions', { model, prompt, max_tokens: MAX_TOKENS, temperature: 0, ...(logprobs ? { logprobs: 5 } : {}) }));
 }
 
-export const chatMessages = (prompt: string) => [
+export type Messages = Array<{ role: string; content: string }>;
+
+export const chatMessages = (prompt: string): Messages => [
   { role: 'system', content: 'You tell short stories.' },
   { role: 'user', content: prompt },
 ];
 
-export async function chat(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
+/** A chat on `prompt` (a system and a user turn: chatMessages) or on the messages given. */
+export async function chat(url: string, model: string, prompt: string | Messages, logprobs = false): Promise<Choice> {
   return choiceOf(
     await post(url, '/v1/chat/completions', {
       model,
-      messages: chatMessages(prompt),
+      messages: typeof prompt === 'string' ? chatMessages(prompt) : prompt,
       max_tokens: MAX_TOKENS,
       temperature: 0,
       ...(logprobs ? { logprobs: true, top_logprobs: 5 } : {}),
@@ -76,7 +79,7 @@ export async function chat(url: string, model: string, prompt: string, logprobs 
  * which its parser for some templates trims (Qwen3's: the reply's leading whitespace) where
  * vLLM, without a reasoning parser, returns the text as generated (as this server does).
  */
-export async function llamaChatGenerated(url: string, model: string, prompt: string): Promise<string> {
+export async function llamaChatGenerated(url: string, model: string, prompt: string | Messages): Promise<string> {
   const choice = await chat(url, model, prompt, true);
   return tokensWithAlternatives(choice).map(({ token }) => token).join('');
 }
