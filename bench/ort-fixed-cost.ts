@@ -28,6 +28,8 @@ if (process.argv[3]) {
     attention_mask: new ort.Tensor('int64', new BigInt64Array(past + 1).fill(1n), [1, past + 1]),
     position_ids: new ort.Tensor('int64', BigInt64Array.of(BigInt(past)), [1, 1]),
   };
+  // Our graphs take num_logits_to_keep as a required input (a decode step keeps one position).
+  if (session.inputNames.includes('num_logits_to_keep')) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
   for (const name of session.inputNames.filter((n) => n.startsWith('past_key_values'))) feeds[name] = new ort.Tensor('float32', new Float32Array(4 * past * 8), [1, 4, past, 8]);
   cases.push({ label: 'model, all outputs', run: () => session.run(feeds) });
   cases.push({ label: 'model, logits only', run: () => session.run(feeds, ['logits']) });
