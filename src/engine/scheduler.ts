@@ -11,7 +11,7 @@ import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
 import type { KvCache } from './kv/types.js';
-import { yieldToEventLoop } from './yield.js';
+import { yieldBetweenSteps, yieldToEventLoop } from './yield.js';
 
 /**
  * The engine's step loop (LocalEngine hands it every request it accepted): the waiting
@@ -215,7 +215,7 @@ export class Scheduler {
         if (runner.size > 0) launched = runner.launchStep();
       }
       if (this.lanes.length > 1) this.signalChange();
-      await yieldToEventLoop();
+      await yieldBetweenSteps();
     }
   }
 
