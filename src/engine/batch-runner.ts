@@ -1,7 +1,7 @@
 import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache } from './kv/kv-cache.js';
 import type { KvCache, KvPadding, KvRowSource } from './kv/types.js';
-import { promptInput, type Decoder } from './onnx-decoder.js';
+import { promptInput, type Decoder, type DecoderInput } from './onnx-decoder.js';
 import { freeReplacedKvBuffers } from './kv/free-kv-buffers.js';
 import { localInPlaceKv, type InPlaceKvOps } from './kv/in-place-step.js';
 import type { PlaceholderEmbeds } from './placeholder-embeds.js';
@@ -135,32 +135,10 @@ export class BatchRunner {
 
   /** One model call for `prompts`, right-padded to the longest: per prompt its last position's logits and its cache row. */
   private async prefillRows(prompts: ReadonlyArray<readonly number[]>): Promise<Array<{ logits: Float32Array; cache: KvCache; cacheRow: number }>> {
-    const batch = prompts.length;
-    const seqLen = prompts.reduce((longest, prompt) => Math.max(longest, prompt.length), 0);
-    const shortest = prompts.reduce((least, prompt) => Math.min(least, prompt.length), seqLen);
-    const inputIds = new BigInt64Array(batch * seqLen);
-    const positionIds = new BigInt64Array(batch * seqLen);
-    const attentionMask = new BigInt64Array(batch * seqLen);
-    prompts.forEach((prompt, row) => {
-      for (let position = 0; position < seqLen; position++) {
-        const real = position < prompt.length;
-        // Padding repeats the last token at the next positions: masked, and its slots are never read.
-        inputIds[row * seqLen + position] = BigInt(prompt[real ? position : prompt.length - 1]);
-        positionIds[row * seqLen + position] = BigInt(position);
-        attentionMask[row * seqLen + position] = real ? 1n : 0n;
-      }
-    });
-    // Every row's last real position lies in the last seqLen - shortest + 1.
-    const kept = seqLen - shortest + 1;
-    const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past: this.emptyCache(batch), logitsToKeep: kept });
+    const input = rightPaddedPrompts(prompts, this.emptyCache(prompts.length));
+    const { logits, present } = await this.decoder.run(input);
     this.prefilled.push(present);
-    const vocab = this.decoder.spec.vocabSize;
-    // The last `returned` positions of each row (kept, unless the graph returned more).
-    const returned = logits.length / (batch * vocab);
-    return prompts.map((prompt, row) => {
-      const start = (row * returned + prompt.length - 1 - (seqLen - returned)) * vocab;
-      return { logits: logits.subarray(start, start + vocab), cache: present, cacheRow: row };
-    });
+    return lastRealLogits(logits, prompts, input.seqLen, this.decoder.spec.vocabSize).map((rowLogits, row) => ({ logits: rowLogits, cache: present, cacheRow: row }));
   }
 
   /**
@@ -470,4 +448,36 @@ export function promptBunches(prompts: ReadonlyArray<readonly number[]>, vocabSi
   }
   if (bunch.length > 0) bunches.push(bunch);
   return bunches;
+}
+
+/**
+ * Prompts as one prefill's input, each a row right-padded to the longest: the padding repeats
+ * the row's last token at the next positions, masked (its slots are never read), and the
+ * logits kept are the last (longest - shortest + 1) positions, where every row's last real one lies.
+ */
+export function rightPaddedPrompts(prompts: ReadonlyArray<readonly number[]>, past: KvCache): DecoderInput {
+  const batch = prompts.length;
+  const seqLen = prompts.reduce((longest, prompt) => Math.max(longest, prompt.length), 0);
+  const shortest = prompts.reduce((least, prompt) => Math.min(least, prompt.length), seqLen);
+  const inputIds = new BigInt64Array(batch * seqLen);
+  const positionIds = new BigInt64Array(batch * seqLen);
+  const attentionMask = new BigInt64Array(batch * seqLen);
+  prompts.forEach((prompt, row) => {
+    for (let position = 0; position < seqLen; position++) {
+      const real = position < prompt.length;
+      inputIds[row * seqLen + position] = BigInt(prompt[real ? position : prompt.length - 1]);
+      positionIds[row * seqLen + position] = BigInt(position);
+      attentionMask[row * seqLen + position] = real ? 1n : 0n;
+    }
+  });
+  return { batch, seqLen, inputIds, positionIds, attentionMask, past, logitsToKeep: seqLen - shortest + 1 };
+}
+
+/** Each row's last real position's logits, from a right-padded prefill's output (the last positions of each row, as many as the graph returned). */
+export function lastRealLogits(logits: Float32Array, prompts: ReadonlyArray<readonly number[]>, seqLen: number, vocab: number): Float32Array[] {
+  const returned = logits.length / (prompts.length * vocab);
+  return prompts.map((prompt, row) => {
+    const start = (row * returned + prompt.length - 1 - (seqLen - returned)) * vocab;
+    return logits.subarray(start, start + vocab);
+  });
 }

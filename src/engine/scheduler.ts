@@ -55,6 +55,8 @@ export interface SchedulerOptions {
   pipeline: PipelineSettings;
   /** The LoRA adapters and their slots, when the engine serves adapters. */
   adapters?: EngineLora;
+  /** Waiting prompts may share a prefill call (the batching self-test's prefillTogether). */
+  prefillTogether?: boolean;
 }
 
 export class Scheduler {
@@ -72,12 +74,15 @@ export class Scheduler {
   readonly counters = { steps: 0, generatedTokens: 0 };
   /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
   private readonly oneRequestPerStep: boolean;
+  /** Whether waiting prompts may share a prefill call (SchedulerOptions.prefillTogether). */
+  private readonly sharesPrefills: boolean;
   /** Media features of waiting requests, handed to their prefill. */
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
 
   constructor(decoder: Decoder, options: SchedulerOptions) {
     const { limits, batching, modelThread, pipeline } = options;
     this.limits = limits;
+    this.sharesPrefills = options.prefillTogether ?? false;
     this.adapters = options.adapters;
     this.oneRequestPerStep = batching.kind !== 'batched';
     const laneCount = this.oneRequestPerStep || modelThread !== 'worker' ? 1 : Math.max(1, pipeline.lanes);
@@ -340,7 +345,7 @@ export class Scheduler {
       budget -= next.promptTokenIds.length;
       // Counted while its prefill runs, so the other lanes balance against it.
       lane.joining += next.width;
-      if (runner.prefillsTogether && !next.needsPromptLogits && !this.placeholders.has(next) && (next.loraSlot ?? -1) < 0) {
+      if (this.sharesPrefills && runner.prefillsTogether && !next.needsPromptLogits && !this.placeholders.has(next) && (next.loraSlot ?? -1) < 0) {
         together.push(next);
         continue;
       }

@@ -5,7 +5,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { promptBunches } from '../../src/engine/batch-runner.js';
 import type { Engine } from '../../src/engine/types.js';
-import { collectGeneration, embeddedEngine } from '../helpers/model.js';
+import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { collectGeneration, embeddedEngine, MODEL_DIR } from '../helpers/model.js';
 
 afterAll(async () => (await embeddedEngine('native')).dispose());
 
@@ -36,6 +37,19 @@ describe('prefilling waiting prompts together', () => {
     // Five prompts, at most two calls: the first may start an idle engine alone (a loop still
     // winding down from the last test takes all five at once); the rest share one.
     expect(engine.stats().steps - before).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('which graphs share prefills', () => {
+  it('the embedded in-place graph passes the load-time check; the present.* graph of the same weights is not tried', async () => {
+    expect((await embeddedEngine('native')).loadReport.prefillTogether).toBe(true);
+    const presentGraph = await createNodeEngine({ modelDir: MODEL_DIR, modelFile: 'onnx/model.onnx' });
+    try {
+      expect(presentGraph.loadReport.contract).not.toContain('in-place');
+      expect(presentGraph.loadReport.prefillTogether).toBe(false);
+    } finally {
+      await presentGraph.dispose();
+    }
   });
 });
 
