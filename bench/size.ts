@@ -30,6 +30,7 @@ import {
 import { peerGreedyTokens, startLlamaServer, type PeerConfig, type PeerHandle } from './peer.js';
 import { benchModelCache, ensureBenchModel } from './size-models.js';
 import { median } from './stats.js';
+import { benchModelWanted, warmUp } from './warm-up.js';
 
 export interface SizeBenchOptions {
   rounds: number;
@@ -218,8 +219,11 @@ async function modelRow(
     for (const config of peerConfigs) peers.push(await startPeer({ gguf, threads: config.threads, parallel: config.parallel, slotContext }));
     const greedy = await greedyCheck(onnxDir, dtype, peers[0].handle.url, randomPrompts(4, PROMPT_TOKENS, promptRange, 7), 32);
     log(`  greedy ids, ours vs llama.cpp, 4 prompts × 32 tokens: agreeing prefixes ${greedy.agreeingPrefix.join(', ')}`);
-    // Warm-up: JIT, first-touch of weights and KV on every server.
-    for (const server of [ours, ...peers]) await aggregateTokensPerSecond(server.target, randomPrompts(4, PROMPT_TOKENS, promptRange, 3), 8);
+    // Warm-up: first touch of weights and KV (a batch), then the JIT (bench/warm-up.ts), on every server.
+    for (const server of [ours, ...peers]) {
+      await aggregateTokensPerSecond(server.target, randomPrompts(4, PROMPT_TOKENS, promptRange, 3), 8);
+      await warmUp((tokens, index) => completionTokensPerSecond(server.target, randomPrompts(1, PROMPT_TOKENS, promptRange, 500 + index)[0], tokens));
+    }
     const servers: RunningServer[] = [ours, ...peers];
     const measuresOf = (server: RunningServer) =>
       server === ours ? ourMeasures : peerConfigs[peers.findIndex((p) => p === server)].measures;
@@ -311,12 +315,13 @@ async function benchOneGguf(gguf: string, options: SizeBenchOptions, peerVersion
 export async function benchSizes(options: SizeBenchOptions, peerVersion: string): Promise<SizeResults> {
   if (process.env.BENCH_GGUF) return benchOneGguf(process.env.BENCH_GGUF, options, peerVersion);
   const before = loadavg();
-  const model = await ensureBenchModel(options.log);
+  const model = benchModelWanted('135m-fp32') || benchModelWanted('135m-q4') ? await ensureBenchModel(options.log) : null;
   const rows: ModelRow[] = [];
   const all: Measure[] = ['single', 'ttft', ...options.streams.map((n) => `streams:${n}` as Measure)];
   const slotContext = 512;
   const maxStreams = Math.max(...options.streams);
   for (const [dtype, weights] of [['fp32', 'F32'], ['q4', 'Q4_0']] as const) {
+    if (model === null || !benchModelWanted(dtype === 'fp32' ? '135m-fp32' : '135m-q4')) continue;
     rows.push(
       await modelRow(
         '135M-shaped (SmolLM2 shape)',
@@ -333,20 +338,23 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
   }
   // stories260K: one request on --parallel 1, 64 streams on --parallel 64 (the best configs
   // of each, per the peer notes), each at 1 and 2 threads.
-  const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
-  const storiesGguf = await stories260kGguf('F32');
-  const configs = [1, 2].flatMap((threads) => [
-    { threads, parallel: 1, measures: ['single'] as Measure[] },
-    { threads, parallel: 64, measures: ['streams:64'] as Measure[] },
-  ]);
-  rows.push(
-    await modelRow('stories260K (embedded)', 'fp32', embedded, storiesGguf, configs, ['single', 'streams:64'], 512, [259, 512], {
-      ...options,
-      rounds: Math.max(options.rounds, 3),
-    }),
-  );
-  const storiesQ4 = await stories260kQ4Greedy();
-  options.log?.(`stories260K q4 / Q4_0: greedy ids agree for the first ${storiesQ4.agreeingPrefix.join(', ')} of ${storiesQ4.tokensPerPrompt} tokens`);
+  let storiesQ4: GreedyCheck | undefined;
+  if (benchModelWanted('stories260k')) {
+    const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
+    const storiesGguf = await stories260kGguf('F32');
+    const configs = [1, 2].flatMap((threads) => [
+      { threads, parallel: 1, measures: ['single'] as Measure[] },
+      { threads, parallel: 64, measures: ['streams:64'] as Measure[] },
+    ]);
+    rows.push(
+      await modelRow('stories260K (embedded)', 'fp32', embedded, storiesGguf, configs, ['single', 'streams:64'], 512, [259, 512], {
+        ...options,
+        rounds: Math.max(options.rounds, 3),
+      }),
+    );
+    storiesQ4 = await stories260kQ4Greedy();
+    options.log?.(`stories260K q4 / Q4_0: greedy ids agree for the first ${storiesQ4.agreeingPrefix.join(', ')} of ${storiesQ4.tokensPerPrompt} tokens`);
+  }
   return {
     storiesQ4Greedy: storiesQ4,
     peer: `llama.cpp's llama-server (${peerVersion}), built from node-llama-cpp's bundled sources against its prebuilt libraries`,
