@@ -9,6 +9,7 @@
  *
  * BENCH_GGUF=path/to/file.gguf: only that file, served by our server (MODEL_DIR=file.gguf)
  * and by llama-server, same rounds and figures; the chart is not rewritten.
+ * BENCH_SIZE_ROWS=q4 (a comma list of fp32, q4, stories): only those rows; nor is it then.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +42,8 @@ export async function sizeSection(): Promise<SizeResults | null> {
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}/size-${date}.json`, JSON.stringify(results, null, 2));
   writeFileSync(`${outDir}/size-${date}.md`, markdown);
-  if (process.env.BENCH_GGUF) {
+  // One GGUF or some rows only: the chart (every 135M row) is left as it is.
+  if (process.env.BENCH_GGUF || process.env.BENCH_SIZE_ROWS) {
     console.log(`written: bench/results/size-${date}.json, bench/results/size-${date}.md`);
     return results;
   }

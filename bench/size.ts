@@ -316,7 +316,9 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
   const all: Measure[] = ['single', 'ttft', ...options.streams.map((n) => `streams:${n}` as Measure)];
   const slotContext = 512;
   const maxStreams = Math.max(...options.streams);
+  const wanted = sizeRows(process.env.BENCH_SIZE_ROWS);
   for (const [dtype, weights] of [['fp32', 'F32'], ['q4', 'Q4_0']] as const) {
+    if (!wanted.has(dtype)) continue;
     rows.push(
       await modelRow(
         '135M-shaped (SmolLM2 shape)',
@@ -331,6 +333,16 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
       ),
     );
   }
+  const done = () => ({
+    peer: `llama.cpp's llama-server (${peerVersion}), built from node-llama-cpp's bundled sources against its prebuilt libraries`,
+    machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'})`,
+    loadAverage: { before, after: loadavg() },
+    maxTokens: options.maxTokens,
+    ttftPromptTokens: options.ttftPromptTokens,
+    rounds: options.rounds,
+    rows,
+  });
+  if (!wanted.has('stories')) return done();
   // stories260K: one request on --parallel 1, 64 streams on --parallel 64 (the best configs
   // of each, per the peer notes), each at 1 and 2 threads.
   const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
@@ -347,16 +359,18 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
   );
   const storiesQ4 = await stories260kQ4Greedy();
   options.log?.(`stories260K q4 / Q4_0: greedy ids agree for the first ${storiesQ4.agreeingPrefix.join(', ')} of ${storiesQ4.tokensPerPrompt} tokens`);
-  return {
-    storiesQ4Greedy: storiesQ4,
-    peer: `llama.cpp's llama-server (${peerVersion}), built from node-llama-cpp's bundled sources against its prebuilt libraries`,
-    machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'})`,
-    loadAverage: { before, after: loadavg() },
-    maxTokens: options.maxTokens,
-    ttftPromptTokens: options.ttftPromptTokens,
-    rounds: options.rounds,
-    rows,
-  };
+  return { storiesQ4Greedy: storiesQ4, ...done() };
+}
+
+const SIZE_ROWS = ['fp32', 'q4', 'stories'] as const;
+
+/** BENCH_SIZE_ROWS=q4 (or a comma list of fp32, q4, stories): the rows to run; all by default. */
+export function sizeRows(setting: string | undefined): Set<string> {
+  if (setting === undefined || setting.trim() === '') return new Set(SIZE_ROWS);
+  const rows = setting.split(',').map((row) => row.trim());
+  const unknown = rows.filter((row) => !(SIZE_ROWS as readonly string[]).includes(row));
+  if (unknown.length > 0) throw new Error(`BENCH_SIZE_ROWS: unknown row ${unknown.join(', ')} (rows: ${SIZE_ROWS.join(', ')})`);
+  return new Set(rows);
 }
 
 const ratio = (ours: number, peer: number) => (Number.isFinite(ours) && Number.isFinite(peer) && peer > 0 ? (ours / peer).toFixed(2) : '–');
