@@ -25,6 +25,8 @@ const WORKER_ENTRY = `${ROOT}src/engine/model-thread/decoder-worker.ts`;
 const MEDIA_WORKER_ENTRY = `${ROOT}src/media/media-decode-worker.ts`;
 /** The tokenizer's thread (src/tokenizer/node-tokenizer-thread.ts looks for ./tokenizer-thread-worker.js). */
 const TOKENIZER_WORKER_ENTRY = `${ROOT}src/tokenizer/tokenizer-thread-worker.ts`;
+/** The chat template's thread (src/tokenizer/node-template-thread.ts looks for ./template-thread-worker.js). */
+const TEMPLATE_WORKER_ENTRY = `${ROOT}src/tokenizer/template-thread-worker.ts`;
 
 /**
  * The arguments `npm start` passes to node (package.json's start script is
@@ -43,7 +45,7 @@ export function npmStartArgs(): string[] {
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY },
+    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY },
     outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',

@@ -37,6 +37,15 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxSequencesPerRequest: bound(1, 128),
   /** Characters of a prompt's text (all its parts, or all chat messages' text), counted before tokenizing. */
   maxPromptChars: bound(1, 4 * 1024 * 1024),
+  /**
+   * Characters of a piece the tokenizer must take in one synchronous call (a run with no
+   * space: CJK, one long word; a whole text for a tokenizer whose pre-tokenizer does not cut)
+   * where tokenizing cannot leave the event loop (workerd; the page raises it to
+   * maxPromptChars). BPE on such a piece costs ~1–6 µs a character once warm (CJK on a 32 K
+   * byte-fallback vocabulary the slowest measured), so a slice's 16384 holds the loop ~0.1 s.
+   * Node tokenizes such pieces on its tokenizer thread and ignores it.
+   */
+  maxInlinePieceChars: bound(1, 16 * 1024),
   /** Strings in a request's stop list. */
   maxStopStrings: bound(0, 128),
   /** Characters over all of a request's stop strings (the /generate spec's 32 K). */
@@ -45,8 +54,14 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxMessages: bound(1, 1024),
   /** Characters of a chat template sent with a request (chat_template). */
   maxChatTemplateChars: bound(1, 64 * 1024),
-  /** Evaluation steps (expressions, loop iterations, output pieces) one chat template rendering may take. */
-  maxChatTemplateSteps: bound(1, 100_000),
+  /**
+   * Evaluation steps (expressions, loop iterations, output pieces) one chat template rendering
+   * may take. Real templates take 13–170 a message (one 385): this covers maxMessages with any
+   * of the 50 measured; under Node a rendering past a few ms' steps runs on the template thread.
+   */
+  maxChatTemplateSteps: bound(1, 500_000),
+  /** Milliseconds one chat template rendering may take on Node's template thread (its deadline). */
+  maxChatTemplateMs: bound(1, 10_000),
   /** Characters of a structured-output constraint as sent: guided_json / response_format schema, guided_regex, guided_choice. */
   maxGuidedSourceChars: bound(1, 64 * 1024),
   /** Nesting depth of a guided_json schema (objects and arrays) and of a regular expression's groups. */
@@ -65,6 +80,13 @@ export const REQUEST_BOUNDS_SHAPE = {
    * widest one finds free rows and starts at the next step.
    */
   maxRequestSlotPercent: percent(50),
+  /**
+   * The share of the batch, in percent, that requests' extra sequences hold together: each
+   * request's sequences beyond its first (n × prompts, best_of, the beam width). A request
+   * whose extra sequences do not fit waits, and requests with one sequence pass it, so two
+   * widest requests cannot fill the batch (the engine's scheduler applies it).
+   */
+  maxExtraSequenceSlotPercent: percent(50),
   /**
    * Logprob entries (a token, or one of its alternatives) one request may report at most:
    * sequences × (max_tokens × (logprobs + 1) + prompt tokens × (prompt logprobs + 1)),
@@ -90,4 +112,13 @@ export function requestBoundsOf(config: Partial<RequestBounds>): RequestBounds {
   const out = { ...DEFAULT_REQUEST_BOUNDS };
   for (const key of REQUEST_BOUND_KEYS) if (typeof config[key] === 'number') out[key] = config[key]!;
   return out;
+}
+
+/**
+ * A page's settings: it serves one user in their own tab, where a long piece tokenized on the
+ * request thread holds only that tab, so maxInlinePieceChars defaults to maxPromptChars there
+ * (the context's length bound still applies before any tokenizing).
+ */
+export function withPageBounds<T extends Partial<RequestBounds>>(config: T): T {
+  return { maxInlinePieceChars: config.maxPromptChars ?? DEFAULT_REQUEST_BOUNDS.maxPromptChars, ...config };
 }

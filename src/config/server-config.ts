@@ -209,6 +209,7 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
   return {
     maxRunningSequences: config.maxRunningSequences,
     maxBatchedTokens: config.maxBatchedTokens,
+    maxExtraSequenceSlotPercent: config.maxExtraSequenceSlotPercent,
     maxWaitingRequests: config.maxWaitingRequests,
     waitingDeadlineMs: config.waitingDeadlineMs,
     speculativeDecoding: config.speculativeDecoding,

@@ -72,8 +72,8 @@ export function buildSkipNormDecoder(
   return g.build();
 }
 
-/** RMSNorm(delta + residual), and the sum itself (the new residual stream). */
-function skipNorm(
+/** RMSNorm(delta + residual), and the sum itself (the new residual stream): one com.microsoft node. */
+export function skipNorm(
   g: GraphBuilder,
   delta: string,
   residual: string,

@@ -23,6 +23,9 @@ export const DIM_NAMES = {
   total: 'past_sequence_length + sequence_length',
 } as const;
 
+/** What the decoder's interface depends on: its sizes (any decoder the builders make, not only llama2.c's). */
+export type DecoderShape = Pick<Llama2cCheckpoint, 'header' | 'headDim'>;
+
 export interface DecoderInputs {
   inputIds: string;
   attentionMask: string;
@@ -30,7 +33,7 @@ export interface DecoderInputs {
   past: Array<{ key: string; value: string }>;
 }
 
-export function declareDecoderInputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): DecoderInputs {
+export function declareDecoderInputs(g: GraphBuilder, ckpt: DecoderShape): DecoderInputs {
   const { batch, sequence, past, total } = DIM_NAMES;
   const { nLayers, nKvHeads } = ckpt.header;
   return {
@@ -45,7 +48,7 @@ export function declareDecoderInputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): 
 }
 
 /** Declares logits and present.*; the nodes producing them must use exactly these names. */
-export function declareDecoderOutputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): void {
+export function declareDecoderOutputs(g: GraphBuilder, ckpt: DecoderShape): void {
   const { batch, sequence, total } = DIM_NAMES;
   const { nLayers, nKvHeads, vocabSize } = ckpt.header;
   g.output('logits', OnnxDataType.FLOAT, [batch, sequence, vocabSize]);
@@ -69,7 +72,7 @@ export function declareDecoderOutputs(g: GraphBuilder, ckpt: Llama2cCheckpoint):
  */
 export const PACKED_NEW_KV = 'new_key_values';
 
-export function declareNewKvOutputs(g: GraphBuilder, ckpt: Llama2cCheckpoint): void {
+export function declareNewKvOutputs(g: GraphBuilder, ckpt: DecoderShape): void {
   const { batch, sequence } = DIM_NAMES;
   const { nLayers, nKvHeads, vocabSize } = ckpt.header;
   g.output('logits', OnnxDataType.FLOAT, [batch, sequence, vocabSize]);

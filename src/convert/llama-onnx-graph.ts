@@ -46,8 +46,11 @@ export const EXTRA_OPSETS: Record<GraphOps, Record<string, number>> = {
 
 export function buildLlamaGraph(ckpt: Llama2cCheckpoint, options: LlamaGraphOptions): OnnxGraph {
   const build = { fused: buildFusedLlamaGraph, gqa: buildGqaLlamaGraph, portable: buildPortableLlamaGraph, inplace: buildInplaceLlamaGraph }[options.ops];
-  if (ckpt.layers.some((layer) => layer.attentionBias) && options.ops !== 'fused' && options.ops !== 'inplace') {
-    throw new Error(`q/k/v projection biases are built in the fused and inplace flavours only, not ${options.ops}`);
+  if (options.ops !== 'fused' && options.ops !== 'inplace') {
+    const only = (what: string) => new Error(`${what} are built in the fused and inplace flavours only, not ${options.ops}`);
+    if (ckpt.layers.some((layer) => layer.attentionBias)) throw only('q/k/v projection biases');
+    if (ckpt.layers.some((layer) => layer.qkNorm)) throw only('per-head q/k norms');
+    if (ckpt.headDim * ckpt.header.nHeads !== ckpt.header.dim) throw only('heads whose size is not hidden / heads');
   }
   const graph = build(ckpt, options.rmsNormEps);
   return options.logitsToKeep === false ? graph : withLogitsToKeep(graph);

@@ -289,6 +289,7 @@ export class LocalEngine implements Engine {
       );
     }
     const group = this.createGroup(request);
+    if (request.requestKey !== undefined) group.requestKey = request.requestKey;
     if (request.adapter !== undefined) {
       const adapter = this.adapters?.registry.get(request.adapter);
       if (adapter === undefined) throw new EngineRequestError(`The model \`${request.adapter}\` does not exist.`);

@@ -10,6 +10,13 @@ export interface SchedulerLimits {
    * stall the running streams.
    */
   maxBatchedTokens: number;
+  /**
+   * The share of maxRunningSequences, in percent, that requests' extra sequences may hold
+   * together: each client request's sequences beyond its first (n × prompts, best_of, the
+   * beam width). The rest of the batch stays for requests' first sequences, so a request
+   * with one sequence arriving beside wide ones starts at once (scheduler.ts).
+   */
+  maxExtraSequenceSlotPercent: number;
   /** Requests queued for admission; past it a request is refused at once (503). */
   maxWaitingRequests: number;
   /** A request still waiting for admission after this long is refused (503). */
@@ -38,6 +45,7 @@ export interface SchedulerLimits {
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   maxRunningSequences: 64,
   maxBatchedTokens: 8192,
+  maxExtraSequenceSlotPercent: 50,
   maxWaitingRequests: 256,
   waitingDeadlineMs: 30_000,
   // Guided only: 1.5-1.7x there, while free text at high temperature loses up to 10% (NOTES.md).
@@ -48,3 +56,8 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   maxSeqLen: null,
   kvCacheMemoryBytes: 8 * 1024 ** 3,
 };
+
+/** Rows the requests' extra sequences may hold together (maxExtraSequenceSlotPercent of the batch), at least 1. */
+export function extraSequenceSlots(maxRunningSequences: number, percent: number): number {
+  return Math.max(1, Math.floor((maxRunningSequences * percent) / 100));
+}

@@ -6,7 +6,7 @@ import { EngineOverloadedError } from './errors.js';
 import { laneTakesRequest, type PipelineSettings } from './model-thread/lanes.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
 import type { PlaceholderEmbeds } from './placeholder-embeds.js';
-import type { SchedulerLimits } from './scheduler-limits.js';
+import { extraSequenceSlots, type SchedulerLimits } from './scheduler-limits.js';
 import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
@@ -279,18 +279,48 @@ export class Scheduler {
     );
   }
 
+  /**
+   * Admits waiting requests in order while they fit: the running-sequence cap, the token
+   * budget, a free adapter slot. A request that does not fit stops the pass, so the ones
+   * behind it wait too (first come, first served), with one exception, the extra share:
+   *
+   * A request's sequences beyond its first (a client request's n × prompts, best_of, the
+   * beam width) are its extra sequences, and those of all running requests together hold at
+   * most `maxExtraSequenceSlotPercent` of the batch. A request whose extra sequences do not
+   * fit that share waits, and requests behind it that bring no extra sequence (one sequence,
+   * a client request's first) pass it; requests with extra sequences behind it do not. So
+   * the rest of the batch is always there for first sequences: a normal request arriving
+   * beside two widest ones starts at the next pass. The wide request's wait is bounded:
+   * while it waits no other request adds extra sequences, so the share frees as soon as the
+   * wide requests already running end (each within its max_tokens); from then on it blocks
+   * the queue like any request that does not fit, until enough rows are free (the requests
+   * that passed it end within theirs). waitingDeadlineMs still applies to it.
+   */
   private async prefillWaiting(lane: Lane, alreadyJoining = 0): Promise<JoiningRow[]> {
     this.refuseOverdue();
     const { runner } = lane;
     const joining: JoiningRow[] = [];
     // Every running sequence costs one token in the coming step; prompts share the rest.
     let budget = this.limits.maxBatchedTokens - runner.size - alreadyJoining;
-    while (this.waiting.length > 0) {
-      const next = this.waiting[0];
+    const extra = this.extraRowsHeld();
+    const extraSlots = extraSequenceSlots(this.limits.maxRunningSequences, this.limits.maxExtraSequenceSlotPercent);
+    // Set once a request waits for the extra share: from then on only requests without extra sequences pass.
+    let waitingForShare = false;
+    let index = 0;
+    while (index < this.waiting.length) {
+      const next = this.waiting[index];
       const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
       const idle = rowsNow === 0;
       if (this.oneRequestPerStep && !idle) break;
       if (!idle && !this.laneTakes(lane)) break;
+      const key = next.requestKey ?? next;
+      const keyRows = extra.rowsByRequest.get(key) ?? 0;
+      const addsExtra = Math.max(0, keyRows + next.width - 1) - Math.max(0, keyRows - 1);
+      if (!idle && addsExtra > 0 && (waitingForShare || extra.total + addsExtra > extraSlots)) {
+        waitingForShare = true;
+        index += 1;
+        continue;
+      }
       // An idle engine always takes one request, so a prompt longer than the budget, or a
       // request with more sequences than the batch holds, still runs.
       if (!idle && rowsNow + next.width > this.limits.maxRunningSequences) break;
@@ -302,7 +332,9 @@ export class Scheduler {
         if (slot === null) break;
         next.loraSlot = slot;
       }
-      this.waiting.shift();
+      this.waiting.splice(index, 1);
+      extra.rowsByRequest.set(key, keyRows + next.width);
+      extra.total += addsExtra;
       budget -= next.promptTokenIds.length;
       // Counted while its prefill runs, so the other lanes balance against it.
       lane.joining += next.width;
@@ -325,6 +357,23 @@ export class Scheduler {
       }
     }
     return joining;
+  }
+
+  /**
+   * Rows of the admitted requests (running, joining or preparing) by client request, and
+   * their extra rows: each client request's rows beyond its first, summed. A request's rows
+   * count until it ends, though some of its sequences may have ended before.
+   */
+  private extraRowsHeld(): { rowsByRequest: Map<object, number>; total: number } {
+    const rowsByRequest = new Map<object, number>();
+    for (const group of this.running) {
+      if (group.finished) continue;
+      const key = group.requestKey ?? group;
+      rowsByRequest.set(key, (rowsByRequest.get(key) ?? 0) + group.width);
+    }
+    let total = 0;
+    for (const rows of rowsByRequest.values()) total += rows - 1;
+    return { rowsByRequest, total };
   }
 
   /** Adapters of the requests in the batch or joining it: their slots must not be rewritten. */

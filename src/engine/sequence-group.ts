@@ -28,6 +28,8 @@ export interface RequestGroup extends RowGroup {
   abortRequested: boolean;
   /** The request asked for prompt logprobs, so the prefill must return every position's logits. */
   readonly needsPromptLogits: boolean;
+  /** The client request it belongs to, shared by its other prompts' groups (GenerateRequest.requestKey); absent: its own. */
+  requestKey?: object;
   /** The LoRA adapter the request runs with (null or absent: the base model), and its slot once admitted. */
   adapter?: LoraAdapter | null;
   loraSlot?: number;

@@ -20,6 +20,12 @@ export interface GenerateRequest {
   placeholders?: readonly PlaceholderEmbeds[];
   /** A loaded LoRA adapter's name (EngineAdapters); absent: the base model. */
   adapter?: string;
+  /**
+   * The client request this generation is part of, when it has several (the prompts of one
+   * /v1/completions batch share one object): the scheduler counts the request's sequences
+   * beyond its first as extra (maxExtraSequenceSlotPercent). Absent: a request of its own.
+   */
+  requestKey?: object;
 }
 
 /**

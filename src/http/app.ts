@@ -6,6 +6,7 @@ import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
+import type { TemplateThread } from '../tokenizer/template-thread.js';
 import { bodySizeLimit } from './body-size-limit.js';
 import { corsMiddleware } from './cors.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
@@ -45,6 +46,12 @@ export interface AppDeps {
    */
   guideCompiler?: GuideCompiler | null;
   /**
+   * Renders chat templates that can be long off the event loop (template-thread.ts). Left
+   * out: every rendering runs on the request's thread, within maxChatTemplateSteps. Node
+   * passes createNodeTemplateThread().
+   */
+  templateThread?: TemplateThread | null;
+  /**
    * Records every request for the metrics, the request log and shutdown. Left out: one
    * is made with no log sink (the runtime entries pass their own, see serverActivity).
    */
@@ -82,6 +89,7 @@ export function createApp(deps: AppDeps): Hono {
     acceptedMedia: engineAcceptedMedia(deps.engine),
     videoSampling: deps.engine.info.videoSampling,
     guideCompiler: deps.guideCompiler ?? null,
+    templateThread: deps.templateThread ?? null,
   };
 
   const activity = deps.activity ?? serverActivity(deps.engine, deps.config);

@@ -1,9 +1,10 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
 import { ChatTemplate, ChatTemplateError, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
+import { INLINE_TEMPLATE_SOURCE_CHARS, renderChatTemplate, TemplateSyntaxError, type TemplateOffLoop, type TemplateSource } from '../tokenizer/template-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
+import { clientClosed, encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
 
 export interface ChatPromptOptions {
   addGenerationPrompt: boolean;
@@ -20,8 +21,16 @@ export interface ChatPromptOptions {
   stopAfter?: number;
   /** Without stopAfter: the most tokens the prompt may have, judged from its length (see encodePrompt). */
   lengthCeiling?: number;
+  /** Only the last this many tokens are wanted (truncate_prompt_tokens; see encodePrompt). */
+  keepLast?: number;
   /** Refuses a prompt whose length alone shows more tokens than stopAfter or lengthCeiling (see encodePrompt). */
   refuseAtLeast?: (tokenCount: number) => void;
+  /** The request's: work on a thread for it (tokenizing, rendering) stops when it aborts, and the client gets a 499. */
+  signal?: AbortSignal;
+  /** Where a long rendering goes (Node's template thread, template-thread.ts); absent: it renders here within its budget. */
+  templateOffLoop?: TemplateOffLoop;
+  /** Where the tokenizer has no thread: the longest piece it may take in one call (see encodePrompt). */
+  inlinePieces?: InlinePieceBound;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -113,25 +122,32 @@ function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
   return { ...message, content: parts };
 }
 
-function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer): ChatTemplate {
+/**
+ * A request's own template, parsed here; or, when it is long and a thread renders long
+ * templates, left as source for the thread to parse with its rendering (parsing a 64 K
+ * template held the loop 80–360 ms).
+ */
+function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer, offLoop: TemplateOffLoop | undefined): ChatTemplate | TemplateSource {
   const token = (id: number | null | undefined) => (id === null || id === undefined ? '' : (tokenizer.idToToken(id) ?? ''));
+  const bosToken = modelTemplate?.bosToken ?? token(tokenizer.bosTokenId);
+  const eosToken = modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]);
+  if (offLoop !== undefined && source.length > INLINE_TEMPLATE_SOURCE_CHARS) return { source, bosToken, eosToken };
   try {
-    return new ChatTemplate(
-      source,
-      modelTemplate?.bosToken ?? token(tokenizer.bosTokenId),
-      modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]),
-    );
+    return new ChatTemplate(source, bosToken, eosToken);
   } catch (error) {
-    throw badRequest(`chat_template is not a valid Jinja template: ${(error as Error).message}`, 'chat_template');
+    throw invalidTemplate((error as Error).message);
   }
 }
 
+function invalidTemplate(reason: string) {
+  return badRequest(`chat_template is not a valid Jinja template: ${reason}`, 'chat_template');
+}
+
 /**
- * Steps a request's own template gets: rendering is synchronous, so a small request must not
- * buy the whole maxChatTemplateSteps (100 K steps held the loop 0.2–0.95 s). Real templates
- * cost ~100 steps a message (measured: the embedded model's 447 for 3 messages, 12,971 for 128;
- * Qwen2-Audio's and transformers 5's ~50): a base plus twice that per message, within
- * maxChatTemplateSteps. A one-message request's template holds the loop a few ms at most.
+ * Steps a request's own template gets: a small request must not buy the whole
+ * maxChatTemplateSteps (it is CPU time, on the loop in workerd and the page, on Node's
+ * template thread past a few ms). Real templates cost 13–170 steps a message (50 models'
+ * measured; the embedded model's ~100): a base plus 200 per message, within maxChatTemplateSteps.
  */
 export const REQUEST_TEMPLATE_BASE_STEPS = 2000;
 export const REQUEST_TEMPLATE_STEPS_PER_MESSAGE = 200;
@@ -155,7 +171,7 @@ export async function buildChatPrompt(
   // As transformers' get_chat_template: a request with tools gets the model's "tool_use" template when it has one.
   const modelChoice = options.templateVariables?.tools !== undefined && modelTemplate?.toolUse ? modelTemplate.toolUse : modelTemplate;
   const template =
-    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer) : modelChoice;
+    options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer, options.templateOffLoop) : modelChoice;
   if (template === null) {
     throw badRequest(
       'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
@@ -165,15 +181,18 @@ export async function buildChatPrompt(
   const templateMessages = toTemplateMessages(messages, options.multimodal !== undefined, options.multimodal?.stringContentPlaceholders);
   let rendered: string;
   try {
-    rendered = template.render(templateMessages, {
+    const renderOptions = {
       addGenerationPrompt: options.addGenerationPrompt,
       continueFinalMessage: options.continueFinalMessage,
       kwargs: options.templateVariables,
       budget: own ? requestTemplateBudget(options.templateBudget, messages.length) : options.templateBudget,
-    });
+    };
+    rendered = await renderChatTemplate(template, templateMessages, renderOptions, options.templateOffLoop);
   } catch (error) {
-    // A request's own template that runs past its steps is that field's fault.
-    if (own && error instanceof ChatTemplateError && error.budgetBound === 'steps') throw badRequest(error.message, 'chat_template');
+    if (options.signal?.aborted) throw clientClosed('its chat template was being rendered');
+    if (error instanceof TemplateSyntaxError) throw invalidTemplate(error.message);
+    // A request's own template that runs past its steps or its time is that field's fault.
+    if (own && error instanceof ChatTemplateError && (error.budgetBound === 'steps' || error.budgetBound === 'time')) throw badRequest(error.message, 'chat_template');
     throw error;
   }
   const text = options.multimodal?.expand(rendered) ?? rendered;
@@ -181,7 +200,10 @@ export async function buildChatPrompt(
     addSpecialTokens: options.addSpecialTokens,
     stopAfter: options.stopAfter,
     lengthCeiling: options.lengthCeiling,
+    keepLast: options.keepLast,
     refuseAtLeast: options.refuseAtLeast,
+    signal: options.signal,
+    inlinePieces: options.inlinePieces,
   });
   return { text, tokenIds };
 }

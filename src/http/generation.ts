@@ -35,7 +35,7 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     clientSignal?: AbortSignal,
     observer?: GenerationObserver,
     /** What else the engine takes for this request: media features, a LoRA adapter's name. */
-    extras: Pick<GenerateRequest, 'placeholders' | 'adapter'> = {},
+    extras: Pick<GenerateRequest, 'placeholders' | 'adapter' | 'requestKey'> = {},
   ): Promise<GenerationRun> {
     const controller = new AbortController();
     const onClientGone = () => controller.abort();
@@ -160,8 +160,10 @@ export class MergedRuns implements AsyncIterable<GenerationDelta> {
     extras: Pick<GenerateRequest, 'adapter'> = {},
   ): Promise<MergedRuns> {
     const observers = observer === undefined ? undefined : fanInObservers(observer, inputs.length, stride);
+    // One request to the scheduler: its prompts beyond the first count as its extra sequences.
+    const shared = { ...extras, requestKey: {} };
     const started = await Promise.allSettled(
-      inputs.map((input, run) => GenerationRun.start(engine, input.promptTokenIds, input.params, clientSignal, observers?.[run], extras)),
+      inputs.map((input, run) => GenerationRun.start(engine, input.promptTokenIds, input.params, clientSignal, observers?.[run], shared)),
     );
     const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     const runs = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));

@@ -1,9 +1,8 @@
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
-import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { buildChatPrompt, type ChatPromptOptions } from './chat-prompt.js';
 import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
+import { encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
 import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
 
 export interface TokenizeResponse {
@@ -12,10 +11,17 @@ export interface TokenizeResponse {
   tokens: number[];
 }
 
-/** The text may have at most this many tokens, judged from its length before tokenizing (tokenizeCeiling). */
+/**
+ * The text may have at most this many tokens (tokenizeCeiling): judged from its length before
+ * tokenizing, and tokenizing stops once past it, so one request's work follows the context,
+ * not the size of its body.
+ */
 export interface TokenizeBound {
   ceiling: number;
-  refuse(atLeast: number, param: string): never;
+  /** `counted`: tokenizing stopped past the ceiling (else judged from the length alone). */
+  refuse(atLeast: number, param: string, counted?: boolean): never;
+  /** Where the tokenizer has no thread: the longest piece it may take in one call, for `param`. */
+  inlinePieces?(param: string): InlinePieceBound;
 }
 
 export async function tokenizeCompletion(
@@ -23,12 +29,17 @@ export async function tokenizeCompletion(
   tokenizer: Tokenizer,
   maxModelLen: number,
   bound: TokenizeBound,
+  /** The request's: tokenizing on a thread stops when it aborts. */
+  signal?: AbortSignal,
 ): Promise<TokenizeResponse> {
   const tokens = await encodePrompt(tokenizer, request.prompt, {
     addSpecialTokens: request.add_special_tokens,
-    lengthCeiling: bound.ceiling,
+    stopAfter: bound.ceiling,
+    signal,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+    inlinePieces: bound.inlinePieces?.('prompt'),
   });
+  if (tokens.length > bound.ceiling) bound.refuse(tokens.length, 'prompt', true);
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
 
@@ -39,9 +50,12 @@ export async function tokenizeChat(
   template: ChatTemplate | null,
   maxModelLen: number,
   bound: TokenizeBound,
-  templateBudget?: TemplateBudget,
-  /** The served model's media hooks (chat-media.ts): image and audio parts count as in the chat route. */
-  multimodal?: ChatPromptOptions['multimodal'],
+  /**
+   * The template's budget and where a long rendering goes; the served model's media hooks
+   * (chat-media.ts: image and audio parts count as in the chat route); the request's signal
+   * (work on a thread stops when it aborts).
+   */
+  chat: Pick<ChatPromptOptions, 'templateBudget' | 'templateOffLoop' | 'multimodal' | 'signal'> = {},
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
@@ -52,11 +66,12 @@ export async function tokenizeChat(
     templateVariables: request.tools === undefined ? request.chat_template_kwargs : { ...request.chat_template_kwargs, tools: request.tools },
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
-    templateBudget,
-    lengthCeiling: bound.ceiling,
+    stopAfter: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
-    multimodal,
+    inlinePieces: bound.inlinePieces?.('messages'),
+    ...chat,
   });
+  if (tokenIds.length > bound.ceiling) bound.refuse(tokenIds.length, 'messages', true);
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }
 

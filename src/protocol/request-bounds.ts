@@ -11,6 +11,7 @@
  * and /tokenize.
  */
 import type { RequestBounds } from '../config/request-bounds.js';
+import { extraSequenceSlots } from '../engine/scheduler-limits.js';
 import { invalidRequest } from './errors.js';
 import { codePointLength } from './fields.js';
 
@@ -73,12 +74,20 @@ function integer(value: unknown): number | undefined {
  * request arriving beside the widest one still finds free rows and starts at the next step.
  */
 export function requestSequenceLimit(ctx: RequestBoundsContext): { limit: number; reason: string } {
-  const { maxSequencesPerRequest, maxRequestSlotPercent } = ctx.bounds;
+  const { maxSequencesPerRequest, maxRequestSlotPercent, maxExtraSequenceSlotPercent } = ctx.bounds;
   const share = Math.max(1, Math.floor((ctx.maxRunningSequences * maxRequestSlotPercent) / 100));
-  if (maxSequencesPerRequest <= share) return { limit: maxSequencesPerRequest, reason: `maxSequencesPerRequest is ${maxSequencesPerRequest}` };
+  // A request's sequences beyond its first must fit the extra share, or it could never start.
+  const extraShare = 1 + extraSequenceSlots(ctx.maxRunningSequences, maxExtraSequenceSlotPercent);
+  if (maxSequencesPerRequest <= Math.min(share, extraShare)) return { limit: maxSequencesPerRequest, reason: `maxSequencesPerRequest is ${maxSequencesPerRequest}` };
+  if (share <= extraShare) {
+    return {
+      limit: share,
+      reason: `maxRequestSlotPercent: one request may hold ${maxRequestSlotPercent}% of the ${ctx.maxRunningSequences} sequences one engine step decodes (maxRunningSequences)`,
+    };
+  }
   return {
-    limit: share,
-    reason: `maxRequestSlotPercent: one request may hold ${maxRequestSlotPercent}% of the ${ctx.maxRunningSequences} sequences one engine step decodes (maxRunningSequences)`,
+    limit: extraShare,
+    reason: `maxExtraSequenceSlotPercent: requests' sequences beyond their first may hold ${maxExtraSequenceSlotPercent}% of the ${ctx.maxRunningSequences} sequences one engine step decodes (maxRunningSequences)`,
   };
 }
 

@@ -18,6 +18,7 @@ import type { LocalEngine } from '../engine/local-engine.js';
 import { formatLoadReport } from '../engine/load-report.js';
 import type { Engine } from '../engine/types.js';
 import { createApp, serverActivity } from '../http/app.js';
+import { createNodeTemplateThread } from '../tokenizer/node-template-thread.js';
 import { HttpError } from '../http/errors.js';
 import type { ServerActivity } from '../http/observability/activity.js';
 import type { RegistrySnapshot } from '../http/observability/prometheus.js';
@@ -199,6 +200,7 @@ async function main(): Promise<void> {
       config,
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
       guideCompiler: nodeGuideCompiler(engine),
+      templateThread: createNodeTemplateThread(),
       activity,
     });
     // The playground page at / and its assets; API routes keep priority.

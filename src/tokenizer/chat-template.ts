@@ -41,8 +41,8 @@ export const DEFAULT_TEMPLATE_BUDGET: TemplateBudget = { maxSteps: 100_000, maxO
 export class ChatTemplateError extends Error {
   constructor(
     message: string,
-    /** Set when the rendering ran past its budget: which bound stopped it. */
-    readonly budgetBound?: 'steps' | 'output',
+    /** Set when the rendering ran past its budget: which bound stopped it (time: the thread's deadline, template-thread.ts). */
+    readonly budgetBound?: 'steps' | 'output' | 'time',
   ) {
     super(message);
     this.name = 'ChatTemplateError';

@@ -63,3 +63,74 @@ describe('admission control', () => {
     expect((await first).length).toBe(300);
   });
 });
+
+/** Streams a request, noting (in `order`) when its first token came, and returns each sequence's ids. */
+async function drainSequences(stream: AsyncIterable<GenerationDelta>, name: string, order: string[]): Promise<number[][]> {
+  const sequences: number[][] = [];
+  for await (const delta of stream) {
+    if (!order.includes(name)) order.push(name);
+    (sequences[delta.index] ??= []).push(...delta.tokenIds);
+  }
+  return sequences;
+}
+
+describe('the extra share: sequences beyond a request\'s first hold at most maxExtraSequenceSlotPercent of the batch', () => {
+  // 8 rows, half of them for extra sequences: a request of 4 sequences holds 3 extra ones.
+  const limits = { maxRunningSequences: 8, maxExtraSequenceSlotPercent: 50 };
+  const wide = (maxTokens: number) => defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, n: 4 });
+
+  it('a request with one sequence passes a wide one waiting for the share and starts within two steps; both wide ones finish, outputs unchanged', async () => {
+    const engine = await engineWith(limits);
+    const order: string[] = [];
+    const first = engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(60) })[Symbol.asyncIterator]();
+    const head = await first.next();
+    order.push('first');
+    const firstRest = drainSequences({ [Symbol.asyncIterator]: () => first }, 'first', order);
+    // 3 + 3 extra sequences would pass the share of 4: the second waits.
+    const second = drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(20) }), 'second', order);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const stepsAtArrival = engine.stats().steps;
+    const normal = engine.generate({ promptTokenIds: golden.prompt_ids, params: long(5) })[Symbol.asyncIterator]();
+    const normalFirst = await normal.next();
+    const stepsToStart = engine.stats().steps - stepsAtArrival;
+    expect(normalFirst.value.tokenIds).toEqual([golden.completion_ids[0]]);
+    // Its prefill is one step; at most one decode step of the running batch comes before it.
+    expect(stepsToStart).toBeLessThanOrEqual(2);
+    expect(order).not.toContain('second');
+    const normalIds = [normalFirst.value.tokenIds[0], ...(await drain({ [Symbol.asyncIterator]: () => normal }))];
+    expect(normalIds).toEqual(golden.completion_ids.slice(0, 5));
+    const firstSequences = await firstRest;
+    firstSequences[head.value.index].unshift(...head.value.tokenIds);
+    for (const ids of firstSequences) expect(ids).toEqual(golden.completion_ids.slice(0, 60));
+    for (const ids of await second) expect(ids).toEqual(golden.completion_ids.slice(0, 20));
+  });
+
+  it('a wide request behind one waiting for the share does not pass it, so that one starts once the running wide one ends', async () => {
+    const engine = await engineWith(limits);
+    const order: string[] = [];
+    const first = engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(40) })[Symbol.asyncIterator]();
+    await first.next();
+    const firstRest = drain({ [Symbol.asyncIterator]: () => first });
+    const second = drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(10) }), 'second', order);
+    // Its one extra sequence would fit the share (3 + 1 of 4), but the second request waits ahead of it.
+    const third = drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: defaultSamplingParams({ temperature: 0, maxTokens: 10, ignoreEos: true, n: 2 }) }), 'third', order);
+    await firstRest;
+    const [secondIds, thirdIds] = await Promise.all([second, third]);
+    expect(order).toEqual(['second', 'third']);
+    for (const ids of [...secondIds, ...thirdIds]) expect(ids).toEqual(golden.completion_ids.slice(0, 10));
+  });
+
+  it('the prompts of one client request (one requestKey) count as one request: those beyond its first are extra', async () => {
+    const engine = await engineWith(limits);
+    const order: string[] = [];
+    const requestKey = {};
+    // Eight one-sequence prompts of one request: 1 + 4 extra fit, the other three wait.
+    const prompts = Array.from({ length: 8 }, (_, i) => drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: long(30), requestKey }), `prompt ${i}`, order));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const normal = drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: long(3) }), 'normal', order);
+    for (const ids of (await Promise.all([...prompts, normal])).flat()) expect(ids).toEqual(golden.completion_ids.slice(0, ids.length));
+    // The normal request started before the prompts that waited for the share.
+    expect(order.indexOf('normal')).toBeLessThan(order.indexOf('prompt 5'));
+    expect(order.indexOf('normal')).toBeGreaterThan(order.indexOf('prompt 4'));
+  });
+});

@@ -9,7 +9,7 @@ import type { Engine } from '../../src/engine/types.js';
 import { errorResponse } from '../../src/http/errors.js';
 import { invalidRequest } from '../../src/protocol/errors.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
-import { MODEL, expectErrorBody, loadEngine, postJson, testApp } from './helpers.js';
+import { MODEL, expectError, expectErrorBody, loadEngine, postJson, ssePayloads, testApp } from './helpers.js';
 
 let engine: Engine;
 let app: Hono;
@@ -90,23 +90,27 @@ describe('a prompt that cannot fit the context is refused from its length, befor
   it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
 });
 
-describe('text tokenized with no context check (/tokenize, truncate_prompt_tokens) is bounded by the context from its length', () => {
+describe('text tokenized with no context check (/tokenize, truncate_prompt_tokens) is bounded by the context', () => {
   const oneWord = () => 'x'.repeat(1_000_000);
   const cases: Refusal[] = [
-    { name: '1 M characters of one word on /tokenize', path: '/tokenize', body: () => ({ model: MODEL, prompt: oneWord() }), param: 'prompt', message: /at least \d+ tokens \(judged from its length, before tokenizing\), more than the 512 tokens of this model's context length/ },
+    { name: '1 M characters of one word on /tokenize', path: '/tokenize', body: () => ({ model: MODEL, prompt: oneWord() }), param: 'prompt', message: /at least \d+ tokens \(judged from its length and words, before tokenizing\), more than the 512 tokens of this model's context length/ },
     { name: '1 M CJK characters in a /tokenize chat message', path: '/tokenize', body: () => ({ model: MODEL, messages: [{ role: 'user', content: '漢'.repeat(1_000_000) }] }), param: 'messages', message: /more than the 512 tokens of this model's context length/ },
-    { name: '1 M characters of one word with truncate_prompt_tokens', path: '/v1/completions', body: () => ({ ...completion, prompt: oneWord(), truncate_prompt_tokens: 10 }), param: 'prompt', message: /the most this server tokenizes for \/tokenize or truncate_prompt_tokens/ },
+    { name: '1 M characters of one word with truncate_prompt_tokens', path: '/v1/completions', body: () => ({ ...completion, prompt: oneWord(), truncate_prompt_tokens: 10 }), param: 'prompt', message: /the most this server tokenizes for \/tokenize or for a piece of a truncate_prompt_tokens prompt/ },
     { name: 'a chat message of 1 M characters with truncate_prompt_tokens', path: '/v1/chat/completions', body: () => ({ ...chat, messages: [{ role: 'user', content: oneWord() }], truncate_prompt_tokens: 10 }), param: 'messages', message: /truncate_prompt_tokens/ },
   ];
   it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
 
-  it('text longer than the context but within the bound is still tokenized whole and truncated', async () => {
+  it('text longer than the context within the length bound: /tokenize counts up to the context and refuses; truncation keeps its last tokens', async () => {
     const story = 'Once upon a time there was a little girl. '.repeat(60); // ~2.5 K characters, past 512 tokens
-    const counted = await postJson(app, '/tokenize', { model: MODEL, prompt: story });
-    expect(counted.status).toBe(200);
-    const { count, tokens } = (await counted.json()) as { count: number; tokens: number[] };
-    expect(count).toBeGreaterThan(512);
-    expect(tokens).toHaveLength(count);
+    // 540 words: refused before tokenizing. 60 hyphenated words of as many characters: tokenized, and stopped past 512.
+    const words = await expectError(await postJson(app, '/tokenize', { model: MODEL, prompt: story }), 400, 'BadRequestError', 'prompt');
+    expect(words).toMatch(/at least 513 tokens \(judged from its length and words, before tokenizing\)/);
+    const hyphenated = story.replaceAll(/(\S) (?=\S)/g, '$1-');
+    expect(engine.tokenizer.encode(hyphenated).length).toBeGreaterThan(512);
+    const message = await expectError(await postJson(app, '/tokenize', { model: MODEL, prompt: hyphenated }), 400, 'BadRequestError', 'prompt');
+    expect(message).toMatch(/at least \d+ tokens \(tokenizing stopped there\), more than the 512 tokens of this model's context length/);
+    const fits = await postJson(app, '/tokenize', { model: MODEL, prompt: story.slice(0, 1000) });
+    expect(((await fits.json()) as { count: number }).count).toBe(engine.tokenizer.encode(story.slice(0, 1000)).length);
     const truncated = await postJson(app, '/v1/completions', { ...completion, prompt: story, truncate_prompt_tokens: 100 });
     expect(truncated.status).toBe(200);
     expect((await truncated.json()).usage.prompt_tokens).toBe(100);
@@ -172,39 +176,71 @@ describe('one request cannot take every sequence slot', () => {
     }
   });
 
-  it('a normal request arriving beside the widest allowed one starts within a few engine steps', async () => {
-    const wide = await postJson(app, '/v1/completions', { ...completion, n: 32, max_tokens: 300, ignore_eos: true, temperature: 1, stream: true });
-    expect(wide.status).toBe(200);
-    const wideReader = wide.body!.getReader();
-    const decoder = new TextDecoder();
-    await wideReader.read(); // under way
-    const stepsAtArrival = engine.stats().steps;
-    const normal = await postJson(app, '/v1/completions', { ...completion, max_tokens: 2, stream: true });
-    expect(normal.status).toBe(200);
-    const normalReader = normal.body!.getReader();
-    // Keep the wide stream read (as its client would) while the normal one starts.
-    let wideDone = false;
-    const wideDrain = (async () => {
-      for (;;) {
-        const { done, value } = await wideReader.read();
-        if (done) break;
-        if (decoder.decode(value).includes('[DONE]')) wideDone = true;
-      }
-      wideDone = true;
-    })();
-    const first = await normalReader.read();
-    const stepsToStart = engine.stats().steps - stepsAtArrival;
-    expect(first.done).toBe(false);
-    expect(wideDone).toBe(false);
-    // Prefill of the normal prompt is one step; the wide request's decode steps around it are the rest.
-    expect(stepsToStart).toBeLessThanOrEqual(4);
-    console.log(`normal request beside n=32: first token after ${stepsToStart} engine steps`);
-    await normalReader.cancel();
-    await wideReader.cancel().catch(() => {});
-    await wideDrain.catch(() => {});
+  it('a request wider than the extra share allows (1 + maxExtraSequenceSlotPercent of the batch) is refused naming that setting', async () => {
+    const narrowShare = testApp(engine, { maxExtraSequenceSlotPercent: 10 });
+    const refused = await postJson(narrowShare, '/v1/completions', { ...completion, n: 8, temperature: 1 });
+    expect(refused.status).toBe(400);
+    const body = await refused.json();
+    expect(body.param).toBe('n');
+    expect(body.message).toMatch(/n must be at most 7 \(maxExtraSequenceSlotPercent: requests' sequences beyond their first may hold 10% of the 64 sequences/);
+    expect((await postJson(narrowShare, '/v1/completions', { ...completion, n: 7, temperature: 1 })).status).toBe(200);
+  });
+
+  it('two widest requests cannot fill the batch: a normal request beside them starts within 2 engine steps, the wide ones finish, outputs unchanged', async () => {
+    const wideBody = { ...completion, n: 32, max_tokens: 120, ignore_eos: true, temperature: 1, seed: 7 };
+    const normalBody = { ...completion, max_tokens: 8, temperature: 0 };
+    // Alone first: what each must still give beside the others (seeded and greedy).
+    const soloWide = choiceTexts((await (await postJson(app, '/v1/completions', wideBody)).json()).choices);
+    const soloNormal = (await (await postJson(app, '/v1/completions', normalBody)).json()).choices[0].text as string;
+    expect(soloWide).toHaveLength(32);
+
+    const { result, report } = await withHeartbeat(app, async () => {
+      // The first wide stream is under way (its response came with its first tokens); the
+      // second waits for the extra share, so its response has not come yet.
+      const first = await postJson(app, '/v1/completions', { ...wideBody, stream: true });
+      expect(first.status).toBe(200);
+      const firstText = readAll(first);
+      const second = postJson(app, '/v1/completions', { ...wideBody, stream: true });
+      // Queued: counted by the engine's running figure (rows running + requests waiting).
+      while (engine.stats().running < 34) await new Promise((resolve) => setTimeout(resolve, 1));
+      const stepsAtArrival = engine.stats().steps;
+      const normal = await postJson(app, '/v1/completions', { ...normalBody, stream: true });
+      const stepsToStart = engine.stats().steps - stepsAtArrival;
+      const normalText = await readAll(normal);
+      const secondText = await readAll(await second);
+      return { stepsToStart, firstText: await firstText, secondText, normalText };
+    });
+    console.log(`normal request beside two n=32 streams: first token after ${result.stepsToStart} engine steps`);
+    // Its prefill is one step; at most one decode step of the running batch comes before it.
+    expect(result.stepsToStart).toBeLessThanOrEqual(2);
+    expect(streamedTexts(result.normalText)).toEqual([soloNormal]);
+    expect(streamedTexts(result.firstText)).toEqual(soloWide);
+    expect(streamedTexts(result.secondText)).toEqual(soloWide);
+    expectNoStall(report);
+    expect([...report.healthStatuses]).toEqual([200]);
     await expectServes();
   });
 });
+
+/** A response's body as text, read to the end. */
+async function readAll(response: Response): Promise<string> {
+  expect(response.status).toBe(200);
+  return response.text();
+}
+
+function choiceTexts(choices: Array<{ index: number; text: string }>): string[] {
+  return [...choices].sort((a, b) => a.index - b.index).map((choice) => choice.text);
+}
+
+/** Each choice's text from a /v1/completions stream, in index order. */
+function streamedTexts(raw: string): string[] {
+  const texts: string[] = [];
+  for (const payload of ssePayloads(raw)) {
+    if (payload === '[DONE]') continue;
+    for (const choice of JSON.parse(payload).choices as Array<{ index: number; text: string }>) texts[choice.index] = (texts[choice.index] ?? '') + choice.text;
+  }
+  return texts;
+}
 
 describe('the logprobs one request may report are bounded up front', () => {
   // About 400 tokens of the embedded model's vocabulary: close to its 512-token context.

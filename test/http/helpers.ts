@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { expect } from 'vitest';
 import { parseServerConfig, type ServerConfig } from '../../src/config/server-config.js';
-import { createApp } from '../../src/http/app.js';
+import { createApp, type AppDeps } from '../../src/http/app.js';
 import type { Engine } from '../../src/engine/types.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
@@ -19,12 +19,13 @@ export function loadEngine(): Promise<Engine> {
   return createNodeEngine({ modelDir: MODEL_DIR, servedModelName: MODEL });
 }
 
-/** The app as `npm start` builds it (structured output on XGrammar included), on `engine`. */
-export function testApp(engine: Engine, config: Partial<ServerConfig> = {}): Hono {
+/** The app as `npm start` builds it (structured output on XGrammar included), on `engine`; `deps.templateThread` as npm start passes one. */
+export function testApp(engine: Engine, config: Partial<ServerConfig> = {}, deps: Pick<AppDeps, 'templateThread'> = {}): Hono {
   return createApp({
     engine,
     config: parseServerConfig({ modelDir: MODEL_DIR, servedModelName: MODEL, ...config }),
     guideCompiler: nodeGuideCompiler(engine),
+    ...deps,
   });
 }
 

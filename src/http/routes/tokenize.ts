@@ -3,7 +3,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, maxModelLen, templateBudget, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, maxModelLen, templateBudget, templateOffLoop, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { checkModel } from '../serving-models.js';
 import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving-tokenization.js';
@@ -28,12 +28,14 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       // Media parts are fetched and processed as the chat route does, so the count includes their tokens.
       const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
       const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
-      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), templateBudget(ctx), expansion));
+      const signal = c.req.raw.signal;
+      const chat = { templateBudget: templateBudget(ctx), templateOffLoop: templateOffLoop(ctx, signal), multimodal: expansion, signal };
+      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), chat));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, request);
-    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx), tokenizeBound(ctx)));
+    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx), tokenizeBound(ctx), c.req.raw.signal));
   });
 
   routes.post('/detokenize', async (c) => {
