@@ -9,6 +9,7 @@
  *
  * BENCH_GGUF=path/to/file.gguf: only that file, served by our server (MODEL_DIR=file.gguf)
  * and by llama-server, same rounds and figures; the chart is not rewritten.
+ * BENCH_MODELS=135m-q4 (a comma list of stories260k, 135m-fp32, 135m-q4): only those rows; nor is it then.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -5,9 +5,9 @@
  * in a rotating order) and figures are medians over rounds, so a slow phase of this shared
  * machine hits every side. For llama.cpp, each figure takes its best thread setting (1 or 2).
  */
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { readFile } from 'node:fs/promises';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { openGgufModelAt } from '../src/gguf/node-gguf.js';
 import type { GgufModel } from '../src/gguf/gguf-model.js';
@@ -100,8 +100,19 @@ interface RunningServer {
 
 async function startOurs(modelDir: string, dtype: string, label: string): Promise<RunningServer> {
   // A .gguf is served as it is (MODEL_DIR=file.gguf): its graph is built from the file, no dtype to pick.
-  const server = await startServer({ MODEL_DIR: modelDir, ...(dtype === 'gguf' ? {} : { MODEL_DTYPE: dtype }), SERVED_MODEL_NAME: 'bench' });
+  const server = await startServer({ MODEL_DIR: modelDir, ...(dtype === 'gguf' ? {} : { MODEL_DTYPE: dtype }), SERVED_MODEL_NAME: 'bench', CONFIG: benchServerConfig() });
   return { target: { label, url: server.url, model: 'bench', keepAlive: true }, peakRssMiB: server.peakRssMiB, stop: server.stop };
+}
+
+/**
+ * Our server's config file for the bench: the defaults, but a queue deadline of 10 minutes.
+ * On a loaded 2-core machine 32 streams' prefills can keep the last requests queued past the
+ * default 30 s, and a 503 would end the run instead of giving its throughput figure.
+ */
+function benchServerConfig(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'bench-config-')), 'config.json');
+  writeFileSync(path, JSON.stringify({ waitingDeadlineMs: 600_000 }));
+  return path;
 }
 
 async function startPeer(config: PeerConfig): Promise<RunningServer & { handle: PeerHandle }> {

@@ -20,7 +20,7 @@ import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
 import { buildGroupedAttentionBias } from './llama-attention-bias.js';
 import { MS_DOMAIN, skipNorm } from './llama-graph-blocks.js';
-import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, MASK_BIAS, type DecoderInputs } from './llama-graph-io.js';
+import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, MASK_BIAS, newKvName, type DecoderInputs } from './llama-graph-io.js';
 import { withLogitsToKeep } from './logits-to-keep.js';
 
 export interface Gemma2Layer {
@@ -165,7 +165,7 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
     const qkvWeight = concatColumns([transpose(layer.wq, qDim, dim), transpose(layer.wk, kvDim, dim), transpose(layer.wv, kvDim, dim)], dim);
     const qkv = g.op('MatMul', [x, g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, qDim + 2 * kvDim], qkvWeight)], scope, undefined, 'qkv_proj/MatMul');
     const headsFirst = g.op('Transpose', [g.op('Reshape', [qkv, qkvShape], scope)], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
-    const newNames = ops === 'inplace' ? { value: `new_key_values.${index}.value`, key: `new_key_values.${index}.key` } : null;
+    const newNames = ops === 'inplace' ? { value: newKvName(index, 'value'), key: newKvName(index, 'key') } : null;
     const [qk, v] = g.node('Split', [headsFirst, qkvSplit], { scope, attributes: { axis: 1 }, outputs: newNames ? [`${scope}/Split_output_0`, newNames.value] : 2 });
     const [rotated] = g.node('RotaryEmbedding', [qk, inputs.positionIds, cosCache, sinCache], { scope, domain: MS_DOMAIN, attributes: { interleaved: 0 } });
     const [q, k] = g.node('Split', [rotated, qkSplit], { scope, attributes: { axis: 1 }, outputs: newNames ? [`${scope}/Split_1_output_0`, newNames.key] : 2 });

@@ -18,8 +18,8 @@ import { withLogitsToKeep } from './logits-to-keep.js';
  * - `portable`: standard ai.onnx opset-17 ops only, for runtimes without onnxruntime's
  *   contrib ops;
  * - `inplace`: the `fused` math over a cache the engine keeps and writes in place: the graph
- *   reads past_key_values (with room to grow) and outputs only the new slots'
- *   new_key_values.*, so a step never copies the cache (llama-graph-inplace.ts). Not the
+ *   reads past_key_values (with room to grow) and outputs only the new slots, every
+ *   layer's in one new_key_values, so a step never copies the cache (llama-graph-inplace.ts). Not the
  *   Hugging Face I/O contract: only this engine feeds it (the other three keep that contract).
  * onnxruntime-node and onnxruntime-web (WASM) run all four.
  */

@@ -88,11 +88,16 @@ async function runner(model: GgufModel, ops: GraphOps, weights: GgufWeights): Pr
         feeds[`past_key_values.${i}.value`] = slots(layer.value, cached);
       });
       const out = await session.run(feeds);
+      // In place: every layer's new slots in one output, block 2i its keys, 2i + 1 its values.
+      const block = (index: number) => {
+        const size = nKvHeads * ids.length * headDim;
+        return (out.new_key_values.data as Float32Array).subarray(index * size, (index + 1) * size);
+      };
       cache = cache.map((layer, i) =>
         ops === 'inplace'
           ? {
-              key: append(layer.key, out[`new_key_values.${i}.key`].data as Float32Array, cached, ids.length),
-              value: append(layer.value, out[`new_key_values.${i}.value`].data as Float32Array, cached, ids.length),
+              key: append(layer.key, block(2 * i), cached, ids.length),
+              value: append(layer.value, block(2 * i + 1), cached, ids.length),
             }
           : { key: out[`present.${i}.key`].data as Float32Array, value: out[`present.${i}.value`].data as Float32Array },
       );
