@@ -50,7 +50,9 @@ describe('over HTTP: a 30 s video on a SmolVLM2 folder', () => {
   beforeAll(async () => {
     dir = await smolvlm2Folder({ video_sampling: expected.video_processor.video_sampling });
     engine = await createNodeEngine({ modelDir: dir, servedModelName: 'smolvlm2' });
-    app = createApp({ engine, config: parseServerConfig({ modelDir: dir, servedModelName: 'smolvlm2' }), mediaFetcher: createMediaFetcher(resolveMediaConfig({})) });
+    // /tokenize counts up to the served context: the 30 frames' ~1 K tokens need more than the fixture's 512 (SmolVLM2 serves 8192).
+    const wide = Object.create(engine, { info: { value: { ...engine.info, maxModelLen: 8192 } } }) as LocalEngine;
+    app = createApp({ engine: wide, config: parseServerConfig({ modelDir: dir, servedModelName: 'smolvlm2' }), mediaFetcher: createMediaFetcher(resolveMediaConfig({})) });
   });
   afterAll(async () => {
     await engine?.dispose();
