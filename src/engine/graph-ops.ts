@@ -8,8 +8,22 @@
 export function graphHasOp(graph: Uint8Array, opType: string): boolean {
   const name = new TextEncoder().encode(opType);
   if (name.length > 127) return false;
-  const needle = Uint8Array.of(0x22, name.length, ...name);
-  for (let at = graph.indexOf(0x22); at >= 0 && at + needle.length <= graph.length; at = graph.indexOf(0x22, at + 1)) {
+  return hasBytes(graph, Uint8Array.of(0x22, name.length, ...name));
+}
+
+/**
+ * Whether some node has an integer attribute of this name and a small value (0–127), read the
+ * same way: an AttributeProto serializes its name (field 1: 0x0a, length, name) and then its
+ * integer (field 3, a varint: 0x18, value), fields in number order as protobuf writers emit them.
+ */
+export function graphHasIntAttribute(graph: Uint8Array, attribute: string, value: number): boolean {
+  const name = new TextEncoder().encode(attribute);
+  if (name.length > 127 || !Number.isInteger(value) || value < 0 || value > 127) return false;
+  return hasBytes(graph, Uint8Array.of(0x0a, name.length, ...name, 0x18, value));
+}
+
+function hasBytes(graph: Uint8Array, needle: Uint8Array): boolean {
+  for (let at = graph.indexOf(needle[0]!); at >= 0 && at + needle.length <= graph.length; at = graph.indexOf(needle[0]!, at + 1)) {
     let match = true;
     for (let i = 1; i < needle.length && match; i++) match = graph[at + i] === needle[i];
     if (match) return true;

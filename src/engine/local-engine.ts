@@ -5,10 +5,9 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { HfTokenizerSource, TokenizerThread } from '../tokenizer/tokenizer-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BeamSearchGroup } from './beam-search.js';
-import { checkBatching, type BatchingMode } from './batching-self-test.js';
+import { checkBatching, int8ActivationsOf, type BatchingMode } from './batching-self-test.js';
 import { kvBytesPerToken, planContext, type ContextPlan } from './context-length.js';
 import { describeContract } from './decoder-contract.js';
-import { graphHasOp } from './graph-ops.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
@@ -235,7 +234,7 @@ export class LocalEngine implements Engine {
       }
       try {
         check = await checkBatching(decoder, {
-          dynamicInt8: graphHasOp(files.onnx, 'DynamicQuantizeLinear'),
+          int8Activations: int8ActivationsOf(files.onnx),
           crossRequestBatching: limits.crossRequestBatching,
         });
       } catch (error) {
