@@ -4,6 +4,7 @@
  *
  *   npx tsx bench/step-profile.ts label=path.onnx [label=path.onnx ...]
  *   STEP_THREADS=1,2 STEP_ROWS=1 STEP_PAST=128 STEP_RUNS=40 STEP_ROUNDS=5 npx tsx bench/step-profile.ts ...
+ *   STEP_THREADS=1,2,2s ...   (`2s`: 2 threads with onnxruntime's default spinning)
  *
  * Per graph and thread count, two sessions run in alternation (rounds, order rotated):
  * - a plain one (the engine's options: no spinning above one thread): the wall time of
@@ -24,7 +25,8 @@ import { median } from './stats.js';
 
 const { nLayers, nKvHeads, dim, nHeads, vocabSize } = SMOLLM2_135M_SHAPE;
 const headDim = dim / nHeads;
-const THREADS = (process.env.STEP_THREADS ?? '1,2').split(',').map(Number);
+/** Thread counts; a trailing `s` keeps onnxruntime's spin-waiting on (the engine turns it off above one thread). */
+const THREADS = (process.env.STEP_THREADS ?? '1,2').split(',').map((t) => ({ threads: parseInt(t, 10), spinning: t.endsWith('s') }));
 const ROWS = Number(process.env.STEP_ROWS ?? 1);
 const PAST = Number(process.env.STEP_PAST ?? 128);
 const RUNS = Number(process.env.STEP_RUNS ?? 30);
@@ -56,6 +58,15 @@ function stepFeeds(session: ort.InferenceSession): Record<string, ort.Tensor> {
   return feeds;
 }
 
+/**
+ * A node's operator; a MatMul over a weight (the converter's projections and the head, by node
+ * name) apart from the attention's activation-by-activation products.
+ */
+function opOf(node: ProfileEvent): string {
+  const op = node.args?.op_name ?? '?';
+  return op === 'MatMul' && /_proj\/|lm_head\//.test(node.name) ? 'MatMul (weights)' : op;
+}
+
 /** Per model_run: the node times inside it, summed per operator, and the run's own duration. */
 function runsOf(events: ProfileEvent[]): Array<{ runUs: number; byOp: Map<string, number>; nodes: number }> {
   const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run').sort((a, b) => a.ts - b.ts);
@@ -67,7 +78,7 @@ function runsOf(events: ProfileEvent[]): Array<{ runUs: number; byOp: Map<string
     while (at < nodes.length && nodes[at].ts < run.ts) at++;
     while (at < nodes.length && nodes[at].ts <= run.ts + run.dur) {
       const node = nodes[at++];
-      const op = node.args?.op_name ?? '?';
+      const op = opOf(node);
       byOp.set(op, (byOp.get(op) ?? 0) + node.dur);
       count++;
     }
@@ -82,26 +93,27 @@ async function main() {
   });
   if (graphs.length === 0) throw new Error('usage: npx tsx bench/step-profile.ts label=model.onnx ...');
   const workDir = join(tmpdir(), `step-profile-${process.pid}`);
-  const options = (threads: number): ort.InferenceSession.SessionOptions => ({
+  const options = ({ threads, spinning }: (typeof THREADS)[number]): ort.InferenceSession.SessionOptions => ({
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
-    ...(threads > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+    ...(threads > 1 && !spinning ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
   });
-  const cases: Array<{ label: string; threads: number; plain: ort.InferenceSession; profiled: ort.InferenceSession; profileDir: string; feeds: Record<string, ort.Tensor>; wall: number[] }> = [];
+  const cases: Array<{ label: string; threads: number; spinning: boolean; plain: ort.InferenceSession; profiled: ort.InferenceSession; profileDir: string; feeds: Record<string, ort.Tensor>; wall: number[] }> = [];
   for (const { label, path } of graphs) {
-    for (const threads of THREADS) {
+    for (const config of THREADS) {
+      const { threads, spinning } = config;
       const profileDir = join(workDir, `${cases.length}`);
       mkdirSync(profileDir, { recursive: true });
-      const plain = await ort.InferenceSession.create(path, options(threads));
-      const profiled = await ort.InferenceSession.create(path, { ...options(threads), enableProfiling: true, profileFilePrefix: join(profileDir, 'p') });
+      const plain = await ort.InferenceSession.create(path, options(config));
+      const profiled = await ort.InferenceSession.create(path, { ...options(config), enableProfiling: true, profileFilePrefix: join(profileDir, 'p') });
       const feeds = stepFeeds(plain);
       for (let i = 0; i < 3; i++) {
         await plain.run(feeds);
         await profiled.run(feeds);
       }
-      cases.push({ label, threads, plain, profiled, profileDir, feeds, wall: [] });
+      cases.push({ label, threads, spinning, plain, profiled, profileDir, feeds, wall: [] });
     }
   }
   const loadBefore = loadavg();
@@ -130,7 +142,7 @@ async function main() {
     const wall = median(c.wall);
     const nodes = runs[0]?.nodes ?? 0;
     const nodeCounts = countNodesPerOp(JSON.parse(readFileSync(file, 'utf8')) as ProfileEvent[], runs.length + 3);
-    console.log(`\n### ${c.label}, ${c.threads} thread${c.threads > 1 ? 's' : ''}: step ${(wall / 1000).toFixed(2)} ms wall (plain session), ${nodes} nodes`);
+    console.log(`\n### ${c.label}, ${c.threads} thread${c.threads > 1 ? 's' : ''}${c.spinning ? ', spinning' : ''}: step ${(wall / 1000).toFixed(2)} ms wall (plain session), ${nodes} nodes`);
     console.log('| part | µs per step | share of wall | nodes |');
     console.log('| --- | --- | --- | --- |');
     const row = (name: string, us: number, count = '') => console.log(`| ${name} | ${us.toFixed(0)} | ${((100 * us) / wall).toFixed(0)}% | ${count} |`);
@@ -150,7 +162,7 @@ function countNodesPerOp(events: ProfileEvent[], runs: number): Map<string, numb
   const counts = new Map<string, number>();
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
-    const op = e.args?.op_name ?? '?';
+    const op = opOf(e);
     counts.set(op, (counts.get(op) ?? 0) + 1);
   }
   return new Map([...counts].map(([op, n]) => [op, Math.round(n / runs)]));
