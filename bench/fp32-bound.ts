@@ -11,12 +11,15 @@
  *   (onnxruntime's default): wall and process CPU time per step.
  * - `chain`: the step's 121 weight MatMuls alone (bench/fp32-bound/matmul-chain.ts), same
  *   bytes, at 1 and 2 threads: what the rest of the step (norms, attention, KV) adds.
+ * - `prefill` (not by default): ROWS prompts of 16 tokens prefilled one run() each or in one.
  * - `tjs`: transformers.js 4.3.2 on the same folder with its defaults (model.onnx, onnxruntime's
  *   default threads and spinning): its session's bare `run()` per step, and `generate()` per
  *   token (generate(1 + N) − generate(1), ÷ N: what its loop adds around the run).
  * - `llama`: llama.cpp's server on the F32 GGUF (--threads 1 and 2): its own per-token decode
  *   time (/completion's timings.predicted_per_token_ms) and its process CPU per token
  *   (request of 1 + N tokens − request of 1 token, ÷ N).
+ * - `engine` (not by default): our engine in this process without HTTP, model thread `auto`
+ *   (the worker) and `main`: per token, to split the server's time outside the model call.
  * - `http`: our server (`npm start`'s build, default settings: worker thread, 2 threads) on
  *   the same folder, one streamed request: decode time per token over HTTP, and its process
  *   CPU per token (as llama's). Against `ours` 2 threads it gives the per-token time outside
@@ -38,7 +41,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { AutoModelForCausalLM, env, Tensor as TjsTensor, type PreTrainedModel } from '@huggingface/transformers';
+import { stepFeeds } from './fp32-bound/feeds.js';
 import { ensureMatMulChain } from './fp32-bound/matmul-chain.js';
+import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { defaultSamplingParams } from '../src/sampling/params.js';
 import { startServer, type ServerHandle } from './http.js';
 import { streamTiming, type CompletionTarget } from './load-client.js';
 import { startLlamaServer, type PeerHandle } from './peer.js';
@@ -54,6 +60,12 @@ const TOKENS = Number(process.env.FP32_TOKENS ?? 16);
 const PAST = Number(process.env.FP32_PAST ?? 24);
 const SIDES = new Set((process.env.FP32_SIDES ?? 'read,ours,chain,tjs,llama,http').split(','));
 const PROMPT_TOKENS = 16;
+/**
+ * fp32 (default) or q4: with q4 the graph sides (ours, prefill, tjs, http) run the q4 graph
+ * (model_q4.inplace.onnx; transformers.js dtype q4) and llama-server the Q4_0 GGUF; the
+ * stream read and the chain stay fp32's, so their floor is not the q4 step's.
+ */
+const DTYPE = process.env.FP32_DTYPE === 'q4' ? 'q4' : 'fp32';
 
 const { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize } = SMOLLM2_135M_SHAPE;
 const headDim = dim / nHeads;
@@ -100,19 +112,6 @@ function readSide(threads: number): Side {
   };
 }
 
-function stepFeeds(inputNames: readonly string[], make: (type: 'int64' | 'float32', data: BigInt64Array | Float32Array, dims: number[]) => unknown): Record<string, unknown> {
-  const ids = BigInt64Array.from({ length: ROWS }, (_, i) => BigInt(300 + ((i * 7919) % (vocabSize - 400))));
-  const feeds: Record<string, unknown> = {
-    input_ids: make('int64', ids, [ROWS, 1]),
-    attention_mask: make('int64', new BigInt64Array(ROWS * (PAST + 1)).fill(1n), [ROWS, PAST + 1]),
-    position_ids: make('int64', new BigInt64Array(ROWS).fill(BigInt(PAST)), [ROWS, 1]),
-  };
-  if (inputNames.includes('num_logits_to_keep')) feeds.num_logits_to_keep = make('int64', BigInt64Array.of(1n), []);
-  const kv = Float32Array.from({ length: ROWS * nKvHeads * PAST * headDim }, (_, i) => Math.sin(i) * 0.5);
-  for (const name of inputNames) if (name.startsWith('past_key_values.')) feeds[name] = make('float32', kv, [ROWS, nKvHeads, PAST, headDim]);
-  return feeds;
-}
-
 /** `steps` runs back to back: the median wall and the mean process CPU per run. */
 async function timeRuns(steps: number, run: () => Promise<unknown>): Promise<Sample> {
   const walls: number[] = [];
@@ -134,9 +133,7 @@ async function oursSide(path: string, threads: number, spinning: boolean, what =
     executionMode: 'sequential',
     ...(threads > 1 ? { extra: { session: { intra_op: { allow_spinning: spinning ? '1' : '0' } } } } : {}),
   });
-  const feeds = session.inputNames.includes('x')
-    ? { x: new ort.Tensor('float32', Float32Array.from({ length: ROWS * dim }, (_, i) => Math.sin(i)), [ROWS, dim]) }
-    : (stepFeeds(session.inputNames, (type, data, dims) => new ort.Tensor(type, data, dims)) as Record<string, ort.Tensor>);
+  const feeds = stepFeeds(session.inputNames, ROWS, PAST);
   for (let i = 0; i < 3; i++) await session.run(feeds);
   return {
     label: `${what}, ${threads} thread${threads > 1 ? 's' : ''}${threads > 1 ? (spinning ? ', spinning' : ', no spinning') : ''} (run() per step)`,
@@ -145,13 +142,44 @@ async function oursSide(path: string, threads: number, spinning: boolean, what =
   };
 }
 
+/**
+ * `ROWS` prompts of PROMPT_TOKENS: prefilled one call each (as our scheduler did before
+ * session 9's shared prefills) and in one call of ROWS rows (transformers.js's batch).
+ */
+async function prefillSides(path: string): Promise<Side[]> {
+  const session = await ort.InferenceSession.create(path, {
+    intraOpNumThreads: 2,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+    executionMode: 'sequential',
+    extra: { session: { intra_op: { allow_spinning: '0' } } },
+  });
+  const one = stepFeeds(session.inputNames, 1, 0, PROMPT_TOKENS);
+  const all = stepFeeds(session.inputNames, ROWS, 0, PROMPT_TOKENS);
+  await session.run(one);
+  await session.run(all);
+  return [
+    {
+      label: `ours in-process, 2 threads: ${ROWS} prompts of ${PROMPT_TOKENS} tokens, one run() each (ms for all)`,
+      measure: () => timeRuns(1, async () => {
+        for (let i = 0; i < ROWS; i++) await session.run(one);
+      }),
+    },
+    {
+      label: `ours in-process, 2 threads: the same prompts in one ${ROWS}-row run() (ms for all)`,
+      measure: () => timeRuns(1, () => session.run(all)),
+      stop: () => session.release(),
+    },
+  ];
+}
+
 /** transformers.js's model on the same folder; two sides share it (its bare run, its generate). */
 async function tjsSides(onnxDir: string, promptRange: [number, number]): Promise<Side[]> {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
-  const model: PreTrainedModel = await AutoModelForCausalLM.from_pretrained(onnxDir, { dtype: 'fp32', device: 'cpu' });
+  const model: PreTrainedModel = await AutoModelForCausalLM.from_pretrained(onnxDir, { dtype: DTYPE, device: 'cpu' });
   const session = (model as unknown as { sessions: Record<string, ort.InferenceSession> }).sessions.model;
-  const feeds = stepFeeds(session.inputNames, (type, data, dims) => new ort.Tensor(type, data, dims)) as Record<string, ort.Tensor>;
+  const feeds = stepFeeds(session.inputNames, ROWS, PAST);
   const generate = async (prompts: number[][], tokens: number) => {
     const flat = BigInt64Array.from(prompts.flat(), (id) => BigInt(id));
     const dims = [prompts.length, prompts[0].length];
@@ -220,6 +248,33 @@ async function llamaSide(gguf: string, threads: number, promptRange: [number, nu
   };
 }
 
+/**
+ * Our engine in this process without HTTP (createNodeEngine, greedy, EOS ignored), with the
+ * model thread chosen by `auto` (the worker for this size) and on the main thread: its time per
+ * token beside the bare run() is what the engine adds around the model call.
+ */
+async function engineSide(onnxDir: string, modelThread: 'auto' | 'main', promptRange: [number, number]): Promise<Side> {
+  const engine = await createNodeEngine({ modelDir: onnxDir, dtype: DTYPE, modelThread, intraOpNumThreads: 'auto' });
+  const generate = async (prompts: number[][], tokens: number) =>
+    Promise.all(
+      prompts.map(async (prompt) => {
+        const params = defaultSamplingParams({ temperature: 0, maxTokens: tokens, ignoreEos: true });
+        for await (const delta of engine.generate({ promptTokenIds: prompt, params })) void delta;
+      }),
+    );
+  await generate(randomPrompts(ROWS, PROMPT_TOKENS, promptRange, 9), 8);
+  return {
+    label: `our engine in-process, no HTTP (model thread ${modelThread === 'auto' ? 'auto: worker' : 'main'}), per step`,
+    async measure(round) {
+      const prompts = randomPrompts(ROWS, PROMPT_TOKENS, promptRange, 400 + round);
+      const one = await timeRuns(1, () => generate(prompts, 1));
+      const many = await timeRuns(1, () => generate(prompts.map((p) => [...p].reverse()), 1 + TOKENS));
+      return { wallMs: (many.wallMs - one.wallMs) / TOKENS, cpuMs: (many.cpuMs! - one.cpuMs!) / TOKENS };
+    },
+    stop: () => engine.dispose(),
+  };
+}
+
 /** llama-server's pid: the newest llama-server process listening on the handle's port. */
 async function llamaPid(handle: PeerHandle): Promise<number> {
   const port = new URL(handle.url).port;
@@ -230,7 +285,7 @@ async function llamaPid(handle: PeerHandle): Promise<number> {
 }
 
 async function httpSide(onnxDir: string, promptRange: [number, number]): Promise<Side> {
-  const server: ServerHandle = await startServer({ MODEL_DIR: onnxDir, MODEL_DTYPE: 'fp32', SERVED_MODEL_NAME: 'bench' });
+  const server: ServerHandle = await startServer({ MODEL_DIR: onnxDir, MODEL_DTYPE: DTYPE, SERVED_MODEL_NAME: 'bench' });
   const target: CompletionTarget = { label: 'ours', url: server.url, model: 'bench', keepAlive: true };
   const pid = server.child.pid!;
   await Promise.all(randomPrompts(ROWS, PROMPT_TOKENS, promptRange, 7).map((p) => streamTiming(target, p, 8)));
@@ -255,7 +310,7 @@ async function httpSide(onnxDir: string, promptRange: [number, number]): Promise
 
 async function main() {
   const files = await ensureBenchModel();
-  const inplace = join(files.onnxDir, 'onnx', 'model.inplace.onnx');
+  const inplace = join(files.onnxDir, 'onnx', DTYPE === 'q4' ? 'model_q4.inplace.onnx' : 'model.inplace.onnx');
   const range = files.promptTokenRange;
   const sides: Side[] = [];
   try {
@@ -266,8 +321,10 @@ async function main() {
       const what = 'the 121 weight MatMuls alone (matmul-chain.ts)';
       sides.push(await oursSide(chain, 1, false, what), await oursSide(chain, 2, false, what));
     }
+    if (SIDES.has('prefill')) sides.push(...(await prefillSides(inplace)));
     if (SIDES.has('tjs')) sides.push(...(await tjsSides(files.onnxDir, range)));
-    if (SIDES.has('llama')) for (const threads of [1, 2]) sides.push(await llamaSide(files.gguf.F32, threads, range));
+    if (SIDES.has('llama')) for (const threads of [1, 2]) sides.push(await llamaSide(DTYPE === 'q4' ? files.gguf.Q4_0 : files.gguf.F32, threads, range));
+    if (SIDES.has('engine')) sides.push(await engineSide(files.onnxDir, 'auto', range), await engineSide(files.onnxDir, 'main', range));
     if (SIDES.has('http')) sides.push(await httpSide(files.onnxDir, range));
     const samples = sides.map(() => [] as Sample[]);
     const loadBefore = loadavg();
@@ -284,20 +341,29 @@ async function main() {
     // The floor of each round: the weights at the better of the two read bandwidths measured in it.
     const floors = SIDES.has('read') ? samples[0].map((s, round) => Math.min(s.wallMs, samples[1][round].wallMs)) : null;
     console.log(
-      `\n135M-shaped fp32, ${ROWS} row${ROWS > 1 ? 's' : ''} a step, past ${PAST}, ${ROUNDS} rounds (medians); ${TOKENS} decode tokens per request; ` +
-        `weights ${(STEP_WEIGHT_BYTES / 1e6).toFixed(1)} MB a step; ${cpus().length} cores (${cpus()[0]?.model}); ` +
+      `\n135M-shaped ${DTYPE}, ${ROWS} row${ROWS > 1 ? 's' : ''} a step, past ${PAST}, ${ROUNDS} rounds (medians); ${TOKENS} decode tokens per request; ` +
+        `fp32 weights ${(STEP_WEIGHT_BYTES / 1e6).toFixed(1)} MB a step; ${cpus().length} cores (${cpus()[0]?.model}); ` +
         `load average ${loadBefore.map((x) => x.toFixed(1)).join(' / ')} before, ${loadAfter.map((x) => x.toFixed(1)).join(' / ')} after\n`,
     );
-    console.log('| side | ms per step, median (p10) | CPU ms per step | weight GB/s (median wall) | ÷ read floor, paired | prefill ms (first tokens) |');
-    console.log('| --- | --- | --- | --- | --- | --- |');
+    // The engine's own configuration in this process: what the HTTP server's step is compared with.
+    const engineIndex = sides.findIndex((side) => side.label.startsWith('ours in-process, 2 threads, no spinning'));
+    console.log(
+      '| side | ms per step, median (p10) | CPU ms per step | weight GB/s (median wall) | ÷ read floor, paired | ÷ ours 2 threads in-process, paired (wall / CPU) | prefill ms (first tokens) |',
+    );
+    console.log('| --- | --- | --- | --- | --- | --- | --- |');
     sides.forEach((side, i) => {
       const walls = samples[i].map((s) => s.wallMs);
       const wall = median(walls);
       const column = (pick: (s: Sample) => number | undefined) =>
         samples[i].every((s) => pick(s) !== undefined) ? median(samples[i].map((s) => pick(s)!)).toFixed(1) : '–';
       const paired = floors ? median(samples[i].map((s, round) => s.wallMs / floors[round])).toFixed(2) : '–';
+      const engine = engineIndex >= 0 ? samples[engineIndex] : null;
+      const toEngine = engine
+        ? `${median(samples[i].map((s, round) => s.wallMs / engine[round].wallMs)).toFixed(2)} / ` +
+          (samples[i][0].cpuMs === undefined ? '–' : median(samples[i].map((s, round) => s.cpuMs! / engine[round].cpuMs!)).toFixed(2))
+        : '–';
       console.log(
-        `| ${side.label} | ${wall.toFixed(1)} (${percentile(walls, 10).toFixed(1)}) | ${column((s) => s.cpuMs)} | ${(STEP_WEIGHT_BYTES / wall / 1e6).toFixed(1)} | ${paired} | ${column((s) => s.prefillMs)} |`,
+        `| ${side.label} | ${wall.toFixed(1)} (${percentile(walls, 10).toFixed(1)}) | ${column((s) => s.cpuMs)} | ${(STEP_WEIGHT_BYTES / wall / 1e6).toFixed(1)} | ${paired} | ${toEngine} | ${column((s) => s.prefillMs)} |`,
       );
     });
   } finally {
