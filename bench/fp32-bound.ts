@@ -299,7 +299,9 @@ async function httpSide(onnxDir: string, promptRange: [number, number]): Promise
       const started = performance.now();
       const timings = await Promise.all(prompts.map((p) => streamTiming(target, [...p].reverse(), 1 + TOKENS)));
       const cpu2 = cpuMsOf(pid);
-      // A step of the batch: from the last stream's first token to the end, ÷ the tokens after it.
+      // From the last stream's first token to the end, ÷ the tokens after it: a step of the full
+      // batch when the prompts were prefilled quickly; streams that started well before the last
+      // one may have finished by then (then it is a smaller batch's step: read the prefill column).
       const firstTokenAt = Math.max(...timings.map((t) => t.ttftMs));
       const wallMs = (performance.now() - started - firstTokenAt) / TOKENS;
       return { wallMs, cpuMs: (cpu2 - cpu1 - (cpu1 - cpu0)) / TOKENS, prefillMs: firstTokenAt };
