@@ -20,11 +20,9 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { SMOLLM2_135M_SHAPE } from './size-models.js';
+import { stepFeeds } from './fp32-bound/feeds.js';
 import { median } from './stats.js';
 
-const { nLayers, nKvHeads, dim, nHeads, vocabSize } = SMOLLM2_135M_SHAPE;
-const headDim = dim / nHeads;
 /** Thread counts; a trailing `s` keeps onnxruntime's spin-waiting on (the engine turns it off above one thread). */
 const THREADS = (process.env.STEP_THREADS ?? '1,2').split(',').map((t) => ({ threads: parseInt(t, 10), spinning: t.endsWith('s') }));
 const ROWS = Number(process.env.STEP_ROWS ?? 1);
@@ -38,24 +36,6 @@ interface ProfileEvent {
   ts: number;
   dur: number;
   args?: { op_name?: string };
-}
-
-function stepFeeds(session: ort.InferenceSession): Record<string, ort.Tensor> {
-  const ids = BigInt64Array.from({ length: ROWS }, (_, i) => BigInt(300 + ((i * 7919) % (vocabSize - 400))));
-  const feeds: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor('int64', ids, [ROWS, 1]),
-    attention_mask: new ort.Tensor('int64', new BigInt64Array(ROWS * (PAST + 1)).fill(1n), [ROWS, PAST + 1]),
-    position_ids: new ort.Tensor('int64', new BigInt64Array(ROWS).fill(BigInt(PAST)), [ROWS, 1]),
-  };
-  if (session.inputNames.includes('num_logits_to_keep')) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
-  const kv = Float32Array.from({ length: ROWS * nKvHeads * PAST * headDim }, (_, i) => Math.sin(i) * 0.5);
-  for (let l = 0; l < nLayers; l++) {
-    for (const kind of ['key', 'value']) {
-      const name = `past_key_values.${l}.${kind}`;
-      if (session.inputNames.includes(name)) feeds[name] = new ort.Tensor('float32', kv, [ROWS, nKvHeads, PAST, headDim]);
-    }
-  }
-  return feeds;
 }
 
 /**
@@ -108,7 +88,7 @@ async function main() {
       mkdirSync(profileDir, { recursive: true });
       const plain = await ort.InferenceSession.create(path, options(config));
       const profiled = await ort.InferenceSession.create(path, { ...options(config), enableProfiling: true, profileFilePrefix: join(profileDir, 'p') });
-      const feeds = stepFeeds(plain);
+      const feeds = stepFeeds(plain.inputNames, ROWS, PAST);
       for (let i = 0; i < 3; i++) {
         await plain.run(feeds);
         await profiled.run(feeds);
