@@ -29,6 +29,7 @@ import { createNodeEngine } from '../src/runtime/node-engine.js';
 import { playgroundRoutes } from '../src/runtime/node-static.js';
 import { peerRoutes } from './browser-peers/serve.js';
 import { formatTable, median } from './stats.js';
+import { warmUp } from './warm-up.js';
 
 const modelDir = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 
@@ -94,8 +95,8 @@ export async function benchBrowser(options: BrowserBenchOptions): Promise<Browse
       const page = await (await browser.newContext()).newPage();
       const runsOn = side === 'wllama' || side === 'transformers' ? await openPeer(page, `${baseUrl}peers/${side}/?${query}`) : await openOurs(page, `${baseUrl}?${query}`, side);
       const tokens = options.tokens ?? Number(process.env.BENCH_TOKENS ?? (side === 'webgpu' ? 32 : 128));
-      // Warm-up: V8 and the WASM engines settle during the first few hundred steps.
-      for (let i = 0; i < 2; i++) await runOnce(page, side, tokens);
+      // Warm-up: V8 and the WASM engines settle over the first thousand or so steps (bench/warm-up.ts).
+      await warmUp((warmTokens) => runOnce(page, side, side === 'webgpu' ? tokens : warmTokens));
       loaded.push({ name, side, threads: threads === undefined ? null : Number(threads), page, tokens, rates: [], prefills: [], oneRequest: [], runsOn });
       options.log?.(`  loaded ${name}: ${runsOn}`);
     }

@@ -17,6 +17,7 @@ import { benchBrowser, browserPeerRatios, browserTables, type BrowserResults } f
 import { benchNodePeer, nodePeerModels, type NodePeerRow } from './node-peers.js';
 import { sizeSection } from './size-section.js';
 import { ensureBenchModel } from './size-models.js';
+import { benchModelWanted } from './warm-up.js';
 import type { SizeResults } from './size.js';
 
 export interface HomesResults {
@@ -154,7 +155,8 @@ export async function benchHomes(): Promise<HomesResults> {
     const maxTokens = Number(process.env.BENCH_TOKENS ?? (quick ? 32 : 128));
     console.log(`\n## Node: our server vs transformers.js in Node, same ONNX folder (${rounds} interleaved rounds, medians, ${maxTokens} tokens)\n`);
     const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
-    for (const spec of nodePeerModels(embedded, await ensureBenchModel())) {
+    const needs135m = benchModelWanted('135m-fp32') || benchModelWanted('135m-q4');
+    for (const spec of nodePeerModels(embedded, needs135m ? await ensureBenchModel() : null)) {
       nodePeers.push(await benchNodePeer(spec, { rounds, maxTokens, ttftPromptTokens: 128, log: console.log }));
     }
   }

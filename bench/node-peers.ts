@@ -13,6 +13,7 @@ import { startServer } from './http.js';
 import { aggregateTokensPerSecond, completionTokensPerSecond, streamTiming, type CompletionTarget } from './load-client.js';
 import { randomPrompts } from './size.js';
 import { median } from './stats.js';
+import { benchModelWanted, warmUp } from './warm-up.js';
 
 export interface NodePeerModel {
   model: string;
@@ -133,6 +134,10 @@ export async function benchNodePeer(spec: NodePeerModel, options: NodePeerOption
     await aggregateTokensPerSecond(target, warm, 8);
     await peer.concurrent(warm, 8);
     await peer.batch(warm, 8);
+    // Both sides are JavaScript: each decodes the same warm-up before anything is measured (bench/warm-up.ts).
+    const warmPrompt = (index: number) => randomPrompts(1, PROMPT_TOKENS, spec.promptRange, 500 + index)[0]!;
+    await warmUp((tokens, index) => completionTokensPerSecond(target, warmPrompt(index), tokens));
+    await warmUp((tokens, index) => peer.single(warmPrompt(index), tokens));
     for (let round = 0; round < options.rounds; round++) {
       const single = randomPrompts(1, PROMPT_TOKENS, spec.promptRange, 1000 * round + 1)[0]!;
       const long = randomPrompts(1, options.ttftPromptTokens, spec.promptRange, 1000 * round + 2)[0]!;
@@ -176,9 +181,11 @@ export async function benchNodePeer(spec: NodePeerModel, options: NodePeerOption
 
 /** The models of the Node peer section: the embedded stories260K, and the 135M-shaped bench model's fp32 and q4 graphs. */
 export function nodePeerModels(embeddedDir: string, bench: { onnxDir: string; promptTokenRange: [number, number] } | null): NodePeerModel[] {
-  const models: NodePeerModel[] = [{ model: 'stories260K (embedded)', dtype: 'fp32', onnxDir: embeddedDir, promptRange: [259, 512] }];
+  const models: NodePeerModel[] = benchModelWanted('stories260k') ? [{ model: 'stories260K (embedded)', dtype: 'fp32', onnxDir: embeddedDir, promptRange: [259, 512] }] : [];
   if (bench) {
-    for (const dtype of ['fp32', 'q4'] as const) models.push({ model: '135M-shaped', dtype, onnxDir: bench.onnxDir, promptRange: bench.promptTokenRange });
+    for (const dtype of ['fp32', 'q4'] as const) {
+      if (benchModelWanted(dtype === 'fp32' ? '135m-fp32' : '135m-q4')) models.push({ model: '135M-shaped', dtype, onnxDir: bench.onnxDir, promptRange: bench.promptTokenRange });
+    }
   }
   return models;
 }

@@ -17,6 +17,7 @@ for (const batch of (process.argv[4] ?? '1').split(',').map(Number)) {
       attention_mask: new ort.Tensor('int64', new BigInt64Array(batch * (past + 1)).fill(1n), [batch, past + 1]),
       position_ids: new ort.Tensor('int64', new BigInt64Array(batch).fill(BigInt(past)), [batch, 1]),
     };
+    if (session.inputNames.includes('num_logits_to_keep')) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
     for (const name of session.inputNames.filter((n) => n.startsWith('past_key_values'))) feeds[name] = new ort.Tensor('float32', new Float32Array(batch * 4 * past * 8), [batch, 4, past, 8]);
     return feeds;
   };

@@ -35,8 +35,9 @@ export const SMOLLM2_135M_SHAPE = {
  * 3: the graphs take num_logits_to_keep.
  * 4: the fp32 graph's in-place KV twin beside it.
  * 5: the q4 graph's in-place KV twin (onnx/model_q4.inplace.onnx) beside it.
+ * 6: the in-place twins output every layer's new keys and values as one new_key_values.
  */
-const FORMAT = 5;
+const FORMAT = 6;
 export const SEED = 135;
 
 export interface BenchModelFiles {

@@ -9,6 +9,7 @@
  *
  * BENCH_GGUF=path/to/file.gguf: only that file, served by our server (MODEL_DIR=file.gguf)
  * and by llama-server, same rounds and figures; the chart is not rewritten.
+ * BENCH_MODELS=135m-q4 (a comma list of stories260k, 135m-fp32, 135m-q4): only those rows; nor is it then.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +42,8 @@ export async function sizeSection(): Promise<SizeResults | null> {
   mkdirSync(outDir, { recursive: true });
   writeFileSync(`${outDir}/size-${date}.json`, JSON.stringify(results, null, 2));
   writeFileSync(`${outDir}/size-${date}.md`, markdown);
-  if (process.env.BENCH_GGUF) {
+  // The chart is of the 135M rows: redrawn only when the section ran them all.
+  if (process.env.BENCH_GGUF || process.env.BENCH_MODELS) {
     console.log(`written: bench/results/size-${date}.json, bench/results/size-${date}.md`);
     return results;
   }

@@ -5,9 +5,9 @@
  * in a rotating order) and figures are medians over rounds, so a slow phase of this shared
  * machine hits every side. For llama.cpp, each figure takes its best thread setting (1 or 2).
  */
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { readFile } from 'node:fs/promises';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { openGgufModelAt } from '../src/gguf/node-gguf.js';
 import type { GgufModel } from '../src/gguf/gguf-model.js';
@@ -30,6 +30,7 @@ import {
 import { peerGreedyTokens, startLlamaServer, type PeerConfig, type PeerHandle } from './peer.js';
 import { benchModelCache, ensureBenchModel } from './size-models.js';
 import { median } from './stats.js';
+import { benchModelWanted, warmUp } from './warm-up.js';
 
 export interface SizeBenchOptions {
   rounds: number;
@@ -99,8 +100,19 @@ interface RunningServer {
 
 async function startOurs(modelDir: string, dtype: string, label: string): Promise<RunningServer> {
   // A .gguf is served as it is (MODEL_DIR=file.gguf): its graph is built from the file, no dtype to pick.
-  const server = await startServer({ MODEL_DIR: modelDir, ...(dtype === 'gguf' ? {} : { MODEL_DTYPE: dtype }), SERVED_MODEL_NAME: 'bench' });
+  const server = await startServer({ MODEL_DIR: modelDir, ...(dtype === 'gguf' ? {} : { MODEL_DTYPE: dtype }), SERVED_MODEL_NAME: 'bench', CONFIG: benchServerConfig() });
   return { target: { label, url: server.url, model: 'bench', keepAlive: true }, peakRssMiB: server.peakRssMiB, stop: server.stop };
+}
+
+/**
+ * Our server's config file for the bench: the defaults, but a queue deadline of 10 minutes.
+ * On a loaded 2-core machine 32 streams' prefills can keep the last requests queued past the
+ * default 30 s, and a 503 would end the run instead of giving its throughput figure.
+ */
+function benchServerConfig(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'bench-config-')), 'config.json');
+  writeFileSync(path, JSON.stringify({ waitingDeadlineMs: 600_000 }));
+  return path;
 }
 
 async function startPeer(config: PeerConfig): Promise<RunningServer & { handle: PeerHandle }> {
@@ -218,8 +230,11 @@ async function modelRow(
     for (const config of peerConfigs) peers.push(await startPeer({ gguf, threads: config.threads, parallel: config.parallel, slotContext }));
     const greedy = await greedyCheck(onnxDir, dtype, peers[0].handle.url, randomPrompts(4, PROMPT_TOKENS, promptRange, 7), 32);
     log(`  greedy ids, ours vs llama.cpp, 4 prompts × 32 tokens: agreeing prefixes ${greedy.agreeingPrefix.join(', ')}`);
-    // Warm-up: JIT, first-touch of weights and KV on every server.
-    for (const server of [ours, ...peers]) await aggregateTokensPerSecond(server.target, randomPrompts(4, PROMPT_TOKENS, promptRange, 3), 8);
+    // Warm-up: first touch of weights and KV (a batch), then the JIT (bench/warm-up.ts), on every server.
+    for (const server of [ours, ...peers]) {
+      await aggregateTokensPerSecond(server.target, randomPrompts(4, PROMPT_TOKENS, promptRange, 3), 8);
+      await warmUp((tokens, index) => completionTokensPerSecond(server.target, randomPrompts(1, PROMPT_TOKENS, promptRange, 500 + index)[0], tokens));
+    }
     const servers: RunningServer[] = [ours, ...peers];
     const measuresOf = (server: RunningServer) =>
       server === ours ? ourMeasures : peerConfigs[peers.findIndex((p) => p === server)].measures;
@@ -311,12 +326,13 @@ async function benchOneGguf(gguf: string, options: SizeBenchOptions, peerVersion
 export async function benchSizes(options: SizeBenchOptions, peerVersion: string): Promise<SizeResults> {
   if (process.env.BENCH_GGUF) return benchOneGguf(process.env.BENCH_GGUF, options, peerVersion);
   const before = loadavg();
-  const model = await ensureBenchModel(options.log);
+  const model = benchModelWanted('135m-fp32') || benchModelWanted('135m-q4') ? await ensureBenchModel(options.log) : null;
   const rows: ModelRow[] = [];
   const all: Measure[] = ['single', 'ttft', ...options.streams.map((n) => `streams:${n}` as Measure)];
   const slotContext = 512;
   const maxStreams = Math.max(...options.streams);
   for (const [dtype, weights] of [['fp32', 'F32'], ['q4', 'Q4_0']] as const) {
+    if (model === null || !benchModelWanted(dtype === 'fp32' ? '135m-fp32' : '135m-q4')) continue;
     rows.push(
       await modelRow(
         '135M-shaped (SmolLM2 shape)',
@@ -333,20 +349,23 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
   }
   // stories260K: one request on --parallel 1, 64 streams on --parallel 64 (the best configs
   // of each, per the peer notes), each at 1 and 2 threads.
-  const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
-  const storiesGguf = await stories260kGguf('F32');
-  const configs = [1, 2].flatMap((threads) => [
-    { threads, parallel: 1, measures: ['single'] as Measure[] },
-    { threads, parallel: 64, measures: ['streams:64'] as Measure[] },
-  ]);
-  rows.push(
-    await modelRow('stories260K (embedded)', 'fp32', embedded, storiesGguf, configs, ['single', 'streams:64'], 512, [259, 512], {
-      ...options,
-      rounds: Math.max(options.rounds, 3),
-    }),
-  );
-  const storiesQ4 = await stories260kQ4Greedy();
-  options.log?.(`stories260K q4 / Q4_0: greedy ids agree for the first ${storiesQ4.agreeingPrefix.join(', ')} of ${storiesQ4.tokensPerPrompt} tokens`);
+  let storiesQ4: GreedyCheck | undefined;
+  if (benchModelWanted('stories260k')) {
+    const embedded = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
+    const storiesGguf = await stories260kGguf('F32');
+    const configs = [1, 2].flatMap((threads) => [
+      { threads, parallel: 1, measures: ['single'] as Measure[] },
+      { threads, parallel: 64, measures: ['streams:64'] as Measure[] },
+    ]);
+    rows.push(
+      await modelRow('stories260K (embedded)', 'fp32', embedded, storiesGguf, configs, ['single', 'streams:64'], 512, [259, 512], {
+        ...options,
+        rounds: Math.max(options.rounds, 3),
+      }),
+    );
+    storiesQ4 = await stories260kQ4Greedy();
+    options.log?.(`stories260K q4 / Q4_0: greedy ids agree for the first ${storiesQ4.agreeingPrefix.join(', ')} of ${storiesQ4.tokensPerPrompt} tokens`);
+  }
   return {
     storiesQ4Greedy: storiesQ4,
     peer: `llama.cpp's llama-server (${peerVersion}), built from node-llama-cpp's bundled sources against its prebuilt libraries`,

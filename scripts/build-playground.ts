@@ -11,11 +11,14 @@ import { readFile, rm } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { GGUF_WORKER_SCRIPT } from '../src/runtime/playground-files.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const PLAYGROUND_ENTRY = `${ROOT}src/runtime/browser-playground.ts`;
 export const PLAYGROUND_OUT_DIR = `${ROOT}dist/playground`;
 export const SERVICE_WORKER_ENTRY = `${ROOT}src/runtime/browser-service-worker.ts`;
+/** The Web Worker that builds a picked GGUF's graph off the page's main thread (a module worker). */
+export const GGUF_WORKER_ENTRY = `${ROOT}src/runtime/browser-gguf-worker.ts`;
 /** The browsers the page and its service worker are built for (WebGPU-era releases). */
 const BROWSER_TARGETS = ['es2022', 'chrome113', 'firefox115', 'safari16.4'];
 /** public/ files the page loads as they are (the service worker keeps them with the bundle). */
@@ -37,7 +40,9 @@ export async function buildPlayground(options: { minify?: boolean; outDir?: stri
   const outDir = options.outDir ?? PLAYGROUND_OUT_DIR;
   await rm(outDir, { recursive: true, force: true });
   const result = await build({
-    entryPoints: { playground: PLAYGROUND_ENTRY },
+    // The GGUF build worker is an entry of the same build, so it shares the chunks
+    // (onnx writer, GGUF reader) with the page and sits in the service worker's shell.
+    entryPoints: { playground: PLAYGROUND_ENTRY, [GGUF_WORKER_SCRIPT.replace(/\.js$/, '')]: GGUF_WORKER_ENTRY },
     outdir: outDir,
     bundle: true,
     // The in-page engine (hono, tokenizer, onnxruntime-web) is a separate chunk, loaded

@@ -205,9 +205,8 @@ def write_model(path, types, *, rope_theta, tied, file_type, name):
     writer.close()
 
 
-def write_f32_twin(source, target):
-    reader = gguf.GGUFReader(source)
-    writer = gguf.GGUFWriter(target, 'llama')
+def copy_metadata(reader, writer, file_type):
+    """Every key/value of `reader`'s file into `writer` (its architecture already set), general.file_type as given."""
     for field in reader.fields.values():
         if field.name.startswith('GGUF.') or field.name == 'general.architecture':
             continue
@@ -222,9 +221,15 @@ def write_f32_twin(source, target):
         elif kind == gguf.GGUFValueType.STRING:
             writer.add_key_value(field.name, bytes(field.parts[field.data[0]]).decode('utf-8'), kind)
         elif field.name == 'general.file_type':
-            writer.add_key_value(field.name, 0, kind)
+            writer.add_key_value(field.name, file_type, kind)
         else:
             writer.add_key_value(field.name, field.parts[field.data[0]][0].item(), kind)
+
+
+def write_f32_twin(source, target):
+    reader = gguf.GGUFReader(source)
+    writer = gguf.GGUFWriter(target, 'llama')
+    copy_metadata(reader, writer, 0)
     for tensor in reader.tensors:
         values = quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
         writer.add_tensor(tensor.name, values.reshape([int(n) for n in reversed(tensor.shape)]))

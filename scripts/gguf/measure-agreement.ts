@@ -4,7 +4,9 @@
  * its quantized dot products, so near ties can go the other way), and how many sequences
  * are identical. Figures for the README; the tests assert the rule, not these counts.
  *
- *   npx tsx scripts/gguf/measure-agreement.ts <model.gguf> [tokens=32] [--f32-kv]
+ *   npx tsx scripts/gguf/measure-agreement.ts <model.gguf> [tokens=32] [--f32-kv] [--no-flash-attention]
+ *
+ * (llama-server's CPU flash attention rounds through F16; --no-flash-attention turns it off.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +26,7 @@ async function main(): Promise<void> {
   const cache = mkdtempSync(join(tmpdir(), 'gguf-agreement-'));
   const model = basename(file);
   const ours = await spawnServer({ MODEL_DIR: file, GGUF_CACHE_DIR: cache });
-  const llama = await startLlamaServer({ model: file, alias: model, args: ['-c', '4096', ...(process.argv.includes('--f32-kv') ? ['-ctk', 'f32', '-ctv', 'f32'] : [])] });
+  const llama = await startLlamaServer({ model: file, alias: model, args: ['-c', '4096', ...(process.argv.includes('--f32-kv') ? ['-ctk', 'f32', '-ctv', 'f32'] : []), ...(process.argv.includes('--no-flash-attention') ? ['-fa', 'off'] : [])] });
   if ('error' in llama) throw new Error(llama.error);
   const ids = async (url: string, text: string) =>
     ((await (await fetch(`${url}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, prompt: text, content: text, add_special: false }) })).json()) as { tokens: number[] }).tokens;

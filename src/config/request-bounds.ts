@@ -37,6 +37,15 @@ export const REQUEST_BOUNDS_SHAPE = {
   maxSequencesPerRequest: bound(1, 128),
   /** Characters of a prompt's text (all its parts, or all chat messages' text), counted before tokenizing. */
   maxPromptChars: bound(1, 4 * 1024 * 1024),
+  /**
+   * Characters of a piece the tokenizer must take in one synchronous call (a run with no
+   * space: CJK, one long word; a whole text for a tokenizer whose pre-tokenizer does not cut)
+   * where tokenizing cannot leave the event loop (workerd; the page raises it to
+   * maxPromptChars). BPE on such a piece costs ~1–6 µs a character once warm (CJK on a 32 K
+   * byte-fallback vocabulary the slowest measured), so a slice's 16384 holds the loop ~0.1 s.
+   * Node tokenizes such pieces on its tokenizer thread and ignores it.
+   */
+  maxInlinePieceChars: bound(1, 16 * 1024),
   /** Strings in a request's stop list. */
   maxStopStrings: bound(0, 128),
   /** Characters over all of a request's stop strings (the /generate spec's 32 K). */
@@ -103,4 +112,13 @@ export function requestBoundsOf(config: Partial<RequestBounds>): RequestBounds {
   const out = { ...DEFAULT_REQUEST_BOUNDS };
   for (const key of REQUEST_BOUND_KEYS) if (typeof config[key] === 'number') out[key] = config[key]!;
   return out;
+}
+
+/**
+ * A page's settings: it serves one user in their own tab, where a long piece tokenized on the
+ * request thread holds only that tab, so maxInlinePieceChars defaults to maxPromptChars there
+ * (the context's length bound still applies before any tokenizing).
+ */
+export function withPageBounds<T extends Partial<RequestBounds>>(config: T): T {
+  return { maxInlinePieceChars: config.maxPromptChars ?? DEFAULT_REQUEST_BOUNDS.maxPromptChars, ...config };
 }

@@ -27,6 +27,11 @@ export interface DecoderLayoutOptions {
   extraInputs?: OnnxValueInfo[];
   /** Every MatMul with a weight initializer becomes a dynamically quantised int8 one. */
   dynamicInt8?: boolean;
+  /**
+   * An in-place graph's new slots as one output per layer and kind (new_key_values.N.key /
+   * .value), the `inplace` flavour's first form, instead of its one packed output.
+   */
+  newKvPerLayer?: boolean;
 }
 
 const INT64_MAX = 9223372036854775807n;
@@ -157,6 +162,7 @@ export function rewriteDecoderLayout(graph: OnnxGraph, options: DecoderLayoutOpt
     edit.add('Slice', ['logits/all_positions', start, edit.int64s([INT64_MAX]), edit.int64s([1])], {}, ['logits']);
   }
 
+  if (options.newKvPerLayer) unpackNewKv(edit);
   if (options.useCacheBranch) edit.inputs.push({ name: 'use_cache_branch', elemType: OnnxDataType.BOOL, shape: [1] });
   for (const extra of options.extraInputs ?? []) edit.inputs.push(extra);
 
@@ -169,11 +175,23 @@ export function rewriteDecoderLayout(graph: OnnxGraph, options: DecoderLayoutOpt
       if (input.name.startsWith('past_key_values.')) edit.retypeInput(input.name, type, OnnxDataType.FLOAT);
     }
     for (const output of [...edit.outputs]) {
-      if (output.name.startsWith('present.') || output.name.startsWith('new_key_values.')) edit.retypeOutput(output.name, type);
+      if (output.name.startsWith('present.') || output.name.startsWith('new_key_values')) edit.retypeOutput(output.name, type);
     }
   }
   if (options.logitsType === 'float16') edit.retypeOutput('logits', OnnxDataType.FLOAT16);
   return edit.build();
+}
+
+/** The packed new_key_values output's Concat goes; the values it joined become the outputs. */
+function unpackNewKv(edit: GraphEdit): void {
+  const packed = edit.outputs.find((output) => output.name === 'new_key_values');
+  const concat = edit.nodes.find((node) => node.outputs.includes('new_key_values'));
+  if (!packed || !concat) throw new Error('newKvPerLayer: the graph has no packed new_key_values output');
+  edit.nodes = edit.nodes.filter((node) => node !== concat);
+  const [, ...slotDims] = packed.shape;
+  edit.outputs = edit.outputs.flatMap((output) =>
+    output === packed ? concat.inputs.map((name) => ({ ...packed, name, shape: ['batch_size', ...slotDims] })) : [output],
+  );
 }
 
 /**

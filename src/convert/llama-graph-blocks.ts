@@ -30,7 +30,7 @@ export function buildSkipNormDecoder(
   ckpt: Llama2cCheckpoint,
   rmsNormEps: number,
   attentionFor: (g: GraphBuilder, inputs: DecoderInputs) => AttentionBlock,
-  /** present.* (past + new, the HF contract) or new_key_values.* (the new slots only). */
+  /** present.* (past + new, the HF contract) or new_key_values (the new slots only, llama-graph-io.ts). */
   kvOutputs: 'present' | 'new' = 'present',
 ): OnnxGraph {
   const { dim, vocabSize } = ckpt.header;
@@ -72,8 +72,8 @@ export function buildSkipNormDecoder(
   return g.build();
 }
 
-/** RMSNorm(delta + residual), and the sum itself (the new residual stream). */
-function skipNorm(
+/** RMSNorm(delta + residual), and the sum itself (the new residual stream): one com.microsoft node. */
+export function skipNorm(
   g: GraphBuilder,
   delta: string,
   residual: string,

@@ -22,6 +22,7 @@ import { buildGroupedAttentionBias } from './llama-attention-bias.js';
 import { buildSkipNormDecoder, MS_DOMAIN, type AttentionBlock } from './llama-graph-blocks.js';
 import type { DecoderInputs } from './llama-graph-io.js';
 import { permuteRowsForHfRope } from './rope.js';
+import { qkNormedHeads } from './llama-qk-norm.js';
 
 export function buildFusedLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number): OnnxGraph {
   return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => groupedAttention(g, ckpt, inputs));
@@ -40,6 +41,7 @@ export interface KvOutputNames {
 export function fusedAttentionParts(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: DecoderInputs) {
   const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
   const { headDim, kvDim } = ckpt;
+  const qDim = nHeads * headDim; // dim, except where head_dim is set apart (Qwen3)
   const attentionBias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
   // RotaryEmbedding's caches are [max_position, head_dim / 2]: exactly llama2.c's freq_cis tables.
   const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.freqCisReal);
@@ -49,32 +51,42 @@ export function fusedAttentionParts(g: GraphBuilder, ckpt: Llama2cCheckpoint, in
   const qkSplit = g.int64Constant([nHeads, nKvHeads]);
   const groupedQueryShape = g.int64Constant([0, nKvHeads, -1, headDim]);
   const headsShape = g.int64Constant([0, nHeads, -1, headDim]);
-  const mergedShape = g.int64Constant([0, 0, dim]);
+  const mergedShape = g.int64Constant([0, 0, qDim]);
   const scale = 1 / Math.sqrt(headDim);
+
+  /** q|k and v heads [B, heads, S, d] from the projection's [B, S, heads, d]. */
+  const splitHeads = (qkvHeads: string, scope: string, valueName: string | undefined) => {
+    const headsFirst = g.op('Transpose', [qkvHeads], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
+    const [qk, v] = g.node('Split', [headsFirst, qkvSplit], {
+      scope,
+      attributes: { axis: 1 },
+      outputs: valueName === undefined ? 2 : [`${scope}/Split_output_0`, valueName],
+    });
+    return { qk, v };
+  };
 
   /** [B, heads, S, d] rotated q, k and v of the fed tokens. */
   const rotatedQkv = (layer: Llama2cLayer, xNorm: string, scope: string, prefix: string, names: KvOutputNames = {}) => {
-    const q = permuteRowsForHfRope(layer.wq, nHeads, headDim, dim).map((x) => x * scale);
+    // With a per-head norm after the projection, the scale goes on the norm's q rows instead (llama-qk-norm.ts).
+    const qScale = layer.qkNorm ? 1 : scale;
+    const q = permuteRowsForHfRope(layer.wq, nHeads, headDim, dim).map((x) => x * qScale);
     const k = permuteRowsForHfRope(layer.wk, nKvHeads, headDim, dim);
-    const qkvWeight = concatColumns([transpose(q, dim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)], dim);
-    const qkvW = g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, dim + 2 * kvDim], qkvWeight);
+    const qkvWeight = concatColumns([transpose(q, qDim, dim), transpose(k, kvDim, dim), transpose(layer.wv, kvDim, dim)], dim);
+    const qkvW = g.floats(`${prefix}.self_attn.qkv_proj.weight`, [dim, qDim + 2 * kvDim], qkvWeight);
     const projected = g.op('MatMul', [xNorm, qkvW], scope, undefined, 'qkv_proj/MatMul');
     // Biases get the rows' own re-layout: q's permuted and pre-scaled, k's permuted.
     const bias = layer.attentionBias;
     const qkv = bias
-      ? g.op('Add', [projected, g.floats(`${prefix}.self_attn.qkv_proj.bias`, [dim + 2 * kvDim], Float32Array.from([
-          ...permuteRowsForHfRope(bias.q, nHeads, headDim, 1).map((x) => x * scale),
+      ? g.op('Add', [projected, g.floats(`${prefix}.self_attn.qkv_proj.bias`, [qDim + 2 * kvDim], Float32Array.from([
+          ...permuteRowsForHfRope(bias.q, nHeads, headDim, 1).map((x) => x * qScale),
           ...permuteRowsForHfRope(bias.k, nKvHeads, headDim, 1),
           ...bias.v,
         ]))], scope, undefined, 'qkv_proj/Add')
       : projected;
     const qkvHeads = g.op('Reshape', [qkv, qkvShape], scope);
-    const headsFirst = g.op('Transpose', [qkvHeads], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
-    const [qk, v] = g.node('Split', [headsFirst, qkvSplit], {
-      scope,
-      attributes: { axis: 1 },
-      outputs: names.value === undefined ? 2 : [`${scope}/Split_output_0`, names.value],
-    });
+    const { qk, v } = layer.qkNorm
+      ? qkNormedHeads(g, layer, qkvHeads, { nHeads, nKvHeads, headDim, scale }, scope, prefix, names.value)
+      : splitHeads(qkvHeads, scope, names.value);
     const [qkRotated] = g.node('RotaryEmbedding', [qk, inputs.positionIds, cosCache, sinCache], {
       scope,
       domain: MS_DOMAIN,
@@ -93,7 +105,7 @@ export function fusedAttentionParts(g: GraphBuilder, ckpt: Llama2cCheckpoint, in
     const contextHeads = g.op('Reshape', [context, headsShape], scope); // [B, heads, S, d]
     const contextSeqFirst = g.op('Transpose', [contextHeads], scope, { perm: [0, 2, 1, 3] });
     const contextMerged = g.op('Reshape', [contextSeqFirst, mergedShape], scope);
-    const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [dim, dim], transpose(layer.wo, dim, dim));
+    const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [qDim, dim], transpose(layer.wo, dim, qDim));
     return g.op('MatMul', [contextMerged, woT], scope, undefined, 'o_proj/MatMul');
   };
 

@@ -1,12 +1,13 @@
 /**
  * The `inplace` decoder graph: the `fused` graph (llama-graph-fused.ts) for a cache that the
  * caller keeps and updates in place. past_key_values.{i}.key/value are read, never copied,
- * and the graph outputs only the fed tokens' keys and values (new_key_values.{i}.*), which
- * the caller writes into its cache's free slots. So a decode step costs no copy of the
- * cache: no Concat(past, new), and no present.* output, which onnxruntime-node copies into a
- * fresh JavaScript buffer on every run (even into a preallocated `fetches` tensor:
- * measured on 1.30), so a past/present shared buffer (GroupQueryAttention's
- * past_present_share_buffer) would still copy the whole cache per step from JavaScript.
+ * and the graph outputs only the fed tokens' keys and values (new_key_values, every layer's
+ * in one output: llama-graph-io.ts), which the caller writes into its cache's free slots.
+ * So a decode step costs no copy of the cache: no Concat(past, new), and no present.*
+ * output, which onnxruntime-node copies into a fresh JavaScript buffer on every run (even
+ * into a preallocated `fetches` tensor: measured on 1.30), so a past/present shared buffer
+ * (GroupQueryAttention's past_present_share_buffer) would still copy the whole cache per
+ * step from JavaScript.
  *
  * The cache may hold more slots than any row uses (room to grow into): attention_mask
  * [B, T + S] marks each row's real slots among the T cached ones, then the S fed ones.
@@ -20,7 +21,7 @@ import type { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { buildSkipNormDecoder, type AttentionBlock } from './llama-graph-blocks.js';
 import { fusedAttentionParts } from './llama-graph-fused.js';
-import type { DecoderInputs } from './llama-graph-io.js';
+import { newKvName, type DecoderInputs } from './llama-graph-io.js';
 
 export function buildInplaceLlamaGraph(ckpt: Llama2cCheckpoint, rmsNormEps: number): OnnxGraph {
   return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => inplaceAttention(g, ckpt, inputs), 'new');
@@ -36,8 +37,8 @@ function inplaceAttention(g: GraphBuilder, ckpt: Llama2cCheckpoint, inputs: Deco
 
   return ({ layer, index, xNorm, scope, prefix }) => {
     const { q, k: newKey, v: newValue } = rotatedQkv(layer, xNorm, scope, prefix, {
-      value: `new_key_values.${index}.value`,
-      key: `new_key_values.${index}.key`,
+      value: newKvName(index, 'value'),
+      key: newKvName(index, 'key'),
     });
     const past = inputs.past[index];
     const qGrouped = g.op('Reshape', [q, groupedQueryShape], scope); // [B, kv, group*S, d]

@@ -18,8 +18,8 @@ import { withLogitsToKeep } from './logits-to-keep.js';
  * - `portable`: standard ai.onnx opset-17 ops only, for runtimes without onnxruntime's
  *   contrib ops;
  * - `inplace`: the `fused` math over a cache the engine keeps and writes in place: the graph
- *   reads past_key_values (with room to grow) and outputs only the new slots'
- *   new_key_values.*, so a step never copies the cache (llama-graph-inplace.ts). Not the
+ *   reads past_key_values (with room to grow) and outputs only the new slots, every
+ *   layer's in one new_key_values, so a step never copies the cache (llama-graph-inplace.ts). Not the
  *   Hugging Face I/O contract: only this engine feeds it (the other three keep that contract).
  * onnxruntime-node and onnxruntime-web (WASM) run all four.
  */
@@ -46,8 +46,11 @@ export const EXTRA_OPSETS: Record<GraphOps, Record<string, number>> = {
 
 export function buildLlamaGraph(ckpt: Llama2cCheckpoint, options: LlamaGraphOptions): OnnxGraph {
   const build = { fused: buildFusedLlamaGraph, gqa: buildGqaLlamaGraph, portable: buildPortableLlamaGraph, inplace: buildInplaceLlamaGraph }[options.ops];
-  if (ckpt.layers.some((layer) => layer.attentionBias) && options.ops !== 'fused' && options.ops !== 'inplace') {
-    throw new Error(`q/k/v projection biases are built in the fused and inplace flavours only, not ${options.ops}`);
+  if (options.ops !== 'fused' && options.ops !== 'inplace') {
+    const only = (what: string) => new Error(`${what} are built in the fused and inplace flavours only, not ${options.ops}`);
+    if (ckpt.layers.some((layer) => layer.attentionBias)) throw only('q/k/v projection biases');
+    if (ckpt.layers.some((layer) => layer.qkNorm)) throw only('per-head q/k norms');
+    if (ckpt.headDim * ckpt.header.nHeads !== ckpt.header.dim) throw only('heads whose size is not hidden / heads');
   }
   const graph = build(ckpt, options.rmsNormEps);
   return options.logitsToKeep === false ? graph : withLogitsToKeep(graph);

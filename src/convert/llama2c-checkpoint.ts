@@ -18,16 +18,18 @@ export interface Llama2cHeader {
 
 export interface Llama2cLayer {
   rmsAtt: Float32Array; // [dim]
-  wq: Float32Array; // [dim, dim]
+  wq: Float32Array; // [nHeads * headDim, dim] (headDim may differ from dim / nHeads: Qwen3)
   wk: Float32Array; // [kvDim, dim]
   wv: Float32Array; // [kvDim, dim]
-  wo: Float32Array; // [dim, dim]
+  wo: Float32Array; // [dim, nHeads * headDim]
   rmsFfn: Float32Array; // [dim]
   w1: Float32Array; // [hidden, dim]
   w2: Float32Array; // [dim, hidden]
   w3: Float32Array; // [hidden, dim]
   /** q/k/v projection biases (Qwen2 layouts; llama2.c has none), q and k in the rows' order of wq / wk. */
   attentionBias?: { q: Float32Array; k: Float32Array; v: Float32Array };
+  /** RMSNorm weights [headDim] over each head of q and of k before RoPE (Qwen3), in the rows' order within a head of wq / wk. */
+  qkNorm?: { q: Float32Array; k: Float32Array; epsilon: number };
 }
 
 export interface Llama2cCheckpoint {

@@ -13,6 +13,7 @@ import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache } from './kv
 import type { KvCache, KvPadding } from './kv/types.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
 import { localInPlaceKv } from './kv/in-place-step.js';
+import { lastRealLogits, rightPaddedPrompts } from './batch-runner.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }
@@ -25,6 +26,12 @@ export interface BatchingCheck {
   warnings: string[];
   /** Largest relative logit difference, batched vs alone, per padding side tried. */
   differences: Partial<Record<KvPadding, number>>;
+  /**
+   * Prompts may share a prefill call (BatchRunner.prefillTogether): the probes prefilled
+   * together, right-padded, gave each its solo last-position logits. Tried for in-place graphs
+   * with a num_logits_to_keep input only (the runner's other conditions); false otherwise.
+   */
+  prefillTogether: boolean;
 }
 
 export interface BatchingCheckOptions {
@@ -71,9 +78,10 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
   const runs = probes(vocab);
 
   // Alone: prefill, then one token per step; the logits of every decode step.
-  const solo: Array<{ prefill: KvCache; logits: Float32Array[] }> = [];
+  const solo: Array<{ prefill: KvCache; logits: Float32Array[]; last: Float32Array }> = [];
   for (const { prompt, next } of runs) {
     const prefill = await decoder.run(promptInput(prompt, empty(1)));
+    const last = prefill.logits.slice(prefill.logits.length - vocab);
     let past = prefill.present;
     const logits: Float32Array[] = [];
     for (let step = 0; step < next.length; step++) {
@@ -91,8 +99,9 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
       past = out.present;
     }
     if (past !== prefill.present) releaseKvCache(past);
-    solo.push({ prefill: prefill.present, logits });
+    solo.push({ prefill: prefill.present, logits, last });
   }
+  const prefillTogether = contract.kvOutputs === 'new' && contract.logitsToKeepInput !== null && contract.input === 'ids' && (await promptsPrefillTogether(decoder, runs, solo, empty));
 
   const differences: Partial<Record<KvPadding, number>> = {};
   // An in-place graph's cache is laid out one way only (real slots first, kv/in-place-kv.ts):
@@ -136,7 +145,26 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
   if (!options.crossRequestBatching && mode.kind === 'batched') {
     mode = { kind: 'one-request-per-step', reason: 'the crossRequestBatching setting is false' };
   }
-  return { mode, warnings, differences };
+  return { mode, warnings, differences, prefillTogether: prefillTogether && mode.kind === 'batched' };
+}
+
+/** Whether the probes prefilled in one right-padded call get the logits each gets alone. */
+async function promptsPrefillTogether(
+  decoder: Decoder,
+  runs: readonly Probe[],
+  solo: ReadonlyArray<{ last: Float32Array }>,
+  empty: (batch: number) => KvCache,
+): Promise<boolean> {
+  const prompts = runs.map((run) => run.prompt);
+  try {
+    const input = rightPaddedPrompts(prompts, empty(prompts.length));
+    const { logits, present } = await decoder.run(input);
+    releaseKvCache(present);
+    const rows = lastRealLogits(logits, prompts, input.seqLen, decoder.spec.vocabSize);
+    return rows.every((row, index) => relativeDifference(row, solo[index]!.last) <= EXACT_TOLERANCE[decoder.contract.kvType]);
+  } catch {
+    return false;
+  }
 }
 
 function formatDifference(value: number | undefined): string {

@@ -10,6 +10,9 @@ import type { KvElementType } from './kv/types.js';
 import type { ModelSpec } from './model-spec.js';
 export type IdElementType = 'int64' | 'int32';
 
+/** The one output of an in-place graph that packs every layer's new keys and values. */
+export const PACKED_NEW_KV_OUTPUT = 'new_key_values';
+
 export interface DecoderContract {
   /**
    * "ids": the graph embeds input_ids itself. "embeds": it takes inputs_embeds (the
@@ -35,10 +38,17 @@ export interface DecoderContract {
   /**
    * "present": the Hugging Face contract, present.N.* = past + the fed tokens' slots (a new
    * cache per step). "new": the converter's `inplace` graphs output only the fed tokens'
-   * slots (new_key_values.N.*), which the engine writes into the cache it keeps; the cache
-   * may hold free slots, masked by attention_mask (kv/in-place-kv.ts).
+   * slots, which the engine writes into the cache it keeps; the cache may hold free slots,
+   * masked by attention_mask (kv/in-place-kv.ts).
    */
   kvOutputs: 'present' | 'new';
+  /**
+   * "new" graphs only: true when every layer's new slots come as one output,
+   * new_key_values [2 * layers * batch, kv_heads, S, head_dim] (layer i's keys are block 2i,
+   * its values block 2i + 1: the converter's `inplace` flavour today); false when they come
+   * as new_key_values.N.key / .value (the flavour's first form, still served).
+   */
+  newKvPacked: boolean;
   /** Every input name, for the startup report. */
   inputNames: readonly string[];
 }
@@ -73,9 +83,11 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
       fail(`it has no "${name}" input, so it is not a decoder exported with past_key_values (inputs: ${inputNames.join(', ')}).`);
     }
   }
-  const kvOutputs = !outputNames.includes('present.0.key') && outputNames.includes('new_key_values.0.key') ? 'new' : 'present';
+  const newKvPacked = !outputNames.includes('present.0.key') && outputNames.includes(PACKED_NEW_KV_OUTPUT);
+  const kvOutputs = newKvPacked || (!outputNames.includes('present.0.key') && outputNames.includes('new_key_values.0.key')) ? 'new' : 'present';
+  // The output holding a layer's keys or values (a packed graph's one output holds them all).
   const kvOutputName = (layer: number, kind: string) =>
-    kvOutputs === 'new' ? `new_key_values.${layer}.${kind}` : `present.${layer}.${kind}`;
+    newKvPacked ? PACKED_NEW_KV_OUTPUT : kvOutputs === 'new' ? `new_key_values.${layer}.${kind}` : `present.${layer}.${kind}`;
   if (!outputNames.includes('logits') || !outputNames.includes(kvOutputName(0, 'key'))) {
     fail(`it must output "logits" and "present.N.key/value" (outputs: ${outputNames.join(', ')}).`);
   }
@@ -118,6 +130,7 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
     }
   }
   checkKvShape(inputs.get('past_key_values.0.key'), spec, fail);
+  if (newKvPacked) checkKvShape(outputs.get(PACKED_NEW_KV_OUTPUT), spec, fail);
 
   const logitsToKeepInput = inputNames.includes('num_logits_to_keep')
     ? 'num_logits_to_keep'
@@ -139,6 +152,7 @@ export function readDecoderContract(session: InferenceSession, spec: ModelSpec, 
     logitsToKeepType: logitsToKeepInput === null ? 'int64' : idType(logitsToKeepInput),
     useCacheBranch: inputNames.includes('use_cache_branch'),
     kvOutputs,
+    newKvPacked,
     inputNames,
   };
 }
@@ -165,6 +179,6 @@ export function describeContract(contract: DecoderContract): string {
   ];
   if (contract.logitsToKeepInput) parts.push(contract.logitsToKeepInput);
   if (contract.useCacheBranch) parts.push('use_cache_branch');
-  if (contract.kvOutputs === 'new') parts.push('in-place KV (new_key_values)');
+  if (contract.kvOutputs === 'new') parts.push(contract.newKvPacked ? 'in-place KV (new_key_values)' : 'in-place KV (new_key_values.N.*)');
   return parts.join(', ');
 }

@@ -43,6 +43,8 @@ export interface ModelLoadReport {
   contract: string;
   inputNames: readonly string[];
   batching: BatchingMode;
+  /** Prompts waiting together share a prefill call (the batching self-test's check). */
+  prefillTogether: boolean;
   /** Session creation + self-test (warm-up), in ms. */
   loadMs: number;
   /** Facts worth a line at startup (a context cut by the tokenizer's limit). */
@@ -141,6 +143,7 @@ export class LocalEngine implements Engine {
     this.scheduler = new Scheduler(decoder, {
       limits,
       batching: loadReport.batching,
+      prefillTogether: loadReport.prefillTogether,
       modelThread: loadReport.modelThread,
       pipeline,
       adapters: this.adapters,
@@ -264,6 +267,7 @@ export class LocalEngine implements Engine {
       contract: describeContract(decoder.contract),
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
+      prefillTogether: check.prefillTogether,
       loadMs: Date.now() - started,
       notes,
       warnings: check.warnings,

@@ -1,6 +1,6 @@
 import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
 import type { GpuKvStore } from './kv/gpu-kv-cache.js';
-import { readDecoderContract, type DecoderContract } from './decoder-contract.js';
+import { PACKED_NEW_KV_OUTPUT, readDecoderContract, type DecoderContract } from './decoder-contract.js';
 import { EngineRequestError } from './errors.js';
 import { float16Bits, float32Of, float32ToFloat16 } from './float16.js';
 import type { KvArray, KvCache } from './kv/types.js';
@@ -106,7 +106,7 @@ export class OnnxDecoder implements Decoder {
   private readonly pastValueNames: string[];
   private readonly presentKeyNames: string[];
   private readonly presentValueNames: string[];
-  /** In-place graphs: new_key_values.N.*, the fed tokens' slots only. */
+  /** In-place graphs with one output per layer and kind: new_key_values.N.*, the fed tokens' slots only. */
   private readonly newKeyNames: string[];
   private readonly newValueNames: string[];
   private readonly cacheBranch: { on: Tensor; off: Tensor };
@@ -235,8 +235,7 @@ export class OnnxDecoder implements Decoder {
     if (input.cacheLengths !== undefined && contract.kvOutputs !== 'new') throw new Error('cacheLengths is for in-place graphs only');
     const outputs = await session.run(feeds);
     if (contract.kvOutputs === 'new') {
-      const newKeys = this.newKeyNames.map((name) => kvArrayOf(outputs[name].data as KvArray));
-      const newValues = this.newValueNames.map((name) => kvArrayOf(outputs[name].data as KvArray));
+      const { keys: newKeys, values: newValues } = this.newSlots(outputs, batch * past.heads * seqLen * past.headDim, input.cacheLengths === undefined);
       let present: KvCache;
       if (input.cacheLengths !== undefined) {
         writeNewSlots(past, newKeys, newValues, input.cacheLengths, seqLen);
@@ -353,6 +352,24 @@ export class OnnxDecoder implements Decoder {
     }
     // An in-place cache is fed again next step as it is: its tensors are kept with it.
     if (this.contract.kvOutputs === 'new') past.tensors = { keys, values };
+  }
+
+  /**
+   * An in-place graph's new slots per layer ([batch, heads, S, headDim] each). From a packed
+   * output they are views of its blocks, or copies when they become the cache itself
+   * (appendNewSlots keeps an empty past's new slots as they are).
+   */
+  private newSlots(outputs: InferenceSession.ReturnType, layerSize: number, copy: boolean): { keys: KvArray[]; values: KvArray[] } {
+    if (!this.contract.newKvPacked) {
+      return {
+        keys: this.newKeyNames.map((name) => kvArrayOf(outputs[name].data as KvArray)),
+        values: this.newValueNames.map((name) => kvArrayOf(outputs[name].data as KvArray)),
+      };
+    }
+    const packed = kvArrayOf(outputs[PACKED_NEW_KV_OUTPUT].data as KvArray);
+    const block = (index: number) => (copy ? packed.slice(index * layerSize, (index + 1) * layerSize) : packed.subarray(index * layerSize, (index + 1) * layerSize));
+    const layers = Array.from({ length: this.spec.numLayers }, (_, layer) => layer);
+    return { keys: layers.map((layer) => block(2 * layer)), values: layers.map((layer) => block(2 * layer + 1)) };
   }
 
   private emptyPast(past: KvCache): Tensor {

@@ -11,7 +11,7 @@ import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
 import type { KvCache } from './kv/types.js';
-import { yieldToEventLoop } from './yield.js';
+import { yieldBetweenSteps, yieldToEventLoop } from './yield.js';
 
 /**
  * The engine's step loop (LocalEngine hands it every request it accepted): the waiting
@@ -55,6 +55,8 @@ export interface SchedulerOptions {
   pipeline: PipelineSettings;
   /** The LoRA adapters and their slots, when the engine serves adapters. */
   adapters?: EngineLora;
+  /** Waiting prompts may share a prefill call (the batching self-test's prefillTogether). */
+  prefillTogether?: boolean;
 }
 
 export class Scheduler {
@@ -72,12 +74,15 @@ export class Scheduler {
   readonly counters = { steps: 0, generatedTokens: 0 };
   /** Each model call serves one request: the graph cannot batch others, or the setting says so. */
   private readonly oneRequestPerStep: boolean;
+  /** Whether waiting prompts may share a prefill call (SchedulerOptions.prefillTogether). */
+  private readonly sharesPrefills: boolean;
   /** Media features of waiting requests, handed to their prefill. */
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
 
   constructor(decoder: Decoder, options: SchedulerOptions) {
     const { limits, batching, modelThread, pipeline } = options;
     this.limits = limits;
+    this.sharesPrefills = options.prefillTogether ?? false;
     this.adapters = options.adapters;
     this.oneRequestPerStep = batching.kind !== 'batched';
     const laneCount = this.oneRequestPerStep || modelThread !== 'worker' ? 1 : Math.max(1, pipeline.lanes);
@@ -215,7 +220,7 @@ export class Scheduler {
         if (runner.size > 0) launched = runner.launchStep();
       }
       if (this.lanes.length > 1) this.signalChange();
-      await yieldToEventLoop();
+      await yieldBetweenSteps();
     }
   }
 
@@ -306,6 +311,8 @@ export class Scheduler {
     const extraSlots = extraSequenceSlots(this.limits.maxRunningSequences, this.limits.maxExtraSequenceSlotPercent);
     // Set once a request waits for the extra share: from then on only requests without extra sequences pass.
     let waitingForShare = false;
+    // Admitted requests whose prompts are prefilled together (BatchRunner.prefillTogether), at the end of the pass.
+    const together: RequestGroup[] = [];
     let index = 0;
     while (index < this.waiting.length) {
       const next = this.waiting[index];
@@ -338,6 +345,10 @@ export class Scheduler {
       budget -= next.promptTokenIds.length;
       // Counted while its prefill runs, so the other lanes balance against it.
       lane.joining += next.width;
+      if (this.sharesPrefills && runner.prefillsTogether && !next.needsPromptLogits && !this.placeholders.has(next) && (next.loraSlot ?? -1) < 0) {
+        together.push(next);
+        continue;
+      }
       try {
         const { logits, cache } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
         this.placeholders.delete(next);
@@ -351,12 +362,38 @@ export class Scheduler {
           if (!next.finished) this.running.add(next);
           for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
         }
-        lane.joining = alreadyJoining + joining.length + preparingWidth(lane);
+        lane.joining = alreadyJoining + joining.length + preparingWidth(lane) + widthOf(together);
       } catch (error) {
         next.fail(error);
       }
     }
+    if (together.length > 0) await this.prefillTogether(lane, together, joining);
+    lane.joining = alreadyJoining + joining.length + preparingWidth(lane);
     return joining;
+  }
+
+  /** The admitted requests' prompts in shared model calls; each request then starts and its rows join, as after its own prefill. */
+  private async prefillTogether(lane: Lane, groups: readonly RequestGroup[], joining: JoiningRow[]): Promise<void> {
+    let prefills;
+    try {
+      const done = await lane.runner.prefillTogether(groups.map((group) => group.promptTokenIds));
+      this.counters.steps += done.calls;
+      prefills = done.prefills;
+    } catch (error) {
+      for (const group of groups) group.fail(error);
+      return;
+    }
+    groups.forEach((group, index) => {
+      const { logits, cache, cacheRow } = prefills[index];
+      try {
+        const { rows, generated } = group.start(logits);
+        this.counters.generatedTokens += generated;
+        if (!group.finished) this.running.add(group);
+        for (const row of rows) joining.push({ row, group, cache, cacheRow });
+      } catch (error) {
+        group.fail(error);
+      }
+    });
   }
 
   /**
@@ -401,6 +438,13 @@ export class Scheduler {
       }
     }
   }
+}
+
+/** The rows these requests bring. */
+function widthOf(groups: readonly RequestGroup[]): number {
+  let width = 0;
+  for (const group of groups) width += group.width;
+  return width;
 }
 
 /** Rows the lane's preparing requests will bring (their widths): counted as joining, so admission leaves room for them. */

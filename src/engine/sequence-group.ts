@@ -138,7 +138,8 @@ export class SamplingGroup implements RequestGroup {
       { length: this.width },
       (_, index) =>
         new Sequence(index, promptTokenIds, params, tokenizer, limits, {
-          rng: createRng(sequenceSeed(params.seed, index)),
+          // Unseeded: the sampler draws a random seed when it first samples (greedy never does).
+          rng: params.seed === undefined ? undefined : createRng(sequenceSeed(params.seed, index)),
           sink: { emit: (delta) => this.onDelta(delta), fail: (error) => this.fail(error) },
         }),
     );

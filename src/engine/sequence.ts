@@ -1,7 +1,7 @@
 import type { Guide } from '../guided/guide.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { Sampler, tokenLogprobNeeded, type SampledToken } from '../sampling/sampler.js';
-import { createRng, type Rng } from '../sampling/rng.js';
+import type { Rng } from '../sampling/rng.js';
 import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { BatchRow } from './batch-row.js';
@@ -29,7 +29,7 @@ export interface SequenceSink {
 
 export interface SequenceOptions {
   sink: SequenceSink;
-  /** Defaults to createRng(params.seed); each of a request's n sequences gets its own. */
+  /** Defaults to createRng(params.seed), made when the sampler first draws; each of a request's n sequences gets its own. */
   rng?: Rng;
 }
 
@@ -72,7 +72,7 @@ export class Sequence implements BatchRow {
     this.sampler = new Sampler(params, {
       vocabSize: limits.vocabSize,
       eosTokenIds: limits.eosTokenIds,
-      rng: options.rng ?? createRng(params.seed),
+      rng: options.rng,
       guide: this.guide ?? undefined,
       tokenLogprob: tokenLogprobNeeded(params),
     });

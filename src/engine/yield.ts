@@ -21,3 +21,31 @@ export function yieldToEventLoop(): Promise<void> {
   }
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
+
+/**
+ * How long the step loop may keep the thread between yields where a yield is a posted task
+ * (a page; workerd has setImmediate under nodejs_compat): about a third of a 60 Hz frame,
+ * so the page still paints and takes input several times a frame.
+ */
+export const STEP_SLICE_MS = 5;
+
+let sliceStartedAt = Number.NEGATIVE_INFINITY;
+
+/**
+ * The step loop's yield between model steps. With setImmediate (Node, workerd under
+ * nodejs_compat) every step yields: it costs a few microseconds, and /health, new requests
+ * and disconnects are seen between any two steps. Where a yield is a posted task (a
+ * MessageChannel message: browsers) it cost ~0.1 ms a step in Chromium, a tenth of the
+ * embedded model's step, and lets the thread go idle between steps; there the loop yields
+ * once STEP_SLICE_MS have passed since its last yield, and between those only microtasks
+ * run. Streams still move at every step: their consumers are promise-driven.
+ */
+export function yieldBetweenSteps(): Promise<void> {
+  const g = globalThis as { setImmediate?: unknown; __stepSliceMs?: number };
+  if (typeof g.setImmediate === 'function') return yieldToEventLoop();
+  const now = performance.now();
+  if (now - sliceStartedAt < (g.__stepSliceMs ?? STEP_SLICE_MS)) return Promise.resolve();
+  return yieldToEventLoop().then(() => {
+    sliceStartedAt = performance.now();
+  });
+}

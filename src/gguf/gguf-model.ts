@@ -9,11 +9,13 @@ import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-o
 import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../convert/onnx-writer.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
-import { llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
+import { architectureOf, llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
+import { buildGemma2Graph } from '../convert/gemma2-graph.js';
+import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2Shape, readGemma2Checkpoint } from './architectures/gemma2.js';
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
-export const GGUF_CONVERSION_VERSION = 2;
+export const GGUF_CONVERSION_VERSION = 3;
 
 /**
  * How the file's quantized weights are executed: `quantized` (default) keeps them as
@@ -31,6 +33,15 @@ export interface GgufGraphOptions {
 
 export const DEFAULT_GGUF_GRAPH_OPTIONS: GgufGraphOptions = { weights: 'quantized', accuracyLevel: 0 };
 
+/** GGUF_WEIGHTS (quantized | float32) and GGUF_ACCURACY_LEVEL (0 | 1 | 4) from a home's settings (Node's environment, a Worker's vars). */
+export function ggufGraphOptionsFromSettings(settings: { GGUF_WEIGHTS?: unknown; GGUF_ACCURACY_LEVEL?: unknown }): GgufGraphOptions {
+  const weights = (settings.GGUF_WEIGHTS ?? DEFAULT_GGUF_GRAPH_OPTIONS.weights) as GgufWeights;
+  if (!GGUF_WEIGHT_MODES.includes(weights)) throw new Error(`GGUF_WEIGHTS must be one of ${GGUF_WEIGHT_MODES.join(', ')}, got "${String(settings.GGUF_WEIGHTS)}"`);
+  const level = Number(settings.GGUF_ACCURACY_LEVEL ?? DEFAULT_GGUF_GRAPH_OPTIONS.accuracyLevel);
+  if (![0, 1, 4].includes(level)) throw new Error(`GGUF_ACCURACY_LEVEL must be 0, 1 or 4, got "${String(settings.GGUF_ACCURACY_LEVEL)}"`);
+  return { weights, accuracyLevel: level as GgufAccuracyLevel };
+}
+
 export interface GgufModel {
   file: GgufFile;
   shape: GgufLlamaShape;
@@ -39,10 +50,13 @@ export interface GgufModel {
   generationConfig: Record<string, unknown>;
 }
 
+/** config.json's architectures entry (transformers' class) for each GGUF architecture. */
+const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', phi3: 'Phi3ForCausalLM' };
+
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
   const file = await readGguf(source);
-  const shape = llamaShapeOf(file);
+  const shape = architectureOf(file) === GEMMA2 ? gemma2ShapeOf(file) : llamaShapeOf(file);
   const tokenizer = ggufTokenizerFiles(file, shape.contextLength);
   const tokens = (file.metadata.get('tokenizer.ggml.tokens') as string[]).length;
   if (tokens !== shape.vocabSize) {
@@ -50,7 +64,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     if (tokens > shape.vocabSize) throw new Error(`the tokenizer has ${tokens} tokens, the embedding only ${shape.vocabSize} rows`);
   }
   const config = {
-    architectures: [shape.architecture === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    architectures: [HF_ARCHITECTURES[shape.architecture] ?? 'LlamaForCausalLM'],
     model_type: shape.architecture,
     hidden_size: shape.dim,
     intermediate_size: shape.hiddenDim,
@@ -69,6 +83,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     hidden_act: 'silu',
     torch_dtype: 'float32',
     use_cache: true,
+    ...(isGemma2Shape(shape) ? gemma2ConfigFields(shape) : {}),
   };
   const generationConfig = { bos_token_id: tokenizer.bosTokenId ?? null, eos_token_id: tokenizer.eosTokenIds };
   return { file, shape, tokenizer, config, generationConfig };
@@ -91,7 +106,8 @@ export function sourcesOf(graphWeight: string): string[] {
   const layer = /^model\.layers\.(\d+)\.(self_attn\.qkv_proj|self_attn\.o_proj|mlp\.gate_up_proj|mlp\.down_proj)\.weight$/.exec(graphWeight);
   if (layer) {
     const p = `blk.${layer[1]}.`;
-    return { 'self_attn.qkv_proj': ['attn_q', 'attn_k', 'attn_v'], 'self_attn.o_proj': ['attn_output'], 'mlp.gate_up_proj': ['ffn_gate', 'ffn_up'], 'mlp.down_proj': ['ffn_down'] }[layer[2]]!.map((part) => `${p}${part}.weight`);
+    // attn_qkv: phi3's fused q/k/v; a file has it or the three parts (and ffn_gate or not).
+    return { 'self_attn.qkv_proj': ['attn_q', 'attn_k', 'attn_v', 'attn_qkv'], 'self_attn.o_proj': ['attn_output'], 'mlp.gate_up_proj': ['ffn_gate', 'ffn_up'], 'mlp.down_proj': ['ffn_down'] }[layer[2]]!.map((part) => `${p}${part}.weight`);
   }
   return graphWeight === 'model.embed_tokens.weight' ? ['token_embd.weight'] : graphWeight === 'lm_head.weight' ? ['output.weight'] : [];
 }
@@ -103,7 +119,7 @@ function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> |
   const add = (type: string, form: string) => how.set(type, (how.get(type) ?? new Set()).add(form));
   const matrices = new Set<string>();
   for (const [graphWeight, form] of weights ?? []) {
-    for (const source of sourcesOf(graphWeight)) {
+    for (const source of sourcesOf(graphWeight).filter((name) => typeOf.has(name))) {
       matrices.add(source);
       add(typeOf.get(source)!, form.startsWith('float32') ? form : `MatMulNBits/GatherBlockQuantized, ${form}`);
     }
@@ -118,8 +134,11 @@ function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> |
 
 /** The decoder graph in flavour `ops`, weights inline (the caller may move them out), and its execution report lines. */
 export async function buildGgufGraph(model: GgufModel, ops: GraphOps, options: GgufGraphOptions = DEFAULT_GGUF_GRAPH_OPTIONS): Promise<{ graph: OnnxGraph; execution: string[]; weights: ReadonlyMap<string, string> }> {
+  const { shape } = model;
   const build = async (projection: 'values' | 'scales' | 'mins') =>
-    buildLlamaGraph(await readLlamaCheckpoint(model.file, model.shape, projection), { rmsNormEps: model.shape.rmsNormEps, ops });
+    isGemma2Shape(shape)
+      ? buildGemma2Graph(await readGemma2Checkpoint(model.file, shape, projection), shape.rmsNormEps, ops)
+      : buildLlamaGraph(await readLlamaCheckpoint(model.file, shape, projection), { rmsNormEps: shape.rmsNormEps, ops });
   const values = await build('values');
   if (options.weights === 'float32') return { graph: values, execution: executionLines(model, null), weights: new Map() };
   const hasMins = hasMinTypes(model);
@@ -139,14 +158,24 @@ export function encodeGgufGraph(graph: OnnxGraph, ops: GraphOps, model: GgufMode
   });
 }
 
+function ropeScalingText({ ropeScaling, ropeAttentionFactor, contextLength }: GgufLlamaShape): string {
+  const factor = ropeAttentionFactor === 1 ? '' : `, attention factor ${Number(ropeAttentionFactor.toPrecision(6))}`;
+  if (ropeScaling.kind === 'longrope') {
+    const why = ropeScaling.factors === 'long' ? `context ${contextLength} > original ${ropeScaling.originalContext}` : `context ${contextLength} <= original ${ropeScaling.originalContext}`;
+    return `, rope scaling longrope (${ropeScaling.factors} factors: ${why}, as llama.cpp chooses per context)${factor}`;
+  }
+  return `${ropeScaling.kind === 'none' ? '' : `, rope scaling ${ropeScaling.kind}`}${factor}`;
+}
+
 /** The startup report's lines: architecture, tensor types and how each is executed. */
 export function ggufReportLines(model: GgufModel): string[] {
   const { shape } = model;
   const types = [...shape.tensorTypes.entries()].map(([type, count]) => `${type} ×${count}`).join(', ');
   return [
-    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads, rope theta ${shape.ropeTheta}${shape.ropeScaling.kind === 'none' ? '' : `, rope scaling ${shape.ropeScaling.kind}`}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
+    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads${shape.headDim * shape.nHeads === shape.dim ? '' : `, head size ${shape.headDim}`}${shape.qkNorm ? ', per-head q/k norms' : ''}, rope theta ${shape.ropeTheta}${ropeScalingText(shape)}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
+    ...(isGemma2Shape(shape) ? gemma2ReportLines(shape) : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
   ];
 }

@@ -18,6 +18,7 @@
 import { deriveMerges, sentencepieceTokenizerJson } from '../convert/llama2c-tokenizer.js';
 import type { GgufFile, GgufMetadataValue } from './gguf-file.js';
 import { GgufModelError } from './llama-checkpoint.js';
+import { phi3RightStrippedTokens } from './architectures/phi3.js';
 
 /** llama_token_type. */
 const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -38,6 +39,24 @@ export const BPE_PRE_TOKENIZERS: Readonly<Record<string, readonly string[]>> = {
   smollm: ['\\p{N}', GPT2_REGEX],
   qwen2: [QWEN2_REGEX],
 };
+
+/**
+ * Token texts llama.cpp ends a generation on wherever they are in the vocabulary, besides the
+ * file's EOS / EOT / EOM ids (llama-vocab.cpp: Phi-3's <|end|>, Qwen's <|endoftext|> beside
+ * its <|im_end|> EOS, ...); it treats them as control tokens whatever their type says.
+ */
+const END_OF_GENERATION_TEXTS = new Set([
+  '<|eot_id|>', '<|im_end|>', '<|end|>', '<|return|>', '<|call|>', '<|flush|>', '<|calls|>', '<end_of_turn>', '<|endoftext|>',
+  '</s>', '<|eom_id|>', '<EOT>', '_<EOT>', '[EOT]', '[EOS]', '<|end_of_text|>', '<end_of_utterance>', '<eos>', '<turn|>',
+  '<|tool_response>', '<\uff5cend\u2581of\u2581sentence\uff5c>', '[e~[',
+]);
+
+/** Ids of END_OF_GENERATION_TEXTS in the vocabulary; <|end|> is not one when <|return|> and <|call|> (or <|calls|> and <|flush|>) are (gpt-oss, as llama.cpp). */
+function endOfGenerationIds(vocab: Record<string, number>): number[] {
+  const has = (text: string) => Object.hasOwn(vocab, text);
+  const endIsText = (has('<|return|>') && has('<|call|>')) || (has('<|calls|>') && has('<|flush|>'));
+  return [...END_OF_GENERATION_TEXTS].filter((text) => has(text) && !(endIsText && text === '<|end|>')).map((text) => vocab[text]);
+}
 
 function strings(value: GgufMetadataValue | undefined, key: string): string[] {
   if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) throw new GgufModelError(`${key} is missing or not a list of strings`);
@@ -62,7 +81,7 @@ function optionalBool(file: GgufFile, key: string): boolean | undefined {
 export interface GgufTokenizerFiles {
   tokenizerJson: Record<string, unknown>;
   tokenizerConfig: Record<string, unknown>;
-  /** generation_config's eos ids: EOS and the end-of-turn tokens llama.cpp stops on. */
+  /** generation_config's eos ids: EOS and the end-of-turn tokens llama.cpp stops on (the file's ids, and by text). */
   eosTokenIds: number[];
   bosTokenId: number | undefined;
   /** For the startup report, e.g. "llama (SentencePiece), 32000 tokens". */
@@ -92,14 +111,17 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
   const addEos = optionalBool(file, 'add_eos_token') ?? false;
   const addSpacePrefix = optionalBool(file, 'add_space_prefix') ?? isSpm;
 
-  const special = (id: number) => types[id] === TokenType.CONTROL || types[id] === TokenType.UNKNOWN;
+  const endOfGeneration = endOfGenerationIds(vocab);
+  const special = (id: number) => types[id] === TokenType.CONTROL || types[id] === TokenType.UNKNOWN || endOfGeneration.includes(id);
   const addedIds = tokens.map((_, id) => id).filter((id) => special(id) || types[id] === TokenType.USER_DEFINED || id === bos || id === eos);
+  const modelName = file.metadata.get('general.name');
+  const rightStripped = phi3RightStrippedTokens(typeof modelName === 'string' ? modelName : undefined, tokens, addedIds.filter((id) => special(id) || types[id] === TokenType.USER_DEFINED));
   const addedTokens = addedIds.map((id) => ({
     id,
     content: tokens[id],
     single_word: false,
     lstrip: false,
-    rstrip: false,
+    rstrip: rightStripped.has(id),
     normalized: false,
     special: types[id] !== TokenType.USER_DEFINED,
   }));
@@ -188,7 +210,7 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
     ...(typeof template === 'string' ? { chat_template: template } : {}),
   };
   // llama.cpp ends a generation on EOS and on the end-of-turn / end-of-message tokens it knows.
-  const eosTokenIds = [...new Set([eos, optionalId(file, 'eot_token_id'), optionalId(file, 'eom_token_id')].filter((id): id is number => id !== undefined))];
+  const eosTokenIds = [...new Set([eos, optionalId(file, 'eot_token_id'), optionalId(file, 'eom_token_id'), ...endOfGeneration].filter((id): id is number => id !== undefined))];
   return {
     tokenizerJson,
     tokenizerConfig,

@@ -12,15 +12,18 @@
  *
  * `qwen2` is the same decoder with q/k/v projection biases, its q/k rows in the HF
  * rotate-half order (llama.cpp's NEOX rope: its converter does not permute them), put back
- * into the adjacent-pairs order here.
+ * into the adjacent-pairs order here. `qwen3` and `phi3` differ from it as their files in
+ * ./architectures/ say (per-head q/k norms; fused q/k/v and gate/up, LongRoPE).
  *
  * Anything the graph cannot express exactly is refused by name: other architectures,
- * partial rotary, YaRN / LongRoPE scaling, biases or extra tensors, unsupported types.
+ * partial rotary, YaRN scaling, biases or extra tensors, unsupported types.
  */
-import type { Llama2cCheckpoint, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
+import type { Llama2cCheckpoint, Llama2cHeader, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
 import { hfRowSource } from '../convert/rope.js';
+import { QWEN3, qwen3LayerTensors, readQwen3HeadNorms } from './architectures/qwen3.js';
+import { fusedRows, longRopeTensor, PHI3, phi3Context, phi3LayerTensors, phi3LongRope, type LongRope } from './architectures/phi3.js';
 
 /** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
 function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
@@ -34,7 +37,10 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2'] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, PHI3, 'gemma2'] as const;
+
+/** Architectures whose RoPE is llama.cpp's NEOX (rotate-half): their q/k rows are in HF order in the file. */
+const NEOX_ROPE = new Set(['qwen2', QWEN3, PHI3]);
 
 /** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
 export const MAX_GGUF_CONTEXT = 32768;
@@ -62,20 +68,27 @@ export interface GgufLlamaShape {
   rmsNormEps: number;
   ropeTheta: number;
   /** rope_freqs.weight (Llama 3.1 scaling) divides each pair's frequency; linear scaling divides positions. */
-  ropeScaling: { kind: 'none' } | { kind: 'linear'; factor: number } | { kind: 'llama3-freqs' };
+  ropeScaling: { kind: 'none' } | { kind: 'linear'; factor: number } | { kind: 'llama3-freqs' } | LongRope;
+  /** rope.scaling.attn_factor: ggml's rope multiplies cos and sin by it (LongRoPE's attention factor). */
+  ropeAttentionFactor: number;
   tiedEmbeddings: boolean;
   /** qwen2: q/k/v biases, q/k rows in rotate-half order. */
   qkvBias: boolean;
+  /** qwen3: RMSNorm over each head of q and of k before RoPE. */
+  qkNorm: boolean;
+  /** phi3: q/k/v rows in one attn_qkv matrix; gate and up rows in one ffn_up matrix. */
+  fusedQkv: boolean;
+  fusedGateUp: boolean;
   ropeOrder: 'adjacent-pairs' | 'rotate-half';
   /** Tensor counts by ggml type name, for the startup report. */
   tensorTypes: Map<string, number>;
 }
 
-function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
+export function meta(file: GgufFile, key: string): GgufMetadataValue | undefined {
   return file.metadata.get(key);
 }
 
-function metaNumber(file: GgufFile, key: string, fallback?: number): number {
+export function metaNumber(file: GgufFile, key: string, fallback?: number): number {
   const value = meta(file, key);
   if (value === undefined) {
     if (fallback !== undefined) return fallback;
@@ -93,14 +106,8 @@ export function architectureOf(file: GgufFile): string {
 
 const LAYER_TENSORS = ['attn_norm', 'attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_down', 'ffn_up'] as const;
 
-/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
-export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
-  const architecture = architectureOf(file);
-  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
-    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
-  }
-  const a = architecture;
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+/** Tensor counts by ggml type name; refuses a type this engine cannot execute, naming the tensor. */
+export function tensorTypesOf(file: GgufFile): Map<string, number> {
   const tensorTypes = new Map<string, number>();
   for (const tensor of file.tensors) {
     if (!tensor.type) throw new GgufModelError(`tensor ${tensor.name} has ggml type id ${tensor.typeId}, unknown to this engine (supported: ${SUPPORTED_TYPE_NAMES.join(', ')})`);
@@ -109,19 +116,43 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     }
     tensorTypes.set(tensor.type.name, (tensorTypes.get(tensor.type.name) ?? 0) + 1);
   }
+  return tensorTypes;
+}
+
+/** The file holds exactly the `expected` tensors (name → ggml dims), or a GgufModelError names the first that differs. */
+export function expectTensors(file: GgufFile, expected: ReadonlyMap<string, number[]>, layout: string): void {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  for (const [name, shape] of expected) {
+    const tensor = byName.get(name);
+    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
+    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
+  }
+  const extra = file.tensors.filter((t) => !expected.has(t.name));
+  if (extra.length > 0) {
+    throw new GgufModelError(`tensors outside ${layout}: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
+  }
+}
+
+/** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
+export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
+  const architecture = architectureOf(file);
+  if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(architecture)) {
+    throw new GgufModelError(`architecture "${architecture}" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+  }
+  const a = architecture;
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  const tensorTypes = tensorTypesOf(file);
   const dim = metaNumber(file, `${a}.embedding_length`);
   const nLayers = metaNumber(file, `${a}.block_count`);
   const nHeads = metaNumber(file, `${a}.attention.head_count`);
   const nKvHeads = metaNumber(file, `${a}.attention.head_count_kv`, nHeads);
   const hiddenDim = metaNumber(file, `${a}.feed_forward_length`);
-  const headDim = dim / nHeads;
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`embedding_length ${dim} is not head_count ${nHeads} times an even head size`);
+  // llama.cpp's head size: attention.key_length, else embedding_length / head_count.
+  const headDim = metaNumber(file, `${a}.attention.key_length`, dim / nHeads);
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`the head size ${headDim} (attention.key_length, or embedding_length ${dim} / head_count ${nHeads}) is not an even integer`);
   if (nHeads % nKvHeads !== 0) throw new GgufModelError(`head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
-  const keyLength = metaNumber(file, `${a}.attention.key_length`, headDim);
   const valueLength = metaNumber(file, `${a}.attention.value_length`, headDim);
-  if (keyLength !== headDim || valueLength !== headDim) {
-    throw new GgufModelError(`attention key/value length ${keyLength}/${valueLength} differs from embedding_length / head_count = ${headDim}: not supported`);
-  }
+  if (valueLength !== headDim) throw new GgufModelError(`attention value_length ${valueLength} differs from the key length ${headDim}: not supported`);
   const ropeDims = metaNumber(file, `${a}.rope.dimension_count`, headDim);
   if (ropeDims !== headDim) throw new GgufModelError(`partial rotary (rope.dimension_count ${ropeDims} of head size ${headDim}) is not supported`);
   if (meta(file, `${a}.expert_count`) !== undefined && metaNumber(file, `${a}.expert_count`) > 0) throw new GgufModelError('mixture-of-experts llama files are not supported');
@@ -136,39 +167,44 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   ]);
   if (output) expected.set('output.weight', [dim, vocabSize]);
   const kvDim = headDim * nKvHeads;
+  const qDim = headDim * nHeads;
+  const fusedQkv = architecture === PHI3 && byName.has('blk.0.attn_qkv.weight');
   for (let i = 0; i < nLayers; i++) {
     const shapes: Record<(typeof LAYER_TENSORS)[number], number[]> = {
-      attn_norm: [dim], attn_q: [dim, dim], attn_k: [dim, kvDim], attn_v: [dim, kvDim], attn_output: [dim, dim],
+      attn_norm: [dim], attn_q: [dim, qDim], attn_k: [dim, kvDim], attn_v: [dim, kvDim], attn_output: [qDim, dim],
       ffn_norm: [dim], ffn_gate: [dim, hiddenDim], ffn_down: [hiddenDim, dim], ffn_up: [dim, hiddenDim],
     };
     for (const part of LAYER_TENSORS) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
     if (architecture === 'qwen2') {
-      expected.set(`blk.${i}.attn_q.bias`, [dim]);
+      expected.set(`blk.${i}.attn_q.bias`, [qDim]);
       expected.set(`blk.${i}.attn_k.bias`, [kvDim]);
       expected.set(`blk.${i}.attn_v.bias`, [kvDim]);
     }
+    if (architecture === QWEN3) for (const [name, dims] of qwen3LayerTensors(i, headDim)) expected.set(name, dims);
+    if (architecture === PHI3) phi3LayerTensors(expected, i, { dim, qDim, kvDim, hiddenDim }, fusedQkv);
   }
+  const fileContextLength = metaNumber(file, `${a}.context_length`);
+  let contextLength = Math.min(fileContextLength, MAX_GGUF_CONTEXT);
+  if (architecture === PHI3) contextLength = phi3Context(contextLength, metaNumber(file, `${a}.attention.sliding_window`, 0));
 
   let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
   const scalingType = meta(file, `${a}.rope.scaling.type`);
+  const longRope = architecture === PHI3 ? phi3LongRope((name) => byName.has(name), headDim, contextLength, metaNumber(file, `${a}.rope.scaling.original_context_length`, fileContextLength)) : null;
   if (scalingType === 'linear') ropeScaling = { kind: 'linear', factor: metaNumber(file, `${a}.rope.scaling.factor`) };
-  else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported (none, linear and Llama 3's rope_freqs are)`);
+  else if (scalingType === 'longrope' && longRope) ropeScaling = longRope.scaling;
+  else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported (none, linear, Llama 3's rope_freqs and phi3's LongRoPE factors are)`);
+  if (longRope) {
+    if (ropeScaling.kind === 'linear') throw new GgufModelError('LongRoPE factors together with linear rope scaling are not supported');
+    for (const [name, dims] of longRope.tensors) expected.set(name, dims);
+    ropeScaling = longRope.scaling;
+  }
   if (byName.has('rope_freqs.weight')) {
     if (ropeScaling.kind !== 'none') throw new GgufModelError('rope_freqs.weight together with linear rope scaling is not supported');
     expected.set('rope_freqs.weight', [headDim / 2]);
     ropeScaling = { kind: 'llama3-freqs' };
   }
 
-  for (const [name, shape] of expected) {
-    const tensor = byName.get(name);
-    if (!tensor) throw new GgufModelError(`tensor ${name} is missing`);
-    if (tensor.dims.join(',') !== shape.join(',')) throw new GgufModelError(`tensor ${name} is [${tensor.dims.join(', ')}], expected [${shape.join(', ')}]`);
-  }
-  const extra = file.tensors.filter((t) => !expected.has(t.name));
-  if (extra.length > 0) {
-    throw new GgufModelError(`tensors outside the llama layout this engine builds: ${extra.slice(0, 5).map((t) => t.name).join(', ')}${extra.length > 5 ? ', ...' : ''}`);
-  }
-  const fileContextLength = metaNumber(file, `${a}.context_length`);
+  expectTensors(file, expected, 'the llama layout this engine builds');
   const name = meta(file, 'general.name');
   return {
     architecture,
@@ -180,14 +216,18 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     nKvHeads,
     headDim,
     vocabSize,
-    contextLength: Math.min(fileContextLength, MAX_GGUF_CONTEXT),
+    contextLength,
     fileContextLength,
     rmsNormEps: metaNumber(file, `${a}.attention.layer_norm_rms_epsilon`),
     ropeTheta: metaNumber(file, `${a}.rope.freq_base`, 10000),
     ropeScaling,
+    ropeAttentionFactor: metaNumber(file, `${a}.rope.scaling.attn_factor`, 1),
     tiedEmbeddings: !output,
     qkvBias: architecture === 'qwen2',
-    ropeOrder: architecture === 'qwen2' ? 'rotate-half' : 'adjacent-pairs',
+    qkNorm: architecture === QWEN3,
+    fusedQkv,
+    fusedGateUp: architecture === PHI3,
+    ropeOrder: NEOX_ROPE.has(architecture) ? 'rotate-half' : 'adjacent-pairs',
     tensorTypes,
   };
 }
@@ -220,9 +260,10 @@ async function floats(file: GgufFile, tensor: GgufTensorInfo, projection: Checkp
 
 /**
  * RoPE tables [context, headDim / 2] as ggml computes the angles: pair i at position p turns
- * by p * theta^(-2i / headDim), divided by rope_freqs[i] (Llama 3.1) or by a linear factor.
+ * by p * theta^(-2i / headDim), divided by the pair's frequency factor (Llama 3.1's rope_freqs,
+ * LongRoPE's long or short factors) or by a linear factor; cos and sin times rope.scaling.attn_factor.
  */
-function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
+export function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { real: Float32Array; imag: Float32Array } {
   const half = shape.headDim / 2;
   const real = new Float32Array(shape.contextLength * half);
   const imag = new Float32Array(shape.contextLength * half);
@@ -231,11 +272,42 @@ function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { 
     const frequency = Math.pow(shape.ropeTheta, (-2 * i) / shape.headDim) / (freqFactors ? freqFactors[i] : 1);
     for (let p = 0; p < shape.contextLength; p++) {
       const angle = p * positionScale * frequency;
-      real[p * half + i] = Math.cos(angle);
-      imag[p * half + i] = Math.sin(angle);
+      real[p * half + i] = Math.cos(angle) * shape.ropeAttentionFactor;
+      imag[p * half + i] = Math.sin(angle) * shape.ropeAttentionFactor;
     }
   }
   return { real, imag };
+}
+
+/**
+ * How a checkpoint reader reads the file: `read` a tensor's values (norms, biases), `matrix`
+ * a weight in `projection`, kept as the file's bytes and made float32 when the graph builder
+ * reads it (once each): the builder holds one matrix's floats at a time, not the whole model's.
+ */
+export function tensorReaders(file: GgufFile, projection: CheckpointProjection) {
+  const byName = new Map(file.tensors.map((t) => [t.name, t]));
+  return {
+    read: (name: string) => floats(file, byName.get(name)!, 'values'),
+    matrix: async (name: string): Promise<() => Float32Array> => {
+      const tensor = byName.get(name)!;
+      const bytes = await readTensorBytes(file, tensor);
+      return () => project(tensor, bytes, projection);
+    },
+  };
+}
+
+/** The converter's header for the file's shape (the decoder's sizes, its context, a tied head or not). */
+export function checkpointHeader(shape: GgufLlamaShape): Llama2cHeader {
+  return {
+    dim: shape.dim,
+    hiddenDim: shape.hiddenDim,
+    nLayers: shape.nLayers,
+    nHeads: shape.nHeads,
+    nKvHeads: shape.nKvHeads,
+    vocabSize: shape.vocabSize,
+    seqLen: shape.contextLength,
+    sharedClassifier: shape.tiedEmbeddings,
+  };
 }
 
 /**
@@ -244,15 +316,7 @@ function ropeTables(shape: GgufLlamaShape, freqFactors: Float32Array | null): { 
  * biases and RoPE tables stay values: no graph weight built from them is quantized).
  */
 export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape, projection: CheckpointProjection = 'values'): Promise<Llama2cCheckpoint> {
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const read = (name: string) => floats(file, byName.get(name)!, 'values');
-  // Matrices are kept as the file's bytes and made float32 when the graph builder reads them
-  // (once each): the builder holds one matrix's floats at a time, not the whole model's.
-  const matrix = async (name: string): Promise<() => Float32Array> => {
-    const tensor = byName.get(name)!;
-    const bytes = await readTensorBytes(file, tensor);
-    return () => project(tensor, bytes, projection);
-  };
+  const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
   const classifier = shape.tiedEmbeddings ? tokenEmbedding : await matrix('output.weight');
   const layers: Llama2cLayer[] = [];
@@ -261,9 +325,12 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
     shape.ropeOrder === 'rotate-half' ? rotateHalfToAdjacentPairs(w, heads, headDim, cols) : w;
   for (let i = 0; i < shape.nLayers; i++) {
     const p = `blk.${i}.`;
-    const [wq, wk, wv, wo, w1, w2, w3] = await Promise.all(
-      ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_down', 'ffn_up'].map((part) => matrix(`${p}${part}.weight`)),
-    );
+    const parts = (names: string[]) => Promise.all(names.map((part) => matrix(`${p}${part}.weight`)));
+    const [wo, w2] = await parts(['attn_output', 'ffn_down']);
+    const [wq, wk, wv] = shape.fusedQkv
+      ? fusedRows(await matrix(`${p}attn_qkv.weight`), [nHeads * headDim, nKvHeads * headDim, nKvHeads * headDim], dim)
+      : await parts(['attn_q', 'attn_k', 'attn_v']);
+    const [w1, w3] = shape.fusedGateUp ? fusedRows(await matrix(`${p}ffn_up.weight`), [shape.hiddenDim, shape.hiddenDim], dim) : await parts(['ffn_gate', 'ffn_up']);
     layers.push({
       ...(shape.qkvBias
         ? {
@@ -274,6 +341,7 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
             },
           }
         : {}),
+      ...(shape.qkNorm ? { qkNorm: await readQwen3HeadNorms(read, p, (w) => pairs(w, 1, 1), shape.rmsNormEps) } : {}),
       rmsAtt: await read(`${p}attn_norm.weight`),
       rmsFfn: await read(`${p}ffn_norm.weight`),
       get wq() { return pairs(wq(), nHeads, dim); },
@@ -285,20 +353,13 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
       get w3() { return w3(); },
     });
   }
-  const freqFactors = shape.ropeScaling.kind === 'llama3-freqs' ? await read('rope_freqs.weight') : null;
+  const { ropeScaling } = shape;
+  const freqFactors =
+    ropeScaling.kind === 'llama3-freqs' ? await read('rope_freqs.weight') : ropeScaling.kind === 'longrope' ? await read(longRopeTensor(ropeScaling)) : null;
   const { real, imag } = ropeTables(shape, freqFactors);
   const rmsFinal = await read('output_norm.weight');
   return {
-    header: {
-      dim: shape.dim,
-      hiddenDim: shape.hiddenDim,
-      nLayers: shape.nLayers,
-      nHeads: shape.nHeads,
-      nKvHeads: shape.nKvHeads,
-      vocabSize: shape.vocabSize,
-      seqLen: shape.contextLength,
-      sharedClassifier: shape.tiedEmbeddings,
-    },
+    header: checkpointHeader(shape),
     headDim: shape.headDim,
     kvDim: shape.headDim * shape.nKvHeads,
     get tokenEmbedding() { return tokenEmbedding(); },

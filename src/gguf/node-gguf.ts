@@ -20,14 +20,12 @@ import {
   encodeGgufGraph,
   externalDataLayout,
   GGUF_CONVERSION_VERSION,
-  GGUF_WEIGHT_MODES,
+  ggufGraphOptionsFromSettings,
   ggufReportLines,
   openGgufModel,
   type GgufGraphOptions,
   type GgufModel,
-  type GgufWeights,
 } from './gguf-model.js';
-import type { GgufAccuracyLevel } from './quantized-weights.js';
 
 /** The startup report's execution lines, kept beside the graphs so a reused folder reports them too. */
 const EXECUTION_FILE = 'gguf-execution.json';
@@ -107,11 +105,7 @@ export async function writeGgufModelFolder(
 
 /** GGUF_WEIGHTS (quantized | float32) and GGUF_ACCURACY_LEVEL (0 | 1 | 4) from the environment. */
 export function ggufGraphOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): GgufGraphOptions {
-  const weights = (env.GGUF_WEIGHTS ?? DEFAULT_GGUF_GRAPH_OPTIONS.weights) as GgufWeights;
-  if (!GGUF_WEIGHT_MODES.includes(weights)) throw new Error(`GGUF_WEIGHTS must be one of ${GGUF_WEIGHT_MODES.join(', ')}, got "${env.GGUF_WEIGHTS}"`);
-  const level = Number(env.GGUF_ACCURACY_LEVEL ?? DEFAULT_GGUF_GRAPH_OPTIONS.accuracyLevel);
-  if (![0, 1, 4].includes(level)) throw new Error(`GGUF_ACCURACY_LEVEL must be 0, 1 or 4, got "${env.GGUF_ACCURACY_LEVEL}"`);
-  return { weights, accuracyLevel: level as GgufAccuracyLevel };
+  return ggufGraphOptionsFromSettings(env);
 }
 
 export async function openGgufModelAt(path: string): Promise<GgufModel> {

@@ -6,7 +6,7 @@ import type { LoadedMedia } from '../media/index.js';
 import type { ProcessedAudio, ProcessedImage } from '../multimodal/index.js';
 import type { ChatPromptOptions } from './chat-prompt.js';
 import type { ServingContext } from './serving-context.js';
-import { audioModel, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processMultimodalImages } from './serving-multimodal.js';
+import { audioModel, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processAudioParts, processMultimodalImages } from './serving-multimodal.js';
 
 export interface ChatMedia {
   /** The buildChatPrompt option (undefined for a text-only model). */
@@ -28,8 +28,9 @@ export async function prepareChatMedia(ctx: ServingContext, media: readonly Load
   const audio = audioModel(ctx.engine);
   const out: ChatMedia = { expansion: undefined, images: [], audio: [] };
   if (multimodal === null && audio === null) return out;
-  // The images' resizing runs now, off the event loop; the template's expansion only splices text.
+  // The images' resizing and the audio's features run now, off the event loop; the template's expansion only splices text.
   const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'messages', signal) : null;
+  const heard = audio !== null ? await processAudioParts(ctx, audio, media, 'messages', signal) : null;
   out.expansion = {
     expand: (text) => {
       let expanded = text;
@@ -38,8 +39,8 @@ export async function prepareChatMedia(ctx: ServingContext, media: readonly Load
         out.images = prompt.images;
         expanded = prompt.text;
       }
-      if (audio !== null) {
-        const prompt = expandAudioPrompt(ctx, audio, expanded, media, 'messages');
+      if (audio !== null && heard !== null) {
+        const prompt = expandAudioPrompt(audio, expanded, heard, 'messages');
         out.audio = prompt.audio;
         expanded = prompt.text;
       }

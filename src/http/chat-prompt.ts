@@ -4,7 +4,7 @@ import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import { INLINE_TEMPLATE_SOURCE_CHARS, renderChatTemplate, TemplateSyntaxError, type TemplateOffLoop, type TemplateSource } from '../tokenizer/template-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
-import { clientClosed, encodePrompt } from './prompt-tokens.js';
+import { clientClosed, encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
 
 export interface ChatPromptOptions {
   addGenerationPrompt: boolean;
@@ -21,12 +21,16 @@ export interface ChatPromptOptions {
   stopAfter?: number;
   /** Without stopAfter: the most tokens the prompt may have, judged from its length (see encodePrompt). */
   lengthCeiling?: number;
+  /** Only the last this many tokens are wanted (truncate_prompt_tokens; see encodePrompt). */
+  keepLast?: number;
   /** Refuses a prompt whose length alone shows more tokens than stopAfter or lengthCeiling (see encodePrompt). */
   refuseAtLeast?: (tokenCount: number) => void;
   /** The request's: work on a thread for it (tokenizing, rendering) stops when it aborts, and the client gets a 499. */
   signal?: AbortSignal;
   /** Where a long rendering goes (Node's template thread, template-thread.ts); absent: it renders here within its budget. */
   templateOffLoop?: TemplateOffLoop;
+  /** Where the tokenizer has no thread: the longest piece it may take in one call (see encodePrompt). */
+  inlinePieces?: InlinePieceBound;
   /**
    * A vision-language model: messages reach the template as content parts (text, and
    * {"type": "image"} for image parts), and `expand` rewrites the rendered text (its
@@ -196,8 +200,10 @@ export async function buildChatPrompt(
     addSpecialTokens: options.addSpecialTokens,
     stopAfter: options.stopAfter,
     lengthCeiling: options.lengthCeiling,
+    keepLast: options.keepLast,
     refuseAtLeast: options.refuseAtLeast,
     signal: options.signal,
+    inlinePieces: options.inlinePieces,
   });
   return { text, tokenIds };
 }

@@ -68,13 +68,18 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
 
   async *[Symbol.asyncIterator](): AsyncIterator<GenerationDelta> {
     let failure: unknown;
+    // The engine ended the request itself: there is nothing left to stop.
+    let completed = this.first.done === true;
     try {
       if (this.first.done) return;
       yield this.first.value;
       for (;;) {
         const next = await this.rest.next();
         if (this.cutState.error !== null) throw this.cutState.error;
-        if (next.done) return;
+        if (next.done) {
+          completed = true;
+          return;
+        }
         this.observer?.delta(next.value);
         yield next.value;
       }
@@ -84,8 +89,10 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     } finally {
       this.observer?.ended(failure);
       this.detachClient();
-      // Leaving early (consumer stopped, error downstream) must not leave the sequence running.
-      if (!this.controller.signal.aborted) this.controller.abort();
+      // Leaving early (consumer stopped, error downstream) must not leave the sequence
+      // running. A run that completed is not aborted: an abort builds a DOMException
+      // (its stack trace included), a cost every request paid for nothing.
+      if (!completed && !this.controller.signal.aborted) this.controller.abort();
       await this.rest.return?.();
     }
   }

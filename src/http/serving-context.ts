@@ -2,7 +2,7 @@ import { requestBoundsOf } from '../config/request-bounds.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
-import { refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../protocol/prompt-limits.js';
+import { refuseLongInlinePiece, refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../protocol/prompt-limits.js';
 import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
@@ -10,6 +10,7 @@ import type { ChatTemplate } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
 import type { TemplateOffLoop, TemplateThread } from '../tokenizer/template-thread.js';
 import type { GuideCompiler } from './guided-decoding.js';
+import type { InlinePieceBound } from './prompt-tokens.js';
 
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
 export interface ServingContext {
@@ -75,10 +76,24 @@ export function guidedLimits(ctx: ServingContext): GuidedLimits {
   return { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork };
 }
 
-/** How much text /tokenize and truncate_prompt_tokens prompts may bring: the served context's tokens, judged from the length. */
-export function tokenizeBound(ctx: ServingContext): { ceiling: number; refuse(atLeast: number, param: string): never } {
+/** How many tokens /tokenize counts, and a piece tokenized whole for truncate_prompt_tokens may have: the served context's. */
+export function tokenizeBound(ctx: ServingContext): {
+  ceiling: number;
+  refuse(atLeast: number, param: string, counted?: boolean): never;
+  inlinePieces(param: string): InlinePieceBound;
+} {
   const limits = promptLimits(ctx);
-  return { ceiling: tokenizeCeiling(limits), refuse: (atLeast, param) => refuseOverTokenizeCeiling(atLeast, limits, param) };
+  return {
+    ceiling: tokenizeCeiling(limits),
+    refuse: (atLeast, param, counted) => refuseOverTokenizeCeiling(atLeast, limits, param, counted),
+    inlinePieces: (param) => inlinePieceBound(ctx, param),
+  };
+}
+
+/** The longest piece the tokenizer may take in one call on the request thread (where it has no thread of its own), refusing `param` past it. */
+export function inlinePieceBound(ctx: ServingContext, param: string): InlinePieceBound {
+  const maxChars = requestBoundsOf(ctx.config).maxInlinePieceChars;
+  return { maxChars, refuse: (pieceChars) => refuseLongInlinePiece(pieceChars, maxChars, param) };
 }
 
 /** What one chat template rendering may take: maxChatTemplateSteps, and no text longer than a prompt may be. */

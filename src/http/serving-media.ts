@@ -25,7 +25,8 @@ export function clientGone(): HttpError {
 /**
  * The served model's rules, from the parts' declared sizes: refuses before anything is
  * decoded a kind the model does not take, images past its count or tiles or whose tokens
- * alone overflow the context, audio past its window.
+ * alone overflow the context, audio past its window or whose tokens (from exact WAV / FLAC
+ * durations) alone overflow it.
  */
 function admitDeclared(ctx: ServingContext, api: 'mindie' | 'openai', promptParam: string): (parts: readonly DeclaredPart[]) => void {
   return (parts) => {
@@ -42,8 +43,13 @@ function admitDeclared(ctx: ServingContext, api: 'mindie' | 'openai', promptPara
       }
       const audio = ctx.engine.audio;
       if (audio !== undefined && audio !== null) {
-        const heard = parts.flatMap(({ param, declared }) => (declared.kind === 'audio' && declared.seconds !== null ? [{ param, seconds: declared.seconds }] : []));
+        const heard = parts.flatMap(({ param, declared }) =>
+          declared.kind === 'audio' && declared.seconds !== null ? [{ param, seconds: declared.seconds, exact: declared.exact === true }] : [],
+        );
         audio.checkDurations(heard, { maxAudioSecondsPerPrompt });
+        // Audio tokens known from exact durations count towards the context before any decoding.
+        const tokens = audio.declaredPromptTokens(heard.filter((part) => part.exact));
+        if (tokens > 0) checkPromptTokenLimit(tokens, promptLimits(ctx), api, promptParam, true);
       }
     } catch (error) {
       if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? promptParam);

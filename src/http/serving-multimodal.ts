@@ -70,13 +70,31 @@ export function audioModel(engine: Engine): AudioLanguageModel | null {
 }
 
 /**
- * Processes the loaded audio parts and expands `text`'s audio placeholders; 400 naming the
- * part over a limit (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT, the model's window).
+ * Runs the model's feature extractor over the loaded audio parts, off the event loop (the
+ * media decoding thread, under MEDIA_DECODE_TIMEOUT_MS); 400 naming the part over a limit
+ * (MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT, the model's window) or too short.
  */
-export function expandAudioPrompt(ctx: ServingContext, model: AudioLanguageModel, text: string, media: readonly LoadedMedia[], param: string): AudioPrompt {
+export async function processAudioParts(
+  ctx: ServingContext,
+  model: AudioLanguageModel,
+  media: readonly LoadedMedia[],
+  param: string,
+  signal: AbortSignal,
+): Promise<ProcessedAudio[]> {
   const audio = media.flatMap((entry) => (entry.decoded.kind === 'audio' ? [{ param: entry.param, audio: entry.decoded }] : []));
   try {
-    return model.buildPrompt(text, audio, param, { maxAudioSecondsPerPrompt: ctx.mediaFetcher.config.maxAudioSecondsPerPrompt });
+    return await model.processAudio(audio, { maxAudioSecondsPerPrompt: ctx.mediaFetcher.config.maxAudioSecondsPerPrompt }, ctx.mediaFetcher.decoder, signal);
+  } catch (error) {
+    if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
+    if (signal.aborted) throw clientGone();
+    throw error;
+  }
+}
+
+/** Expands `text`'s audio placeholders with the processed parts; 400 when they do not match the parts. */
+export function expandAudioPrompt(model: AudioLanguageModel, text: string, processed: readonly ProcessedAudio[], param: string): AudioPrompt {
+  try {
+    return model.expandPrompt(text, processed, param);
   } catch (error) {
     if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
     throw error;

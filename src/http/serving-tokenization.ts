@@ -2,7 +2,7 @@ import type { ChatTemplate } from '../tokenizer/chat-template.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { buildChatPrompt, type ChatPromptOptions } from './chat-prompt.js';
 import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
+import { encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
 import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
 
 export interface TokenizeResponse {
@@ -11,10 +11,17 @@ export interface TokenizeResponse {
   tokens: number[];
 }
 
-/** The text may have at most this many tokens, judged from its length before tokenizing (tokenizeCeiling). */
+/**
+ * The text may have at most this many tokens (tokenizeCeiling): judged from its length before
+ * tokenizing, and tokenizing stops once past it, so one request's work follows the context,
+ * not the size of its body.
+ */
 export interface TokenizeBound {
   ceiling: number;
-  refuse(atLeast: number, param: string): never;
+  /** `counted`: tokenizing stopped past the ceiling (else judged from the length alone). */
+  refuse(atLeast: number, param: string, counted?: boolean): never;
+  /** Where the tokenizer has no thread: the longest piece it may take in one call, for `param`. */
+  inlinePieces?(param: string): InlinePieceBound;
 }
 
 export async function tokenizeCompletion(
@@ -27,10 +34,12 @@ export async function tokenizeCompletion(
 ): Promise<TokenizeResponse> {
   const tokens = await encodePrompt(tokenizer, request.prompt, {
     addSpecialTokens: request.add_special_tokens,
-    lengthCeiling: bound.ceiling,
-    refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+    stopAfter: bound.ceiling,
     signal,
+    refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
+    inlinePieces: bound.inlinePieces?.('prompt'),
   });
+  if (tokens.length > bound.ceiling) bound.refuse(tokens.length, 'prompt', true);
   return { count: tokens.length, max_model_len: maxModelLen, tokens };
 }
 
@@ -57,10 +66,12 @@ export async function tokenizeChat(
     templateVariables: request.tools === undefined ? request.chat_template_kwargs : { ...request.chat_template_kwargs, tools: request.tools },
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
-    lengthCeiling: bound.ceiling,
+    stopAfter: bound.ceiling,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'messages'),
+    inlinePieces: bound.inlinePieces?.('messages'),
     ...chat,
   });
+  if (tokenIds.length > bound.ceiling) bound.refuse(tokenIds.length, 'messages', true);
   return { count: tokenIds.length, max_model_len: maxModelLen, tokens: tokenIds };
 }
 

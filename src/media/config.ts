@@ -55,7 +55,7 @@ export interface MediaConfig {
   maxPixelsPerRequest: number;
   /** Seconds of audio all parts of one request may declare together, before decoding: each second becomes audioSampleRate samples (MEDIA_MAX_AUDIO_SECONDS_PER_REQUEST). */
   maxAudioSecondsPerRequest: number;
-  /** Time for decoding one image or audio part off the event loop; the decoding worker is stopped after (MEDIA_DECODE_TIMEOUT_MS). */
+  /** Time for decoding one image or audio part (or processing a request's images or audio features) off the event loop; the decoding worker is stopped after (MEDIA_DECODE_TIMEOUT_MS). */
   decodeTimeoutMs: number;
 }
 

@@ -2,11 +2,13 @@
  * The media decoding thread (node-decode-worker.ts starts it): decodes one image or audio
  * part per message with the same decoders as the main thread, and hands the pixels or
  * samples back by transfer. Bundled beside the server as media-decode-worker.js.
- * It also runs the tasks of MediaThreadTask, such as a vision model's image processing
- * (resize, tiles, normalise), whose code lives with the model in src/multimodal: this
- * entry is the one place that puts the two together in the thread.
+ * It also runs the tasks of MediaThreadTask, a vision model's image processing (resize,
+ * tiles, normalise) and an audio model's log-mel features, whose code lives with the
+ * model in src/multimodal: this entry is the one place that puts the two together in the
+ * thread.
  */
 import { parentPort } from 'node:worker_threads';
+import { runProcessAudioTask } from '../multimodal/audio-processing.js';
 import { runProcessImagesTask } from '../multimodal/image-processing.js';
 import { decodeMedia, type DecodeOptions } from './decode/index.js';
 import type { MediaThreadTask } from './decode/media-decoder.js';
@@ -41,7 +43,7 @@ async function run(job: ThreadJob): Promise<{ result: unknown; transfer: ArrayBu
     const decoded = await decodeMedia(job.media, { ...job.options, jpegDecoder });
     return { result: decoded, transfer: transferables(decoded) };
   }
-  return runProcessImagesTask(job.payload);
+  return job.task === 'process-audio' ? runProcessAudioTask(job.payload) : runProcessImagesTask(job.payload);
 }
 
 parentPort?.on('message', (job: ThreadJob) => {

@@ -5,7 +5,8 @@
  * the thread is terminated, which stops the decoder wherever it is, and the next part
  * gets a fresh one. Video is decoded where it was (ffmpeg is its own process already).
  * The same thread, queue and deadline run the thread's other tasks (`runTask`: an image
- * processor's resizing and normalising, media-decode-worker.ts).
+ * processor's resizing and normalising, an audio model's log-mel features;
+ * media-decode-worker.ts).
  */
 import { SerialWorker, startModuleWorker } from '../threads/serial-worker.js';
 import { inlineMediaDecoder, type MediaDecoder, type MediaThreadTask } from './decode/media-decoder.js';

@@ -8,10 +8,10 @@
 import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
 import type { CompanionGraph } from '../engine/model-files.js';
 import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
-import { resample } from '../media/decode/resample.js';
-import type { DecodedAudio } from '../media/index.js';
+import type { MediaDecoder } from '../media/index.js';
 import { AudioEncoder } from './audio/audio-encoder.js';
-import { DEFAULT_AUDIO_LIMITS, type AudioLimits, type AudioProcessor, type ProcessedAudio } from './audio/types.js';
+import { DEFAULT_AUDIO_LIMITS, type AudioLimits, type AudioProcessor, type ProcessedAudio, type PromptAudio } from './audio/types.js';
+import { processAudio } from './audio-processing.js';
 import type { JsonObject } from './config-fields.js';
 import { Qwen2AudioProcessor } from './processors/qwen2-audio.js';
 import { UltravoxProcessor } from './processors/ultravox.js';
@@ -27,11 +27,6 @@ export interface AudioLanguageFiles {
 
 /** model_type → processor family. */
 const FAMILIES: Record<string, 'qwen2_audio' | 'ultravox'> = { qwen2_audio: 'qwen2_audio', ultravox: 'ultravox' };
-
-export interface PromptAudio {
-  param: string;
-  audio: DecodedAudio;
-}
 
 /** A prompt with its audio processed: the text with every placeholder expanded. */
 export interface AudioPrompt {
@@ -111,35 +106,57 @@ export class AudioLanguageModel {
   }
 
   /**
-   * Processes the audio parts and expands `text`, whose placeholders (one per part, in
-   * order) were written by the chat template or the prompt's parts. Throws
-   * MultimodalRequestError naming the part over a limit.
+   * Before decoding, from the durations headers declare exactly (WAV, FLAC): the fewest audio
+   * tokens the parts become, so audio that cannot fit the context is refused before any
+   * decoding or feature extraction. A part's samples are counted one hop short of its
+   * declared length (resampling rounds its length by a sample or two).
    */
-  buildPrompt(text: string, audio: readonly PromptAudio[], param: string | null, limits: AudioLimits = DEFAULT_AUDIO_LIMITS): AudioPrompt {
-    const { placeholder } = this.processor;
+  declaredPromptTokens(parts: readonly { seconds: number }[]): number {
+    const { samplingRate, hopLength } = this.processor.extractor.settings;
+    let tokens = 0;
+    for (const { seconds } of parts) {
+      const samples = Math.floor(seconds * samplingRate) - hopLength;
+      if (samples > this.processor.extractor.settings.nFft / 2) tokens += this.processor.declaredAudioTokens(samples);
+    }
+    return tokens;
+  }
+
+  /**
+   * Runs the processor over a prompt's audio parts (on the media decoding thread where
+   * `decoder` has one, under its deadline), after checking their durations: the slow half
+   * of a prompt's expansion, done before the chat template so that `expandPrompt` stays
+   * synchronous and cheap. Throws MultimodalRequestError naming the part over a limit or
+   * too short, MediaError 'timeout', or the signal's reason.
+   */
+  async processAudio(
+    audio: readonly PromptAudio[],
+    limits: AudioLimits = DEFAULT_AUDIO_LIMITS,
+    decoder?: MediaDecoder,
+    signal?: AbortSignal,
+  ): Promise<ProcessedAudio[]> {
     this.checkDurations(
       audio.map((part) => ({ param: part.param, seconds: part.audio.samples.length / part.audio.sampleRate })),
       limits,
     );
+    return processAudio(this.processor, audio, decoder, signal);
+  }
+
+  /**
+   * Expands `text`, whose placeholders (one per part, in order) were written by the chat
+   * template or the prompt's parts, with the processed parts' audio tokens. Throws
+   * MultimodalRequestError when the placeholders do not match the parts.
+   */
+  expandPrompt(text: string, processed: readonly ProcessedAudio[], param: string | null): AudioPrompt {
+    const { placeholder } = this.processor;
     const found: number[] = [];
     for (let at = text.indexOf(placeholder); at >= 0; at = text.indexOf(placeholder, at + placeholder.length)) found.push(at);
-    if (found.length !== audio.length) {
+    if (found.length !== processed.length) {
       throw new MultimodalRequestError(
-        `The prompt has ${found.length} "${placeholder}" placeholders for ${audio.length} audio parts: ` +
+        `The prompt has ${found.length} "${placeholder}" placeholders for ${processed.length} audio parts: ` +
           'each audio part stands for one, and the text may not contain the placeholder itself.',
         param,
       );
     }
-    const shortest = this.processor.extractor.settings.nFft / 2 + 1;
-    const processed = audio
-      .map((part) => this.resampled(part))
-      .map((part) => {
-        const result = part.audio.samples.length >= shortest ? this.processor.process(part.audio, part.param) : null;
-        if (result === null || result.audioTokens < 1) {
-          throw new MultimodalRequestError(`${part.param}: the audio is too short for this model (it gives no audio tokens).`, part.param);
-        }
-        return result;
-      });
     let expanded = '';
     let last = 0;
     found.forEach((at, index) => {
@@ -148,7 +165,7 @@ export class AudioLanguageModel {
       last = end;
     });
     expanded += text.slice(last);
-    return { text: expanded, audio: processed };
+    return { text: expanded, audio: [...processed] };
   }
 
   /** Runs the audio encoder over every part: the features for the prompt's audio tokens, in order. */
@@ -162,15 +179,5 @@ export class AudioLanguageModel {
 
   async dispose(): Promise<void> {
     await this.encoder.dispose();
-  }
-
-  /**
-   * The media pipeline decodes audio at MEDIA_AUDIO_SAMPLE_RATE (16 kHz, what Whisper-style
-   * encoders take); a model that wants another rate gets a second resampling.
-   */
-  private resampled(part: PromptAudio): PromptAudio {
-    const rate = this.samplingRate;
-    if (part.audio.sampleRate === rate) return part;
-    return { param: part.param, audio: { ...part.audio, sampleRate: rate, samples: resample(part.audio.samples, part.audio.sampleRate, rate) } };
   }
 }

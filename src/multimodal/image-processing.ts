@@ -5,12 +5,11 @@
  * there from its spec and runs under the decode deadline (MEDIA_DECODE_TIMEOUT_MS); elsewhere
  * it runs here, one image at a time with a yield before each, like inline decoding.
  */
-import { yieldToEventLoop } from '../engine/yield.js';
-import { movableViews, type DecodedImage, type MediaDecoder } from '../media/index.js';
+import { movableViews, type DecodedImage, type MediaDecoder, type MediaThreadTask } from '../media/index.js';
+import { processParts } from './media-thread.js';
 import { Idefics3Processor } from './processors/idefics3.js';
 import { LlavaProcessor } from './processors/llava.js';
 import {
-  MultimodalRequestError,
   type ImageProcessor,
   type ImageProcessorSpec,
   type MultimodalLimits,
@@ -59,31 +58,17 @@ function movedImages(images: readonly PromptImage[]): { images: PromptImage[]; t
  * limit the processor checks), a MediaError 'timeout' past the deadline, or the signal's
  * reason once it aborts.
  */
-export async function processImages(
+export function processImages(
   processor: ImageProcessor,
   images: readonly PromptImage[],
   limits: MultimodalLimits,
   decoder?: MediaDecoder,
   signal?: AbortSignal,
 ): Promise<ProcessedImage[]> {
-  if (images.length === 0) return [];
-  if (decoder?.runTask === undefined) {
-    const processed: ProcessedImage[] = [];
-    for (const entry of images) {
-      await yieldToEventLoop();
-      if (signal?.aborted) throw signal.reason;
-      processed.push(processOne(processor, entry, limits));
-    }
-    return processed;
-  }
-  const moved = movedImages(images);
-  const payload: ProcessImagesPayload = { spec: processor.spec, images: moved.images, limits };
-  try {
-    return (await decoder.runTask({ name: 'process-images', payload, transfer: moved.transfer, kind: 'image' }, signal)) as ProcessedImage[];
-  } catch (error) {
-    if (error instanceof Error && error.name === 'MultimodalRequestError') {
-      throw new MultimodalRequestError(error.message, (error as { param?: string | null }).param ?? null);
-    }
-    throw error;
-  }
+  const task = (): MediaThreadTask => {
+    const moved = movedImages(images);
+    const payload: ProcessImagesPayload = { spec: processor.spec, images: moved.images, limits };
+    return { name: 'process-images', payload, transfer: moved.transfer, kind: 'image' };
+  };
+  return processParts(images, (entry) => processOne(processor, entry, limits), task, decoder, signal);
 }

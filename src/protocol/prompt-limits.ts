@@ -70,20 +70,37 @@ export function promptTokenCeiling(limits: PromptLimits, api: 'mindie' | 'openai
 }
 
 /**
- * Text tokenized with no context check to stop it (/tokenize, a prompt with
- * truncate_prompt_tokens) is still tokenized only up to this: the served context length.
- * Tokenizing runs in pieces the tokenizer cannot cut (a run without spaces, or a whole text
- * for byte-level tokenizers), so the text's size must be bounded before it starts.
+ * The most tokens this server tokenizes for a text no context check stops: /tokenize counts
+ * up to this (a longer text is refused, its tokenizing stopped past it), and a piece that
+ * truncate_prompt_tokens would have tokenized whole may have this many. The served context
+ * length: what one request may buy is what could fit, not what its body holds (4 MB of
+ * prose took ~2 s of CPU to count, measured on the embedded and a 32 K vocabulary).
  */
 export function tokenizeCeiling(limits: PromptLimits): number {
   return servedMaxModelLen(limits);
 }
 
-/** Refuses a text whose length alone shows more than tokenizeCeiling tokens (vLLM sets no such bound). */
-export function refuseOverTokenizeCeiling(atLeast: number, limits: PromptLimits, param: string): never {
+/**
+ * Refuses a text with more than tokenizeCeiling tokens: `counted` when tokenizing stopped
+ * past it, else judged from its length alone (vLLM sets no such bound).
+ */
+export function refuseOverTokenizeCeiling(atLeast: number, limits: PromptLimits, param: string, counted = false): never {
+  const how = counted ? 'tokenizing stopped there' : 'judged from its length and words, before tokenizing';
   throw invalidRequest(
-    `The text has at least ${atLeast} tokens (judged from its length, before tokenizing), more than the ${tokenizeCeiling(limits)} tokens ` +
-      "of this model's context length, the most this server tokenizes for /tokenize or truncate_prompt_tokens. Send less text.",
+    `The text has at least ${atLeast} tokens (${how}), more than the ${tokenizeCeiling(limits)} tokens ` +
+      "of this model's context length, the most this server tokenizes for /tokenize or for a piece of a truncate_prompt_tokens prompt. Send less text.",
+    param,
+  );
+}
+
+/**
+ * Refuses a text with a piece longer than maxInlinePieceChars where the tokenizer must take
+ * it in one call on the request thread (no tokenizer thread: workerd, the page).
+ */
+export function refuseLongInlinePiece(pieceChars: number, maxChars: number, param: string): never {
+  throw invalidRequest(
+    `The text has a run of up to ${pieceChars} characters with no place to cut it (no space: CJK, one long word), which the tokenizer ` +
+      `takes in one call; this runtime tokenizes on its request thread and takes at most ${maxChars} (maxInlinePieceChars). Break the run up, or send less text.`,
     param,
   );
 }

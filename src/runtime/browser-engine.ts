@@ -5,6 +5,7 @@
  * (validation, sampling, streaming, error bodies) with no server doing the inference.
  */
 import type { Hono } from 'hono';
+import { withPageBounds } from '../config/request-bounds.js';
 import { parseServerConfig, schedulerLimitsOf, type ServerConfig } from '../config/server-config.js';
 import { GpuKvStore, type GpuDeviceLike } from '../engine/kv/gpu-kv-cache.js';
 import { LocalEngine } from '../engine/local-engine.js';
@@ -94,7 +95,7 @@ function sessionOptions(backend: BrowserBackend): InferenceSession.SessionOption
  * Call `app.fetch(new Request(url, init))` exactly as one would call the server.
  */
 export async function createBrowserApp(options: BrowserAppOptions): Promise<BrowserApp> {
-  const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName });
+  const config = parseServerConfig({ ...withPageBounds(options.config ?? {}), servedModelName: options.servedModelName });
   if (!options.files && !options.modelSource && options.modelBaseUrl === undefined) {
     throw new Error('createBrowserApp needs the model: modelBaseUrl, modelSource or files');
   }

@@ -2,36 +2,25 @@
  * A GGUF file in the page: picked from disk (a File), dropped, or downloaded from a URL,
  * turned into the model files the in-page engine runs, with no server and no file system.
  *
- * The file is read through a Blob: the header first, then one tensor at a time
- * (`blob.slice().arrayBuffer()`), so the page never holds the whole file as one buffer
- * beside the graph's weights. The graph is the one Node builds for the same file
- * (gguf/gguf-model.ts, the in-place KV flavour the engine runs on a CPU-side cache),
- * weights kept quantized by default; its large initializers go into one external data
- * buffer, which is how onnxruntime-web takes weights (a protobuf graph is capped at 2 GB).
- * The tokenizer, chat template and special tokens come from the file's metadata.
+ * The graph is built in a Web Worker (browser-gguf-worker.ts, one per file, ended when it
+ * is done), so the page's main thread stays free to draw and answer while seconds of
+ * dequantizing and re-laying weights run: the page posts the File or Blob (a handle to
+ * the same bytes, not a copy), the worker reads it one tensor at a time
+ * (`blob.slice().arrayBuffer()`), posts progress, and hands back the graph and its
+ * weights' buffer by transfer, so the bytes move to the page without a copy. The float
+ * graphs the build passes through die with the worker.
  *
+ * What is built is gguf/gguf-model-files.ts's: the graph Node builds for the same file,
+ * weights kept quantized by default, its large initializers in one external data buffer.
  * onnxruntime-web's WASM build has the contrib kernels the quantized graph uses
  * (MatMulNBits, GatherBlockQuantized), checked by the page's e2e test against the Node
- * server's output on the same file. `weights: 'float32'` builds the float twin instead
- * (4 bytes a weight), for a backend without them.
+ * server's output on the same file. `weights: 'float32'` builds the float twin instead.
  */
-import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
-import type { GraphOps } from '../convert/llama-onnx-graph.js';
+import type { ModelFiles } from '../engine/model-files.js';
 import type { ByteSource } from '../gguf/gguf-file.js';
-import {
-  buildGgufGraph,
-  DEFAULT_GGUF_GRAPH_OPTIONS,
-  encodeGgufGraph,
-  externalDataLayout,
-  ggufGraphPasses,
-  ggufReportLines,
-  openGgufModel,
-  type GgufGraphOptions,
-} from '../gguf/gguf-model.js';
+import { ggufModelFiles, type GgufBuildProgress, type GgufModelFiles } from '../gguf/gguf-model-files.js';
+import type { GgufWeights } from '../gguf/gguf-model.js';
 import { fetchOk, readChunksWithProgress, type ProgressListener } from './browser-downloads.js';
-
-/** The external data file the page's graph names (the bytes are handed over, never written). */
-const EXTERNAL_DATA = 'model.onnx_data';
 
 /** Reads a Blob as a GGUF ByteSource; `onRead` hears of every read (for progress). */
 export function blobByteSource(blob: Blob, onRead?: (offset: number, length: number) => void): ByteSource {
@@ -66,85 +55,71 @@ export function ggufNameOf(pathOrUrl: string): string {
   return path.slice(path.lastIndexOf('/') + 1) || 'model.gguf';
 }
 
-export interface GgufModelFilesOptions extends Partial<GgufGraphOptions> {
-  /** For messages and progress: the file's name. */
+/** What the page posts to the build worker. */
+export interface GgufBuildRequest {
+  /** The file (a picked File is a Blob): posting it hands over a handle, not the bytes. */
+  blob: Blob;
   name: string;
-  /** The graph flavour; the in-place KV one (what Node runs) unless asked. */
-  ops?: GraphOps;
-  /** Hears of the graph build as bytes of the file's tensor data read (each weight pass counts). */
-  onProgress?: ProgressListener;
-  /** Says which runtime executes the graph, for the report ("onnxruntime-web, WebAssembly"). */
+  weights?: GgufWeights;
+  /** Says which runtime executes the graph, for the report. */
   executedBy?: string;
 }
 
-export interface GgufModelFiles {
-  files: ModelFiles;
-  /** The startup report's GGUF lines: architecture, tensor types, how each is executed. */
-  notes: string[];
+/** What the build worker posts back: progress, then the files or why not. */
+export type GgufBuildMessage =
+  | { type: 'progress'; progress: GgufBuildProgress }
+  | { type: 'built'; files: ModelFiles; notes: string[] }
+  | { type: 'failed'; message: string };
+
+/** The buffers a built model's bytes live in: moved to the page, not copied. */
+export function transferablesOf(files: ModelFiles): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>();
+  for (const bytes of [files.onnx, ...(files.externalData ?? []).map(({ data }) => data)]) buffers.add(bytes.buffer as ArrayBuffer);
+  return [...buffers];
 }
 
 /**
- * The model files of a GGUF read through `source`: config, tokenizer and template from the
- * metadata, the decoder graph built from the tensors with its weights as external data.
- * A file the graph builder cannot serve exactly is refused with the reason (as under Node).
+ * The build worker's side (browser-gguf-worker.ts): builds the files of `request` and
+ * posts progress and the result, the graph and weight buffers in the transfer list.
  */
-export async function ggufModelFiles(source: ByteSource, options: GgufModelFilesOptions): Promise<GgufModelFiles> {
-  const graphOptions: GgufGraphOptions = {
-    weights: options.weights ?? DEFAULT_GGUF_GRAPH_OPTIONS.weights,
-    accuracyLevel: options.accuracyLevel ?? DEFAULT_GGUF_GRAPH_OPTIONS.accuracyLevel,
-  };
-  const ops = options.ops ?? 'inplace';
-  let model;
+export async function answerGgufBuild(request: GgufBuildRequest, post: (message: GgufBuildMessage, transfer?: Transferable[]) => void): Promise<void> {
+  let built: GgufModelFiles;
   try {
-    model = await openGgufModel(source);
+    built = await ggufModelFiles(blobByteSource(request.blob), {
+      name: request.name,
+      weights: request.weights,
+      builtWhere: 'built in a Web Worker of this page',
+      executedBy: request.executedBy,
+      onProgress: (progress) => post({ type: 'progress', progress }),
+    });
   } catch (error) {
-    throw new Error(`Cannot load the GGUF "${options.name}": ${(error as Error).message}`, { cause: error });
+    post({ type: 'failed', message: (error as Error).message });
+    return;
   }
-  // Progress over the tensor data: the float pass reads every tensor, the quantized form
-  // reads the quantized ones again for their scales (and minimums).
-  const dataBytes = Math.max(1, source.size - model.file.dataOffset);
-  const passes = ggufGraphPasses(model, graphOptions);
-  const expected = dataBytes * passes;
-  let read = 0;
-  const progressFile = `${options.name} (building the graph)`;
-  const counted: ByteSource = {
-    size: source.size,
-    async read(offset, length) {
-      const bytes = await source.read(offset, length);
-      if (offset >= model.file.dataOffset) {
-        read += length;
-        options.onProgress?.({ file: progressFile, loadedBytes: Math.min(read, expected - 1), totalBytes: expected });
+  post({ type: 'built', files: built.files, notes: built.notes }, transferablesOf(built.files));
+}
+
+/**
+ * The page's side: starts a build worker from `workerUrl` (the bundle's gguf-worker.js),
+ * hands it the file and resolves with the model files it sends back; the worker ends
+ * either way. Progress arrives as the worker reads the file's tensors.
+ */
+export function buildGgufInWorker(workerUrl: URL, request: GgufBuildRequest, onProgress?: ProgressListener): Promise<GgufModelFiles> {
+  const worker = new Worker(workerUrl, { type: 'module', name: `GGUF build: ${request.name}` });
+  return new Promise<GgufModelFiles>((resolve, reject) => {
+    worker.onmessage = ({ data }: MessageEvent<GgufBuildMessage>) => {
+      if (data.type === 'progress') {
+        onProgress?.(data.progress);
+        return;
       }
-      return bytes;
-    },
-  };
-  options.onProgress?.({ file: progressFile, loadedBytes: 0, totalBytes: expected });
-  let built;
-  try {
-    built = await buildGgufGraph({ ...model, file: { ...model.file, source: counted } }, ops, graphOptions);
-  } catch (error) {
-    throw new Error(`Cannot load the GGUF "${options.name}": ${(error as Error).message}`, { cause: error });
-  }
-  options.onProgress?.({ file: progressFile, loadedBytes: expected, totalBytes: expected });
-  const layout = externalDataLayout(built.graph, EXTERNAL_DATA);
-  const onnx = encodeGgufGraph(layout.graph, ops, model);
-  const data = new Uint8Array(layout.size);
-  for (const { offset, bytes } of layout.pieces) data.set(bytes, offset);
-  const files: ModelFiles = {
-    config: model.config,
-    generationConfig: model.generationConfig,
-    tokenizerJson: model.tokenizer.tokenizerJson,
-    tokenizerConfig: model.tokenizer.tokenizerConfig,
-    onnx,
-    onnxFile: `${MODEL_FILE_PATHS.onnx} built from ${options.name}`,
-    externalData: [{ path: EXTERNAL_DATA, data }],
-    weightBytes: onnx.byteLength + data.byteLength,
-    dtype: graphOptions.weights === 'float32' ? 'fp32 (GGUF dequantized)' : 'GGUF weights kept quantized',
-  };
-  const notes = [
-    ...ggufReportLines(model),
-    ...built.execution,
-    `GGUF graph: built in this page${options.executedBy ? `, executed by ${options.executedBy}` : ''} (${graphOptions.weights} weights${graphOptions.weights === 'quantized' ? `, accuracy level ${graphOptions.accuracyLevel}` : ''})`,
-  ];
-  return { files, notes };
+      worker.terminate();
+      if (data.type === 'built') resolve({ files: data.files, notes: data.notes });
+      else reject(new Error(data.message));
+    };
+    worker.onerror = (event) => {
+      worker.terminate();
+      reject(new Error(`Cannot load the GGUF "${request.name}": its build worker failed (${event.message || `${workerUrl.href} did not load`})`));
+    };
+    worker.postMessage(request);
+  });
 }

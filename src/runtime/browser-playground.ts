@@ -21,7 +21,7 @@ import type { BrowserApp, BrowserBackend } from './browser-engine.js';
 import type { WebLlmApp, WebLlmAppOptions } from './browser-webllm.js';
 import { cachedBytes, cachingFetch, clearCache } from './browser-cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './browser-offline.js';
-import { WEBGPU_BUILD_META } from './playground-files.js';
+import { GGUF_WORKER_SCRIPT, WEBGPU_BUILD_META } from './playground-files.js';
 import { hasJspi, probeWebGpu, type WebGpuBuild } from './browser-ort.js';
 import { defaultSamplingParams } from '../sampling/params.js';
 import type { ModelDtype, OnnxFileSettings } from '../engine/model-variants.js';
@@ -123,14 +123,16 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
 }
 
 /**
- * A GGUF's model files, built in the page (browser-gguf.ts): a picked file is read where
- * it lies, a URL is downloaded through the page's cache (as the model folder's files are).
+ * A GGUF's model files, built in a Web Worker of the page (browser-gguf.ts): a picked file
+ * is read where it lies, a URL is downloaded through the page's cache (as the model
+ * folder's files are) and the downloaded Blob handed over.
  */
 async function ggufFiles(gguf: GgufPick, fetchFile: typeof fetch, onProgress: (progress: FileProgress) => void, executedBy: string) {
-  const { blobByteSource, downloadGguf, ggufModelFiles, ggufNameOf } = await import('./browser-gguf.js');
+  const { buildGgufInWorker, downloadGguf, ggufNameOf } = await import('./browser-gguf.js');
   const name = gguf.kind === 'file' ? gguf.file.name : ggufNameOf(gguf.url);
   const blob = gguf.kind === 'file' ? gguf.file : await downloadGguf(new URL(gguf.url, document.baseURI).href, fetchFile, onProgress);
-  const { files, notes } = await ggufModelFiles(blobByteSource(blob), { name, weights: requestedGgufWeights(), onProgress, executedBy });
+  const workerUrl = new URL(`playground/${GGUF_WORKER_SCRIPT}`, document.baseURI);
+  const { files, notes } = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy }, onProgress);
   return { files, name, notes };
 }
 

@@ -5,6 +5,7 @@
  * the weights and the library in Cache Storage, so a reload loads them without the network.
  */
 import type { Hono } from 'hono';
+import { withPageBounds } from '../config/request-bounds.js';
 import { parseServerConfig, type ServerConfig } from '../config/server-config.js';
 import { forwardingGuideCompiler } from '../engine/remote-guides.js';
 import { WebLlmEngine, type MlcEngineInternals, type MlcModelFiles } from '../engine/webllm/webllm-engine.js';
@@ -128,7 +129,7 @@ export async function createWebLlmApp(options: WebLlmAppOptions): Promise<WebLlm
   const refusal = webLlmAdapterRefusal(features, options.modelLibUrl);
   if (refusal !== null) throw new WebLlmUnavailableError(refusal);
   const modelId = options.modelId ?? mlcModelId(options.modelUrl);
-  const config = parseServerConfig({ ...options.config, servedModelName: options.servedModelName ?? modelId });
+  const config = parseServerConfig({ ...withPageBounds(options.config ?? {}), servedModelName: options.servedModelName ?? modelId });
   const [webllm, files] = await Promise.all([
     import('@mlc-ai/web-llm'),
     fetchMlcModelFiles(options.modelUrl).catch((error: unknown) => {

@@ -37,3 +37,6 @@ export const SERVICE_WORKER_SCOPE_HEADER: Readonly<Record<string, string>> = { '
  * (browser-ort.ts: the smaller build, which needs JavaScript Promise Integration).
  */
 export const WEBGPU_BUILD_META = 'edge-llm-webgpu-build';
+
+/** The page's GGUF build worker (browser-gguf-worker.ts), a script of the bundle in playground/. */
+export const GGUF_WORKER_SCRIPT = 'gguf-worker.js';

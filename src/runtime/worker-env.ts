@@ -28,6 +28,13 @@ export interface WorkerEnv {
   UPSTREAM_MODEL?: string;
   /** "usage" (default) or "logprobs" (vLLM only: exact token ids); see remote-request.ts. */
   UPSTREAM_TOKEN_IDS?: string;
+  /** The GGUF Worker (`--env gguf`): the .gguf its build bundles (worker-gguf-engine.ts). */
+  MODEL_GGUF?: string;
+  /** `quantized` (default) or `float32`, and MatMulNBits' accuracy level (0, 1, 4), as under Node. */
+  GGUF_WEIGHTS?: string;
+  GGUF_ACCURACY_LEVEL?: string | number;
+  /** The isolate's memory cap a GGUF is planned against (default Cloudflare's 128 MB; worker-gguf-limits.ts). */
+  ISOLATE_MEMORY_BYTES?: string | number;
   [binding: string]: unknown;
 }
 

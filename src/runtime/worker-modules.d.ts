@@ -30,3 +30,15 @@ declare module 'cloudflare:workers' {
     constructor(ctx: unknown, env: Env);
   }
 }
+
+/** A GGUF file bundled as bytes (the Data rule for `*.gguf` in wrangler.toml). */
+declare module '*.gguf' {
+  const bytes: ArrayBuffer;
+  export default bytes;
+}
+
+/** Written by scripts/build-worker-gguf.ts beside the bundled dist/worker-gguf/model.gguf. */
+declare module '*/worker-gguf/model.json' {
+  const info: { name: string; bytes: number; modified: string };
+  export default info;
+}

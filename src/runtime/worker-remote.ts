@@ -1,9 +1,10 @@
 import type { ServerConfig } from '../config/server-config.js';
+import type { ModelFiles } from '../engine/model-files.js';
 import { RemoteEngine } from '../engine/remote-engine.js';
 import type { UpstreamSettings } from './worker-env.js';
 import { embeddedTokenizerFiles } from './worker-tokenizer-files.js';
 
-/** The delegating engine with the embedded tokenizer, as both Worker entries build it. */
-export function workerRemoteEngine(upstream: UpstreamSettings, config: ServerConfig): RemoteEngine {
-  return new RemoteEngine({ files: embeddedTokenizerFiles(), servedModelName: config.servedModelName, upstream });
+/** The delegating engine, as the Worker entries build it: the embedded tokenizer unless the entry has its model's. */
+export function workerRemoteEngine(upstream: UpstreamSettings, config: ServerConfig, files: Omit<ModelFiles, 'onnx'> = embeddedTokenizerFiles()): RemoteEngine {
+  return new RemoteEngine({ files, servedModelName: config.servedModelName, upstream });
 }

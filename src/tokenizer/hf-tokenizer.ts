@@ -101,15 +101,15 @@ export class HfTokenizer implements Tokenizer {
     const tokenizer = new HfTokenizer(impl, config, options, source);
     tokenizer.pieceBreaks = pieceBreaksOf(json, exactSplit);
     tokenizer.sliceable = exactSplit && sliceableAtSpaces(json) && tokenizer.specialTokensOnlyPrefix();
-    tokenizer.lowerBound = tokenLowerBoundOf(json);
+    tokenizer.lowerBound = tokenLowerBoundOf(json, exactSplit);
     return tokenizer;
   }
 
   /** How few tokens a text can become, from its length (set once, by fromJson; null: unknown). */
   private lowerBound: TokenLowerBound | null = null;
 
-  minTokenCount(text: string, enough?: number): number {
-    return minTokenCount(this.lowerBound, text, enough);
+  minTokenCount(text: string, enough?: number, options?: { words?: boolean }): number {
+    return minTokenCount(this.lowerBound, text, enough, options);
   }
 
   /**
@@ -163,6 +163,17 @@ export class HfTokenizer implements Tokenizer {
     }
     if (addSpecialTokens) yield this.encode('', { addSpecialTokens: true });
     for (const piece of this.slices(text)) yield piece === '' ? [] : this.encode(piece, { addSpecialTokens: false });
+  }
+
+  /**
+   * The slices encodeInSlices cuts `text` into, in order (each encoded without special tokens;
+   * encode('', special tokens) and their ids, concatenated, are encode()'s ids); null when it
+   * takes the text in one piece. Read from the end, they give a text's last tokens without
+   * tokenizing the rest (truncate_prompt_tokens).
+   */
+  sliceTexts(text: string): string[] | null {
+    if (!this.sliceable || text.length <= ENCODE_SLICE_CHARS) return null;
+    return [...this.slices(text)];
   }
 
   /** The most characters encodeInSlices hands the tokenizer in one piece (a run it cannot cut, or the whole text). */

@@ -26,6 +26,14 @@ export interface TokenLowerBound {
   unit: 'bytes' | 'chars';
   /** Units one token stands for at most, times how much normalizing may shrink the text. */
   unitsPerToken: number;
+  /**
+   * Words (runs of characters other than U+0020) are separate pieces, each at least one
+   * token: the pre-tokenizer always cuts at a space after a non-space (sentencepiece's word
+   * split, a GPT-2-style regex isolating its matches), no added token holds a space, and the
+   * model drops no character (byte-level, byte fallback, or an unknown token). Then a text
+   * has at least as many tokens as words, whatever the vocabulary's longest token.
+   */
+  words: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -142,8 +150,54 @@ export function codePoints(text: string): number {
   return text.length - pairs;
 }
 
-/** The bound's parameters for a tokenizer.json, or null when no sound bound is known. */
-export function tokenLowerBoundOf(tokenizerJson: Json): TokenLowerBound | null {
+/** A GPT-2-style regex split whose matches stay pieces of their own (Isolated): a space after a non-space starts a new match. */
+function isolatesGpt2Matches(preTokenizer: Json): boolean {
+  if (preTokenizer.type === 'ByteLevel') return preTokenizer.use_regex !== false;
+  if (preTokenizer.type !== 'Split' || preTokenizer.invert === true || preTokenizer.behavior !== 'Isolated') return false;
+  const pattern = isRecord(preTokenizer.pattern) ? preTokenizer.pattern.Regex : undefined;
+  return typeof pattern === 'string' && pattern.includes('\\s+(?!\\S)');
+}
+
+/** The String patterns a normalizer's Replace steps rewrite, with what they write (Regex patterns give no bound at all). */
+function replacements(normalizer: unknown): Array<{ pattern: string; content: unknown }> {
+  if (!isRecord(normalizer)) return [];
+  if (normalizer.type === 'Sequence' && Array.isArray(normalizer.normalizers)) return normalizer.normalizers.flatMap(replacements);
+  const pattern = isRecord(normalizer.pattern) ? normalizer.pattern.String : undefined;
+  return normalizer.type === 'Replace' && typeof pattern === 'string' ? [{ pattern, content: normalizer.content }] : [];
+}
+
+/**
+ * Whether the pre-tokenizer always cuts between two words (see TokenLowerBound.words), the
+ * spaces still there when it runs; `wordSplit`: MetaspaceWordSplitter stands in for it.
+ */
+function splitsBetweenWords(tokenizerJson: Json, wordSplit: boolean): boolean {
+  const preTokenizer = tokenizerJson.pre_tokenizer;
+  const metaspace = wordSplit || (isRecord(preTokenizer) && preTokenizer.type === 'Metaspace' && preTokenizer.split !== false);
+  // A normalizer that rewrites spaces leaves a GPT-2 regex nothing to cut at; sentencepiece's "▁" is what Metaspace cuts before.
+  const rewritesSpaces = replacements(tokenizerJson.normalizer).some(({ pattern, content }) => pattern.includes(' ') && !(metaspace && pattern === ' ' && content === '\u2581'));
+  if (rewritesSpaces) return false;
+  if (metaspace) return true;
+  if (!isRecord(preTokenizer)) return false;
+  // Later members of a sequence only cut further.
+  if (preTokenizer.type === 'Sequence' && Array.isArray(preTokenizer.pretokenizers)) {
+    return preTokenizer.pretokenizers.some((inner) => isRecord(inner) && (isolatesGpt2Matches(inner) || (inner.type === 'Metaspace' && inner.split !== false)));
+  }
+  return isolatesGpt2Matches(preTokenizer);
+}
+
+/** Whether the model turns every character into some token (none dropped for want of a vocabulary entry). */
+function keepsEveryCharacter(model: Json, byteLevel: boolean): boolean {
+  if (byteLevel || model.byte_fallback === true) return true;
+  if (model.type === 'Unigram') return typeof model.unk_id === 'number';
+  return typeof model.unk_token === 'string';
+}
+
+/**
+ * The bound's parameters for a tokenizer.json, or null when no sound bound is known.
+ * `wordSplit`: the runtime splits before every word-initial "▁" itself (MetaspaceWordSplitter
+ * in place of a missing pre-tokenizer).
+ */
+export function tokenLowerBoundOf(tokenizerJson: Json, wordSplit = false): TokenLowerBound | null {
   const model = tokenizerJson.model;
   if (!isRecord(model) || (model.type !== 'BPE' && model.type !== 'Unigram')) return null;
   if (foldsUnknowns(model)) return null;
@@ -173,7 +227,22 @@ export function tokenLowerBoundOf(tokenizerJson: Json): TokenLowerBound | null {
       if (length > longest) longest = length;
     }
   }
-  return { unit, unitsPerToken: longest * shrink };
+  const addedHoldSpaces =
+    Array.isArray(tokenizerJson.added_tokens) && tokenizerJson.added_tokens.some((added) => isRecord(added) && typeof added.content === 'string' && added.content.includes(' '));
+  const words = !addedHoldSpaces && keepsEveryCharacter(model, byteLevel) && splitsBetweenWords(tokenizerJson, wordSplit);
+  return { unit, unitsPerToken: longest * shrink, words };
+}
+
+/** Runs of characters other than U+0020 in `text`, counted up to just past `enough`. */
+function wordCount(text: string, enough: number): number {
+  let words = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const space = text.charCodeAt(i) === 0x20;
+    if (!space && !inWord && ++words > enough) return words;
+    inWord = !space;
+  }
+  return words;
 }
 
 /**
@@ -181,11 +250,17 @@ export function tokenLowerBoundOf(tokenizerJson: Json): TokenLowerBound | null {
  * `enough` the answer may be any bound above it: the UTF-16 length gives one at once (a
  * code unit is at most one code point and at least one UTF-8 byte; a code point at most
  * two units), and only a text near `enough` is counted exactly.
+ *
+ * From the length alone, it also bounds the work of tokenizing the text as one piece; with
+ * `words` (where the bound allows), the text's words count too (at least one token each),
+ * which bounds how many tokens, not how much work: 4 MB of prose is ~800 K words.
  */
-export function minTokenCount(bound: TokenLowerBound | null, text: string, enough = Infinity): number {
+export function minTokenCount(bound: TokenLowerBound | null, text: string, enough = Infinity, options: { words?: boolean } = {}): number {
   if (bound === null) return 0;
   const quick = Math.ceil((bound.unit === 'bytes' ? text.length : Math.ceil(text.length / 2)) / bound.unitsPerToken);
   if (quick > enough) return quick;
   const units = bound.unit === 'bytes' ? utf8Length(text) : codePoints(text);
-  return Math.ceil(units / bound.unitsPerToken);
+  const byLength = Math.ceil(units / bound.unitsPerToken);
+  if (!options.words || !bound.words || byLength > enough) return byLength;
+  return Math.max(byLength, wordCount(text, enough));
 }

@@ -16,13 +16,20 @@ export interface Tokenizer {
    * by tokenizers that cannot cut a text without changing its tokens.
    */
   encodeInSlices?(text: string, options?: { addSpecialTokens?: boolean }): Iterable<number[]>;
+  /**
+   * The slices encodeInSlices cuts `text` into, in order, each to encode without special
+   * tokens after encode('', { addSpecialTokens }); null when it takes the text in one piece.
+   */
+  sliceTexts?(text: string): string[] | null;
   /** The most characters encodeInSlices encodes in one piece (synchronously) for `text`. */
   longestSlice?(text: string): number;
   /**
    * A lower bound on encode(text).length (special tokens aside) from the text's length alone,
-   * without tokenizing (see token-lower-bound.ts); 0 when the tokenizer knows none.
+   * without tokenizing (see token-lower-bound.ts); 0 when the tokenizer knows none. With
+   * `words`, also from its words where each is surely a token of its own (a bound on the
+   * tokens, no longer on the work of tokenizing it as one piece).
    */
-  minTokenCount?(text: string, enough?: number): number;
+  minTokenCount?(text: string, enough?: number, options?: { words?: boolean }): number;
   /**
    * An upper bound on the longest piece (UTF-16 units) the pre-tokenizer hands the model in
    * one call for `text`, from the text alone (see piece-length.ts): BPE on one long piece is

@@ -63,6 +63,7 @@ describe('server configuration', () => {
       maxChatTemplateSteps: 500000,
       maxChatTemplateMs: 10000,
       maxGuidedSourceChars: 65536,
+      maxInlinePieceChars: 16384,
       maxGuidedNestingDepth: 64,
       maxGuidedProperties: 1024,
       maxGuidedRepetition: 1000,

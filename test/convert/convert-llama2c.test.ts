@@ -127,6 +127,11 @@ describe('convert-llama2c CLI', () => {
     // The embedded folder's in-place twin is exactly this graph.
     const fresh = await readFile(join(inplaceDir, 'onnx', 'model.onnx'));
     expect(Buffer.compare(fresh, await readFile(join(COMMITTED_MODEL_DIR, 'onnx', 'model.inplace.onnx')))).toBe(0);
+    // Every layer's new keys and values leave as one output, 2 × 5 layers blocks of [B, 4, S, 8].
+    const harness = await DecoderHarness.create(ort, fresh);
+    expect(harness.session.outputNames).toEqual(['logits', 'new_key_values']);
+    const step = await harness.step({ inputIds: [golden.prompt_ids.slice(0, 3), golden.prompt_ids.slice(1, 4)] });
+    expect(step.outputs.new_key_values.dims).toEqual([2 * 5 * 2, 4, 3, 8]);
     const engine = await createNodeEngine({ modelDir: inplaceDir, limits: { speculativeDecoding: 'off' } });
     try {
       expect(engine.loadReport.contract).toContain('in-place KV (new_key_values)');

@@ -1,7 +1,7 @@
 /**
  * Minimal driver for the exported decoder, shared by the tests: builds the Optimum-style
  * feeds, carries present.* back in as past_key_values.* (for an `inplace` graph, past +
- * new_key_values.*), and runs greedy decoding. Works with
+ * the layer's block of new_key_values), and runs greedy decoding. Works with
  * onnxruntime-node and onnxruntime-web, which expose the same API.
  */
 import type * as OrtNode from 'onnxruntime-node';
@@ -72,9 +72,14 @@ export class DecoderHarness {
     const outputs = (await this.session.run(feeds)) as Record<string, Tensor>;
     const present = new Map<string, Tensor>();
     for (let i = 0; i < LAYERS; i++) {
-      for (const kind of ['key', 'value']) {
-        // An `inplace` graph outputs only the fed tokens' slots: the cache is past + them.
-        const fresh = outputs[`new_key_values.${i}.${kind}`];
+      for (const [k, kind] of ['key', 'value'].entries()) {
+        // An `inplace` graph outputs only the fed tokens' slots (all layers' in one packed
+        // output, block 2i + k: layer i's keys, then values): the cache is past + them.
+        const packed = outputs.new_key_values;
+        const size = batch * KV_HEADS * seq * HEAD_DIM;
+        const fresh = packed
+          ? new this.ort.Tensor('float32', (packed.data as Float32Array).slice((2 * i + k) * size, (2 * i + k + 1) * size), [batch, KV_HEADS, seq, HEAD_DIM])
+          : outputs[`new_key_values.${i}.${kind}`];
         const cache = fresh ? this.appendSlots(feeds[`past_key_values.${i}.${kind}`], fresh) : outputs[`present.${i}.${kind}`];
         present.set(`past_key_values.${i}.${kind}`, cache);
       }

@@ -1,9 +1,10 @@
 /**
  * A GGUF run inside the playground page (Debian's Chromium): picked with the file picker
- * (setInputFiles), or given as a URL; the page builds the graph from the file and serves it
- * on onnxruntime-web. Its greedy text must equal the Node server's on the same file
- * (MODEL_DIR=file.gguf; test/gguf/llama-server-parity.test.ts checks that one against
- * llama.cpp's server), and the page shows the startup report's GGUF lines.
+ * (setInputFiles), or given as a URL; the page builds the graph from the file in a Web
+ * Worker and serves it on onnxruntime-web. Its greedy text must equal the Node server's on
+ * the same file (MODEL_DIR=file.gguf; test/gguf/llama-server-parity.test.ts checks that one
+ * against llama.cpp's server), the page shows the startup report's GGUF lines, and its main
+ * thread keeps answering while the graph is built.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +50,41 @@ async function nodeCompletion(): Promise<string> {
   return json.choices[0]!.text;
 }
 
+/**
+ * From before the page's scripts run: a 10 ms heartbeat on the main thread and every
+ * engine status with when it was shown, to measure the main thread during the graph build.
+ */
+function heartbeatAndStatuses(): void {
+  const w = window as unknown as { beats: number[]; timedStatuses: Array<[number, string]> };
+  w.beats = [];
+  w.timedStatuses = [];
+  setInterval(() => w.beats.push(performance.now()), 10);
+  const watch = () => {
+    const line = document.getElementById('engine-status');
+    if (!line) return void requestAnimationFrame(watch);
+    new MutationObserver(() => w.timedStatuses.push([performance.now(), line.textContent ?? ''])).observe(line, { subtree: true, childList: true, characterData: true });
+  };
+  watch();
+}
+
+/** The build's span (first to last status naming it) and the main thread's longest silence in it. */
+async function mainThreadDuringBuild(page: Page): Promise<{ buildMs: number; longestGapMs: number; beats: number }> {
+  const { beats, statuses } = await page.evaluate(() => {
+    const w = window as unknown as { beats: number[]; timedStatuses: Array<[number, string]> };
+    return { beats: w.beats, statuses: w.timedStatuses };
+  });
+  const building = statuses.filter(([, text]) => text.includes(`${FILE} (building the graph)`)).map(([at]) => at);
+  expect(building.length).toBeGreaterThan(2);
+  const [start, end] = [building[0]!, building.at(-1)!];
+  // The span's edges count as beats: a silence that starts before the build (loading
+  // scripts) or lasts past it (creating the session) is not the build's.
+  const inside = beats.filter((at) => at > start && at < end);
+  const times = [start, ...inside, end];
+  let longestGapMs = 0;
+  for (let i = 1; i < times.length; i++) longestGapMs = Math.max(longestGapMs, times[i]! - times[i - 1]!);
+  return { buildMs: end - start, longestGapMs, beats: inside.length };
+}
+
 async function greedyInPage(page: Page): Promise<string> {
   await page.getByRole('tab', { name: 'Completions' }).click();
   await page.getByLabel('Prompt', { exact: true }).fill(PROMPT);
@@ -76,21 +112,30 @@ describe('playground: a GGUF run in the page', { timeout: BROWSER_TEST_TIMEOUT }
   });
   afterEach(closeContexts);
 
-  it('runs a GGUF picked from disk, with the Node server’s greedy text, and shows its startup report', async () => {
+  it('runs a GGUF picked from disk, built off the main thread, with the Node server’s greedy text, and shows its startup report', async () => {
     const expected = await nodeCompletion();
-    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    const { page, errors } = await openPlayground(browser, server.baseUrl, undefined, heartbeatAndStatuses);
     await watchStatus(page);
+    const workers: string[] = [];
+    page.on('worker', (worker) => workers.push(new URL(worker.url()).pathname));
     await page.locator('#gguf-file').setInputFiles(join(FIXTURES, FILE));
     // Picked while on the server engine: the page switches to its WASM engine for the file.
     await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(`${FILE} running in this page · WebAssembly`);
     expect(await page.locator('#target-wasm').isChecked()).toBe(true);
     // The file was read with progress while the graph was built.
     expect((await seenStatuses(page)).some((status) => status.includes(`${FILE} (building the graph)`) && /\(\d+%\)/.test(status))).toBe(true);
+    // Built in the bundle's worker, while the page's own thread kept its heartbeat: the
+    // same build on the main thread leaves it silent for most of the build (see the notes).
+    const during = await mainThreadDuringBuild(page);
+    console.log(`GGUF build ${during.buildMs.toFixed(0)} ms; main thread: ${during.beats} heartbeats, longest silence ${during.longestGapMs.toFixed(0)} ms`);
+    expect(during.beats).toBeGreaterThan(during.buildMs / 10 / 4);
+    expect(during.longestGapMs).toBeLessThan(Math.max(250, during.buildMs / 4));
+    expect(workers).toContain('/playground/gguf-worker.js');
     const report = (await page.locator('#gguf-report-text').textContent()) ?? '';
     expect(report).toMatch(/GGUF: architecture llama/);
     expect(report).toMatch(/GGUF Q4_K ×\d+: MatMulNBits\/GatherBlockQuantized/);
     expect(report).toMatch(/GGUF Q6_K ×\d+:/);
-    expect(report).toContain('executed by onnxruntime-web (WebAssembly)');
+    expect(report).toContain('built in a Web Worker of this page, executed by onnxruntime-web (WebAssembly)');
     expect(report).toContain('Model inputs:');
     expect(await page.locator('#inpage-report').isVisible()).toBe(true);
     // The requests name the file's model, as the Node server serves it.

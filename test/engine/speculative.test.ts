@@ -117,8 +117,10 @@ describe('speculative decoding', () => {
       const together = await runAll(engine, [prompt, prompt], params);
       expect(together.results[0].tokenIds).toEqual(alone.results[0].tokenIds);
       expect(alone.steps).toBeLessThan(80);
-      // Two rows exceed the limit: one plain step per token (plus the two prefills).
-      expect(together.steps).toBe(80 - 1 + 2);
+      // Two rows exceed the limit: one plain step per token, plus the prefills: one call for
+      // both prompts when they wait together, two when the first starts an idle engine alone.
+      expect(together.steps).toBeGreaterThanOrEqual(80 - 1 + 1);
+      expect(together.steps).toBeLessThanOrEqual(80 - 1 + 2);
     } finally {
       await engine.dispose();
     }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readGguf, type ByteSource } from '../../src/gguf/gguf-file.js';
 import { openGgufModel } from '../../src/gguf/gguf-model.js';
+import { llamaShapeOf, SUPPORTED_ARCHITECTURES } from '../../src/gguf/llama-checkpoint.js';
 import { spawnFailingServer } from '../e2e/spawn-server.js';
 
 const FIXTURE = readFileSync(new URL('../fixtures/gguf/tiny-llama-legacy.gguf', import.meta.url));
@@ -65,7 +66,15 @@ describe('GGUF refusals', () => {
   });
 
   it('refuses an unknown architecture by name, with the supported list', async () => {
-    expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe('architecture "mamba" is not supported (supported: llama, qwen2)');
+    expect(await refusal(withStringValue('general.architecture', 'mamba'))).toBe(`architecture "mamba" is not supported (supported: ${SUPPORTED_ARCHITECTURES.join(', ')})`);
+    expect(SUPPORTED_ARCHITECTURES).toEqual(expect.arrayContaining(['llama', 'qwen2', 'qwen3', 'phi3', 'gemma2']));
+  });
+
+  it('refuses Qwen3 MoE (qwen3moe) by name: a qwen3 file whose architecture says experts', async () => {
+    const file = await readGguf(source(readFileSync(new URL('../fixtures/gguf/tiny-qwen3.gguf', import.meta.url))));
+    expect(llamaShapeOf(file).architecture).toBe('qwen3');
+    file.metadata.set('general.architecture', 'qwen3moe');
+    expect(() => llamaShapeOf(file)).toThrow(/^architecture "qwen3moe" is not supported \(supported: llama, qwen2, qwen3/);
   });
 
   it('refuses a tensor type it cannot execute, naming the tensor and the supported types', async () => {
@@ -97,5 +106,42 @@ describe('npm start on a GGUF it cannot serve', () => {
     const exited = await spawnFailingServer({ MODEL_DIR: path, GGUF_CACHE_DIR: dir });
     expect(exited.code).not.toBe(0);
     expect(exited.output).toMatch(/Cannot load the GGUF ".*truncated\.gguf": tensor blk\.1\.\w+\.weight's data runs past the end of the file/);
+  });
+});
+
+describe('phi3 files: what the header decides', () => {
+  const phi3 = async (changes: Record<string, string | number>) => {
+    const file = await readGguf(source(readFileSync(new URL('../fixtures/gguf/tiny-phi3.gguf', import.meta.url))));
+    for (const [key, value] of Object.entries(changes)) file.metadata.set(key, value);
+    return file;
+  };
+
+  it('serves within the sliding window, and picks LongRoPE factors by that context (llama.cpp: per context)', async () => {
+    const shape = llamaShapeOf(await phi3({}));
+    expect({ context: shape.contextLength, scaling: shape.ropeScaling, factor: shape.ropeAttentionFactor }).toEqual({
+      context: 1024,
+      scaling: { kind: 'longrope', factors: 'long', originalContext: 64 },
+      factor: expect.closeTo(Math.SQRT2, 6),
+    });
+    // No window (Phi-4 writes 0): the file's whole context.
+    expect(llamaShapeOf(await phi3({ 'phi3.attention.sliding_window': 0 })).contextLength).toBe(4096);
+    // A served context within the original one: the short factors, for every position.
+    const short = llamaShapeOf(await phi3({ 'phi3.rope.scaling.original_context_length': 1024 }));
+    expect(short.ropeScaling).toEqual({ kind: 'longrope', factors: 'short', originalContext: 1024 });
+  });
+
+  it('without LongRoPE factors (Phi-3-mini-4k): plain rope, no attention factor', async () => {
+    const file = await phi3({});
+    file.tensors = file.tensors.filter((tensor) => !tensor.name.startsWith('rope_factors_'));
+    file.metadata.delete('phi3.rope.scaling.attn_factor');
+    const shape = llamaShapeOf(file);
+    expect({ scaling: shape.ropeScaling, factor: shape.ropeAttentionFactor, context: shape.contextLength }).toEqual({ scaling: { kind: 'none' }, factor: 1, context: 1024 });
+  });
+
+  it('refuses partial rotary (Phi-4-mini) and YaRN by name', async () => {
+    const partial = await phi3({ 'phi3.rope.dimension_count': 12 });
+    expect(() => llamaShapeOf(partial)).toThrow(/^partial rotary \(rope.dimension_count 12 of head size 16\) is not supported/);
+    const yarn = await phi3({ 'phi3.rope.scaling.type': 'yarn' });
+    expect(() => llamaShapeOf(yarn)).toThrow(/^rope scaling "yarn" is not supported/);
   });
 });

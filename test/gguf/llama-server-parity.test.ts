@@ -21,18 +21,20 @@
  * - tiny-qwen2.gguf: architecture qwen2 (q/k/v biases, NEOX rope, linear rope scaling, qwen2
  *   pre-tokenizer), F32; tiny-llama3-rope-freqs.gguf: Llama 3.1's rope_freqs divisors, F32.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
-import { startLlamaServer } from '../worker/llama-server.js';
-import { ggufModelFolder } from '../../src/gguf/node-gguf.js';
+import {
+  expectGreedyAsLlamaUpToNearTie,
+  expectSameGreedyChats,
+  expectSameGreedyCompletions,
+  expectTokenizesAsLlama,
+  startPairs,
+  stopPairs,
+  type Pair,
+} from './llama-server-pair.js';
 
-const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
-const NEAR_TIE = 1;
-const PROMPTS = ['Once upon a time', 'The little dog', 'Lily and Tom went to the park. They', 'One day, a big'];
-const MAX_TOKENS = 24;
 const TOKENIZE_TEXTS = [
   'Once upon a time, there was a little girl named Lily.',
   '  two leading spaces and  double  spaces',
@@ -51,122 +53,21 @@ const BPE_TOKENIZE_TEXTS = [
   '',
 ];
 
-interface Pair {
-  ours: RunningServer;
-  llama: { url: string; stop(): Promise<void> };
-  model: string;
-}
-
 const cacheDir = mkdtempSync(join(tmpdir(), 'gguf-parity-'));
-
-async function startPair(file: string, llamaArgs: string[] = []): Promise<Pair> {
-  const model = join(FIXTURES, file);
-  const [ours, llama] = await Promise.all([
-    spawnServer({ MODEL_DIR: model, GGUF_CACHE_DIR: cacheDir }),
-    startLlamaServer({ model, alias: file, args: ['-c', '2048', '--parallel', '4', '--jinja', ...llamaArgs] }),
-  ]);
-  if ('error' in llama) {
-    await ours.stop();
-    throw new Error(llama.error);
-  }
-  return { ours, llama, model: file };
-}
-
-async function post(url: string, path: string, body: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const json = (await response.json()) as Record<string, unknown>;
-  if (!response.ok) throw new Error(`${path} ${response.status}: ${JSON.stringify(json)}`);
-  return json;
-}
-
-interface Choice {
-  text?: string;
-  message?: { content: string };
-  logprobs?: { tokens: string[]; top_logprobs: Array<Record<string, number>> } | { content: Array<{ token: string; top_logprobs: Array<{ token: string; logprob: number }> }> };
-}
-
-const choiceOf = (json: Record<string, unknown>) => (json.choices as Choice[])[0];
-
-async function completion(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
-  return choiceOf(await post(url, '/v1/completions', { model, prompt, max_tokens: MAX_TOKENS, temperature: 0, ...(logprobs ? { logprobs: 5 } : {}) }));
-}
-
-const chatMessages = (prompt: string) => [
-  { role: 'system', content: 'You tell short stories.' },
-  { role: 'user', content: prompt },
-];
-
-async function chat(url: string, model: string, prompt: string, logprobs = false): Promise<Choice> {
-  return choiceOf(
-    await post(url, '/v1/chat/completions', {
-      model,
-      messages: chatMessages(prompt),
-      max_tokens: MAX_TOKENS,
-      temperature: 0,
-      ...(logprobs ? { logprobs: true, top_logprobs: 5 } : {}),
-    }),
-  );
-}
-
-/** Our tokens, each with the alternatives we scored (log-probabilities), from a completion's or a chat's logprobs. */
-function tokensWithAlternatives(choice: Choice): Array<{ token: string; alternatives: Array<[string, number]> }> {
-  const logprobs = choice.logprobs!;
-  if ('content' in logprobs) {
-    return logprobs.content.map((entry) => ({ token: entry.token, alternatives: entry.top_logprobs.map((top) => [top.token, top.logprob]) }));
-  }
-  return logprobs.tokens.map((token, i) => ({ token, alternatives: Object.entries(logprobs.top_logprobs[i]) }));
-}
-
-/**
- * llama.cpp's text equals ours, or departs from it where its token was within NEAR_TIE
- * nats of our best one (a near tie): returns how many of our tokens it matched before that.
- */
-function expectSameUpToNearTie(label: string, ours: Choice, theirs: string): number {
-  const tokens = tokensWithAlternatives(ours);
-  let at = 0;
-  for (const [i, { token, alternatives }] of tokens.entries()) {
-    const rest = theirs.slice(at);
-    if (token === '' || rest.startsWith(token)) {
-      at += token.length;
-      continue;
-    }
-    const best = Math.max(...alternatives.map(([, logprob]) => logprob));
-    const theirsAmongOurs = alternatives.filter(([alternative]) => alternative !== '' && alternative !== token && rest.startsWith(alternative));
-    const seen = { label, position: i, ours: token, theirs: rest.slice(0, 12), alternatives };
-    expect({ nearTie: theirsAmongOurs.some(([, logprob]) => best - logprob < NEAR_TIE), seen }).toEqual({ nearTie: true, seen });
-    return i;
-  }
-  expect(theirs.slice(at)).toBe('');
-  return tokens.length;
-}
+const F32_KV = ['-ctk', 'f32', '-ctv', 'f32'];
 
 const pairs: Record<string, Pair> = {};
 
-beforeAll(async () => {
-  // The graphs are built once here, one file at a time, so the servers below (started all at
-  // once on shared cores) only reuse the cache folders.
-  process.env.GGUF_CACHE_DIR = cacheDir;
-  for (const file of ['tiny-llama-kquants-f32.gguf', 'tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
-    await ggufModelFolder(join(FIXTURES, file));
-  }
-  delete process.env.GGUF_CACHE_DIR;
-  const started = await Promise.allSettled([
-    startPair('tiny-llama-kquants-f32.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-llama-kquants.gguf'),
-    startPair('tiny-llama-legacy.gguf'),
-    startPair('tiny-llama-bpe.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-qwen2.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-    startPair('tiny-llama3-rope-freqs.gguf', ['-ctk', 'f32', '-ctv', 'f32']),
-  ]);
-  for (const result of started) if (result.status === 'fulfilled') pairs[result.value.model] = result.value;
-  const failed = started.find((result) => result.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-}, 240_000);
+beforeAll(() => startPairs([
+  ['tiny-llama-kquants-f32.gguf', F32_KV],
+  ['tiny-llama-kquants.gguf', []],
+  ['tiny-llama-legacy.gguf', []],
+  ['tiny-llama-bpe.gguf', F32_KV],
+  ['tiny-qwen2.gguf', F32_KV],
+  ['tiny-llama3-rope-freqs.gguf', F32_KV],
+], cacheDir, pairs), 240_000);
 
-afterAll(async () => {
-  await Promise.all(Object.values(pairs).flatMap((pair) => [pair.ours.stop(), pair.llama.stop()]));
-  rmSync(cacheDir, { recursive: true, force: true });
-});
+afterAll(() => stopPairs(pairs, cacheDir));
 
 describe('a GGUF served beside llama-server on the same file', () => {
   it.each([
@@ -174,12 +75,7 @@ describe('a GGUF served beside llama-server on the same file', () => {
     ['tiny-llama-bpe.gguf', 'byte-level BPE merges, llama-bpe pre-tokenizer', BPE_TOKENIZE_TEXTS],
     ['tiny-qwen2.gguf', 'byte-level BPE merges, qwen2 pre-tokenizer', BPE_TOKENIZE_TEXTS],
   ])('%s: tokenizes as llama.cpp does (%s, special tokens, BOS)', async (file, _kind, texts) => {
-    const { ours, llama, model } = pairs[file];
-    for (const text of texts) {
-      const theirs = (await post(llama.url, '/tokenize', { content: text, add_special: true, parse_special: true })).tokens;
-      const mine = (await post(ours.url, '/tokenize', { model, prompt: text })).tokens;
-      expect({ text, tokens: mine }).toEqual({ text, tokens: theirs });
-    }
+    await expectTokenizesAsLlama(pairs[file], texts);
   });
 
   it('names the architecture, the tensor types and how they run at startup', () => {
@@ -195,39 +91,12 @@ describe('a GGUF served beside llama-server on the same file', () => {
     expect(pairs['tiny-llama3-rope-freqs.gguf'].ours.output()).toMatch(/GGUF: architecture llama .*rope scaling llama3-freqs/);
   });
 
-  it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', async () => {
-    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
-    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await completion(llama.url, model, prompt)).text));
-    expect(new Set(reference).size).toBe(PROMPTS.length);
-    const alone: string[] = [];
-    for (const prompt of PROMPTS) alone.push((await completion(ours.url, model, prompt)).text!);
-    expect(alone).toEqual(reference);
-    const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-    expect(batched).toEqual(reference);
-  });
+  it('F32 (the K-quant weights as ggml dequantizes them): the same greedy completions, alone and batched', () =>
+    expectSameGreedyCompletions(pairs['tiny-llama-kquants-f32.gguf']));
 
-  it('F32: the same greedy chat replies through the file\'s chat template', async () => {
-    const { ours, llama, model } = pairs['tiny-llama-kquants-f32.gguf'];
-    const reference = await Promise.all(PROMPTS.map(async (prompt) => (await chat(llama.url, model, prompt)).message!.content));
-    const mine = await Promise.all(PROMPTS.map(async (prompt) => (await chat(ours.url, model, prompt)).message!.content));
-    expect(mine).toEqual(reference);
-  });
+  it('F32: the same greedy chat replies through the file\'s chat template', () => expectSameGreedyChats(pairs['tiny-llama-kquants-f32.gguf']));
 
   for (const file of ['tiny-llama-kquants.gguf', 'tiny-llama-legacy.gguf', 'tiny-llama-bpe.gguf', 'tiny-qwen2.gguf', 'tiny-llama3-rope-freqs.gguf']) {
-    it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, async () => {
-      const { ours, llama, model } = pairs[file];
-      let matched = 0;
-      for (const prompt of PROMPTS) {
-        const theirs = (await completion(llama.url, model, prompt)).text!;
-        matched += expectSameUpToNearTie(`completion of ${prompt}`, await completion(ours.url, model, prompt, true), theirs);
-        const theirChat = (await chat(llama.url, model, prompt)).message!.content;
-        matched += expectSameUpToNearTie(`chat on ${prompt}`, await chat(ours.url, model, prompt, true), theirChat);
-      }
-      // Most tokens agree: a near tie is rare.
-      expect(matched).toBeGreaterThan(PROMPTS.length * 2 * MAX_TOKENS * 0.5);
-      const alone = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      const batched = await Promise.all(PROMPTS.map(async (prompt) => (await completion(ours.url, model, prompt)).text));
-      expect(batched).toEqual(alone);
-    });
+    it(`${file}: greedy completions and chat as llama.cpp's up to a near tie, alone and batched`, () => expectGreedyAsLlamaUpToNearTie(pairs[file]));
   }
 });

@@ -7,63 +7,14 @@
  * agreement with llama-server is test/gguf/llama-server-parity.test.ts, which serves the
  * quantized graph.)
  */
-import { join } from 'node:path';
-import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { buildGgufGraph, encodeGgufGraph, sourcesOf, type GgufModel } from '../../src/gguf/gguf-model.js';
-import { ggufGraphOptionsFromEnv, openGgufModelAt } from '../../src/gguf/node-gguf.js';
-import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
-import { REPO_ROOT } from '../helpers/model.js';
-import { readFile } from 'node:fs/promises';
-import { readGguf, type ByteSource } from '../../src/gguf/gguf-file.js';
+import { sourcesOf } from '../../src/gguf/gguf-model.js';
+import { ggufGraphOptionsFromEnv } from '../../src/gguf/node-gguf.js';
+import { fixtureModel as modelOf, forward as run, fusedSession as session, maxRelativeDiff } from './gguf-sessions.js';
 
-const FIXTURES = ['tiny-llama-kquants', 'tiny-llama-legacy-quantized', 'tiny-llama-legacy'];
+const FIXTURES = ['tiny-llama-kquants', 'tiny-llama-legacy-quantized', 'tiny-llama-legacy', 'tiny-qwen3-q8_0', 'tiny-phi3-q4'];
 const FLOAT_TYPES = new Set(['F32', 'F16', 'BF16']);
 const PROMPT = [1, 403, 407, 261, 378, 432, 383, 300];
-
-async function modelOf(name: string): Promise<GgufModel> {
-  const path = join(REPO_ROOT, `test/fixtures/gguf/${name}.gguf`);
-  const model = await openGgufModelAt(path);
-  const bytes = new Uint8Array(await readFile(path));
-  const source: ByteSource = { size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, offset + length) };
-  return { ...model, file: await readGguf(source) };
-}
-
-async function session(model: GgufModel, weights: 'quantized' | 'float32') {
-  const { graph, execution, weights: forms } = await buildGgufGraph(model, 'fused', { weights, accuracyLevel: 0 });
-  const nodes = graph.nodes.map((node) => node.opType);
-  return { session: await ort.InferenceSession.create(encodeGgufGraph(graph, 'fused', model)), nodes, execution, forms };
-}
-
-type Session = ort.InferenceSession;
-
-async function run(s: Session, model: GgufModel, ids: number[], past?: Map<string, ort.Tensor>) {
-  const { nLayers, nKvHeads, headDim } = model.shape;
-  const pastLength = past ? (past.get('present.0.key')!.dims[2] as number) : 0;
-  const feeds: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]),
-    attention_mask: new ort.Tensor('int64', new BigInt64Array(pastLength + ids.length).fill(1n), [1, pastLength + ids.length]),
-    position_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (_, i) => BigInt(pastLength + i)), [1, ids.length]),
-    [LOGITS_TO_KEEP_INPUT]: new ort.Tensor('int64', BigInt64Array.of(BigInt(ids.length)), []),
-  };
-  for (let i = 0; i < nLayers; i++) {
-    for (const kind of ['key', 'value']) {
-      feeds[`past_key_values.${i}.${kind}`] = past?.get(`present.${i}.${kind}`) ?? new ort.Tensor('float32', new Float32Array(0), [1, nKvHeads, 0, headDim]);
-    }
-  }
-  const out = await s.run(feeds);
-  return { logits: out.logits.data as Float32Array, present: new Map(Object.entries(out).filter(([name]) => name.startsWith('present.'))) };
-}
-
-function maxRelativeDiff(a: Float32Array, b: Float32Array): number {
-  let scale = 0;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) {
-    scale = Math.max(scale, Math.abs(b[i]));
-    diff = Math.max(diff, Math.abs(a[i] - b[i]));
-  }
-  return diff / scale;
-}
 
 describe('GGUF weights kept quantized', () => {
   for (const fixture of FIXTURES) {

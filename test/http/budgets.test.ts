@@ -9,7 +9,7 @@ import type { Engine } from '../../src/engine/types.js';
 import { errorResponse } from '../../src/http/errors.js';
 import { invalidRequest } from '../../src/protocol/errors.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
-import { MODEL, expectErrorBody, loadEngine, postJson, ssePayloads, testApp } from './helpers.js';
+import { MODEL, expectError, expectErrorBody, loadEngine, postJson, ssePayloads, testApp } from './helpers.js';
 
 let engine: Engine;
 let app: Hono;
@@ -90,23 +90,27 @@ describe('a prompt that cannot fit the context is refused from its length, befor
   it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
 });
 
-describe('text tokenized with no context check (/tokenize, truncate_prompt_tokens) is bounded by the context from its length', () => {
+describe('text tokenized with no context check (/tokenize, truncate_prompt_tokens) is bounded by the context', () => {
   const oneWord = () => 'x'.repeat(1_000_000);
   const cases: Refusal[] = [
-    { name: '1 M characters of one word on /tokenize', path: '/tokenize', body: () => ({ model: MODEL, prompt: oneWord() }), param: 'prompt', message: /at least \d+ tokens \(judged from its length, before tokenizing\), more than the 512 tokens of this model's context length/ },
+    { name: '1 M characters of one word on /tokenize', path: '/tokenize', body: () => ({ model: MODEL, prompt: oneWord() }), param: 'prompt', message: /at least \d+ tokens \(judged from its length and words, before tokenizing\), more than the 512 tokens of this model's context length/ },
     { name: '1 M CJK characters in a /tokenize chat message', path: '/tokenize', body: () => ({ model: MODEL, messages: [{ role: 'user', content: '漢'.repeat(1_000_000) }] }), param: 'messages', message: /more than the 512 tokens of this model's context length/ },
-    { name: '1 M characters of one word with truncate_prompt_tokens', path: '/v1/completions', body: () => ({ ...completion, prompt: oneWord(), truncate_prompt_tokens: 10 }), param: 'prompt', message: /the most this server tokenizes for \/tokenize or truncate_prompt_tokens/ },
+    { name: '1 M characters of one word with truncate_prompt_tokens', path: '/v1/completions', body: () => ({ ...completion, prompt: oneWord(), truncate_prompt_tokens: 10 }), param: 'prompt', message: /the most this server tokenizes for \/tokenize or for a piece of a truncate_prompt_tokens prompt/ },
     { name: 'a chat message of 1 M characters with truncate_prompt_tokens', path: '/v1/chat/completions', body: () => ({ ...chat, messages: [{ role: 'user', content: oneWord() }], truncate_prompt_tokens: 10 }), param: 'messages', message: /truncate_prompt_tokens/ },
   ];
   it.each(cases)('$name', (refusal) => expectRefusedQuickly(refusal));
 
-  it('text longer than the context but within the bound is still tokenized whole and truncated', async () => {
+  it('text longer than the context within the length bound: /tokenize counts up to the context and refuses; truncation keeps its last tokens', async () => {
     const story = 'Once upon a time there was a little girl. '.repeat(60); // ~2.5 K characters, past 512 tokens
-    const counted = await postJson(app, '/tokenize', { model: MODEL, prompt: story });
-    expect(counted.status).toBe(200);
-    const { count, tokens } = (await counted.json()) as { count: number; tokens: number[] };
-    expect(count).toBeGreaterThan(512);
-    expect(tokens).toHaveLength(count);
+    // 540 words: refused before tokenizing. 60 hyphenated words of as many characters: tokenized, and stopped past 512.
+    const words = await expectError(await postJson(app, '/tokenize', { model: MODEL, prompt: story }), 400, 'BadRequestError', 'prompt');
+    expect(words).toMatch(/at least 513 tokens \(judged from its length and words, before tokenizing\)/);
+    const hyphenated = story.replaceAll(/(\S) (?=\S)/g, '$1-');
+    expect(engine.tokenizer.encode(hyphenated).length).toBeGreaterThan(512);
+    const message = await expectError(await postJson(app, '/tokenize', { model: MODEL, prompt: hyphenated }), 400, 'BadRequestError', 'prompt');
+    expect(message).toMatch(/at least \d+ tokens \(tokenizing stopped there\), more than the 512 tokens of this model's context length/);
+    const fits = await postJson(app, '/tokenize', { model: MODEL, prompt: story.slice(0, 1000) });
+    expect(((await fits.json()) as { count: number }).count).toBe(engine.tokenizer.encode(story.slice(0, 1000)).length);
     const truncated = await postJson(app, '/v1/completions', { ...completion, prompt: story, truncate_prompt_tokens: 100 });
     expect(truncated.status).toBe(200);
     expect((await truncated.json()).usage.prompt_tokens).toBe(100);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { expect } from 'vitest';
 import { MODEL, postJson } from './helpers.js';
@@ -10,8 +11,8 @@ import { MODEL, postJson } from './helpers.js';
  * that freezes the server (the seconds-long stalls of issue 13) trips it.
  *
  * Load cannot fake a stall: each late tick's lag is split into what the process spent on
- * the CPU meanwhile (process.threadCpuUsage where Node has it, else the whole process's:
- * an overestimate) — the loop held by work — and the rest, time the OS gave to other
+ * the CPU meanwhile (this thread's: process.threadCpuUsage where Node has it, the kernel's
+ * schedstat on Linux, else the whole process's, an overestimate) — the loop held by work — and the rest, time the OS gave to other
  * processes (this machine's 2 cores run eight engineers' work at load 11–20). The bound
  * applies to the first (maxBlockedMs); the wall-clock figures get the bound plus the
  * longest such starvation, so a freeze of our own still fails at any load.
@@ -119,10 +120,33 @@ export async function withHeartbeat<T>(
   return { result, report };
 }
 
-/** CPU milliseconds of this thread (Node 23.9+), else of the whole process. */
+/**
+ * CPU milliseconds of this thread: Node 23.9+ says; on Linux the kernel's scheduler says
+ * (/proc/thread-self/schedstat: nanoseconds on a CPU, read by the calling thread); else the
+ * whole process's, which also counts the server's own threads (onnxruntime's, the tokenizer
+ * and template threads) working while the loop is free: an overestimate.
+ */
 function cpuMs(): number {
-  const usage = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.() ?? process.cpuUsage();
+  const own = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.();
+  if (own) return (own.user + own.system) / 1000;
+  const scheduled = threadSchedstatMs();
+  if (scheduled !== null) return scheduled;
+  const usage = process.cpuUsage();
   return (usage.user + usage.system) / 1000;
+}
+
+let schedstatReadable = process.platform === 'linux';
+
+function threadSchedstatMs(): number | null {
+  if (!schedstatReadable) return null;
+  try {
+    const onCpuNs = Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
+    if (Number.isFinite(onCpuNs)) return onCpuNs / 1e6;
+  } catch {
+    // No schedstat on this kernel: the process's figure.
+  }
+  schedstatReadable = false;
+  return null;
 }
 
 /**

@@ -10,7 +10,7 @@ import { readSentencepiecePieces, toLlama2cTokenizerBin } from '../tokenizer/hel
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, expectErrorBody, loadEngine, postJson, testApp } from './helpers.js';
 
-// The 32 K SentencePiece vocabulary behind a 4096-token context (a Llama-2-shaped model):
+// The 32 K SentencePiece vocabulary behind a 64 K-token context:
 // one 60 K-character word passes the length bound (16 characters a token at most); 40 K took
 // 0.16 s quiet, 0.65 s at load 10 in one synchronous call (the probe: 201 ms held at load 4.7; 41 ms on the thread).
 const files = convertLlama2cTokenizer(toLlama2cTokenizerBin(readSentencepiecePieces(readSentencepiece32kModel())));
@@ -35,9 +35,9 @@ beforeAll(async () => {
     },
     close: () => thread.close(),
   } satisfies TokenizerThread;
-  // Same engine (the heartbeat's stream runs on it), seen with the 32 K tokenizer and context for /tokenize.
-  const seen = Object.create(engine, { tokenizer: { value: tokenizer }, info: { value: { ...engine.info, maxModelLen: 4096 } } }) as Engine;
-  app32k = testApp(seen, { maxInputTokenLen: 4095 });
+  // Same engine (the heartbeat's stream runs on it), seen with the 32 K tokenizer and a context its 35.6 K tokens fit in.
+  const seen = Object.create(engine, { tokenizer: { value: tokenizer }, info: { value: { ...engine.info, maxModelLen: 65_536 } } }) as Engine;
+  app32k = testApp(seen, { maxInputTokenLen: 65_535 });
 });
 afterAll(async () => {
   await tokenizer.offLoop?.close();
@@ -59,7 +59,7 @@ describe('/tokenize of a long unbroken word with a tokenizer thread', () => {
 });
 
 describe('a client that leaves while its prompt is on the tokenizer thread', () => {
-  // Each route with the long word as its prompt (within the 4096-token context by its length).
+  // Each route with the long word as its prompt (within the 64 K-token context by its length).
   const routes: Array<[string, string, unknown]> = [
     ['chat', '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: word }], max_tokens: 4 }],
     ['completions', '/v1/completions', { model: MODEL, prompt: word, max_tokens: 4 }],

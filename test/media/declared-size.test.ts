@@ -54,22 +54,22 @@ describe('declared image sizes', () => {
 describe('declared audio durations', () => {
   it('WAV: frames over the rate, the data chunk clipped to the file', () => {
     const wav = pcm16Wav([new Int16Array(1600), new Int16Array(1600)], 8000);
-    expect(declaredSize(wav, 'wav')).toEqual({ kind: 'audio', sampleRate: 8000, seconds: 0.2 });
+    expect(declaredSize(wav, 'wav')).toEqual({ kind: 'audio', sampleRate: 8000, seconds: 0.2, exact: true });
     // A 1 Hz WAV of 1800 bytes declares half an hour.
     const slow = pcm16Wav([new Int16Array(1800)], 1);
-    expect(declaredSize(slow, 'wav')).toEqual({ kind: 'audio', sampleRate: 1, seconds: 1800 });
+    expect(declaredSize(slow, 'wav')).toEqual({ kind: 'audio', sampleRate: 1, seconds: 1800, exact: true });
     const streamed = wav.slice();
     new DataView(streamed.buffer).setUint32(40, 0xffffffff, true);
-    expect(declaredSize(streamed, 'wav')).toEqual({ kind: 'audio', sampleRate: 8000, seconds: 0.2 });
+    expect(declaredSize(streamed, 'wav')).toEqual({ kind: 'audio', sampleRate: 8000, seconds: 0.2, exact: true });
   });
 
   it('FLAC: STREAMINFO total samples; unknown (0) stays unknown', () => {
     const flac = verbatimFlac([new Int16Array(22050)], 44100);
-    expect(declaredSize(flac, 'flac')).toEqual({ kind: 'audio', sampleRate: 44100, seconds: 0.5 });
+    expect(declaredSize(flac, 'flac')).toEqual({ kind: 'audio', sampleRate: 44100, seconds: 0.5, exact: true });
     const unknown = flac.slice();
     unknown.fill(0, 21, 26);
     unknown[21] = flac[21] & 0xf0;
-    expect(declaredSize(unknown, 'flac')).toEqual({ kind: 'audio', sampleRate: 44100, seconds: null });
+    expect(declaredSize(unknown, 'flac')).toEqual({ kind: 'audio', sampleRate: 44100, seconds: null, exact: true });
   });
 
   it('MP3: constant bitrate from the first frame, within a frame of the encoded length', () => {

@@ -49,3 +49,12 @@ export function audioFormat(name: string): 'wav' | 'mp3' {
 export function audioDataUrl(name: string): string {
   return `data:${audioFormat(name) === 'mp3' ? 'audio/mpeg' : 'audio/wav'};base64,${Buffer.from(audioBytes(name)).toString('base64')}`;
 }
+
+/** Token ids for the audio families' markers, for processors built without a tokenizer. */
+const MARKER_IDS = new Map([
+  ['<|AUDIO|>', 300],
+  ['<|audio_bos|>', 301],
+  ['<|audio_eos|>', 302],
+  ['<|audio|>', 303],
+]);
+export const markerTokenToId = (token: string): number | undefined => MARKER_IDS.get(token);

@@ -9,7 +9,7 @@ import { Fft, RealFft } from '../../src/multimodal/audio/fft.js';
 import { slaneyMelFilters, WhisperFeatureExtractor, whisperFeatureSettings } from '../../src/multimodal/audio/whisper-features.js';
 import { qwen2AudioTokens, Qwen2AudioProcessor } from '../../src/multimodal/processors/qwen2-audio.js';
 import { ultravoxAudioTokens, UltravoxProcessor } from '../../src/multimodal/processors/ultravox.js';
-import { AUDIO_NAMES, audioBytes, audioFormat, audioReference, QWEN2_AUDIO_DIR, referenceFeatures } from './audio-fixtures.js';
+import { AUDIO_NAMES, audioBytes, audioFormat, audioReference, markerTokenToId, QWEN2_AUDIO_DIR, referenceFeatures } from './audio-fixtures.js';
 import { readJson } from './fixtures.js';
 import { join } from 'node:path';
 
@@ -86,13 +86,7 @@ describe('Whisper log-mel features', () => {
 });
 
 describe('audio prompt rules', () => {
-  const tokenIds = new Map([
-    ['<|AUDIO|>', 300],
-    ['<|audio_bos|>', 301],
-    ['<|audio_eos|>', 302],
-    ['<|audio|>', 303],
-  ]);
-  const tokenToId = (token: string) => tokenIds.get(token);
+  const tokenToId = markerTokenToId;
 
   it('Qwen2-Audio: ((frames - 1) // 2 + 1 - 2) // 2 + 1 tokens, bos/eos added only around a bare placeholder', () => {
     expect(qwen2AudioTokens(3000)).toBe(750);

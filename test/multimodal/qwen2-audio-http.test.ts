@@ -13,10 +13,11 @@ import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js'
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
-import { resolveMediaConfig } from '../../src/media/index.js';
-import { createNodeMediaFetcher } from '../../src/media/node.js';
+import { inlineMediaDecoder, resolveMediaConfig, type MediaDecoder } from '../../src/media/index.js';
+import { createNodeMediaFetcher, createWorkerMediaDecoder } from '../../src/media/node.js';
 import { createNodeEngine } from '../../src/runtime/node-engine.js';
 import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
+import { expectNoStall, withHeartbeat } from '../http/heartbeat.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { pcm16Wav } from '../media/helpers/fixtures.js';
 import { temporaryFolderCopies } from './fixtures.js';
@@ -27,11 +28,11 @@ const expected = audioReference();
 let engine: LocalEngine;
 let app: Hono;
 
-function mediaApp(config: Parameters<typeof resolveMediaConfig>[0] = {}): Hono {
+function mediaApp(config: Parameters<typeof resolveMediaConfig>[0] = {}, decoder?: MediaDecoder): Hono {
   return createApp({
     engine,
     config: parseServerConfig({ modelDir: QWEN2_AUDIO_DIR, servedModelName: MODEL }),
-    mediaFetcher: createNodeMediaFetcher(resolveMediaConfig({ mediaDir: AUDIO_DIR, ...config })),
+    mediaFetcher: createNodeMediaFetcher(resolveMediaConfig({ mediaDir: AUDIO_DIR, ...config }), decoder === undefined ? undefined : { decoder }),
     guideCompiler: nodeGuideCompiler(engine),
   });
 }
@@ -163,6 +164,35 @@ describe('Qwen2-Audio folder', () => {
     expect(engine.stats().running).toBe(0);
   });
 
+  it("a request's most audio (16 parts, each a full window of features) is extracted on the media thread: the loop is held no longer than a slice, and the output equals the inline path's", async () => {
+    // Qwen2-Audio pads every part to its window: 16 short parts cost 16 windows of features
+    // (MEDIA_MAX_PARTS) yet fit the context (12 audio tokens each).
+    const tone = (index: number) => pcm16Wav([Int16Array.from({ length: 8000 }, (_, i) => Math.round(8000 * Math.sin(i * 0.01 * (index + 1))))], 16000);
+    const parts = Array.from({ length: 16 }, (_, index) => ({ type: 'input_audio', input_audio: { data: Buffer.from(tone(index)).toString('base64'), format: 'wav' } }));
+    const body = { model: MODEL, messages: [{ role: 'user', content: [...parts, { type: 'text', text: 'all of them' }] }], max_tokens: 6, temperature: 0, logprobs: true };
+    const thread = createWorkerMediaDecoder({ timeoutMs: 20_000 });
+    const tasks: string[] = [];
+    const counting: MediaDecoder = {
+      decode: (media, options) => thread.decode(media, options),
+      runTask: (task, signal) => {
+        tasks.push(task.name);
+        return thread.runTask!(task, signal);
+      },
+    };
+    try {
+      const { result, report } = await withHeartbeat(mediaApp({}, counting), (live) => chat(mediaApp({}, counting), body).then((answer) => ({ answer, tokens: live.tokens })), { model: MODEL });
+      expect(tasks).toEqual(['process-audio']);
+      expectNoStall(report, 400);
+      const inline = await chat(mediaApp({}, inlineMediaDecoder), body);
+      expect(result.answer.choices[0].message.content).toBe(inline.choices[0].message.content);
+      expect(result.answer.choices[0].logprobs).toEqual(inline.choices[0].logprobs);
+      expect(result.answer.usage.prompt_tokens).toBe(inline.usage.prompt_tokens);
+      expect(inline.usage.prompt_tokens).toBeGreaterThan(16 * 14);
+    } finally {
+      await thread.close();
+    }
+  });
+
   it('audio seconds per prompt are bounded by MEDIA_MAX_AUDIO_SECONDS_PER_PROMPT: a 400 naming the part', async () => {
     const strict = mediaApp({ maxAudioSecondsPerPrompt: 3 });
     const body = {
@@ -202,15 +232,38 @@ describe('Qwen2-Audio folder', () => {
     expect(message).toMatch(/too short/);
   });
 
-  it('audio tokens count towards the context: audio that does not fit is a 400 before prefill', async () => {
+  it('audio tokens count towards the context: WAV audio that does not fit is a 400 from its headers, before decoding or features', async () => {
     const parts = Array.from({ length: 12 }, () => audioPart('other-16k.wav'));
-    const message = await expectError(
-      postJson(app, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [...parts, { type: 'text', text: 'all' }] }] }),
-      400,
-      'BadRequestError',
-      'messages',
-    );
-    expect(message).toMatch(/512/);
+    let work = 0;
+    const thread = createWorkerMediaDecoder({ timeoutMs: 20_000 });
+    const counting: MediaDecoder = {
+      decode: (media, options) => ((work += 1), thread.decode(media, options)),
+      runTask: (task, signal) => ((work += 1), thread.runTask!(task, signal)),
+    };
+    try {
+      const message = await expectError(
+        postJson(mediaApp({}, counting), '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [...parts, { type: 'text', text: 'all' }] }] }),
+        400,
+        'BadRequestError',
+        'messages',
+      );
+      expect(message).toMatch(/maximum context length is 512 tokens\. However, you requested at least \d+ tokens/);
+      expect(work, 'parts decoded or processed').toBe(0);
+    } finally {
+      await thread.close();
+    }
+    // An MP3's declared duration is not exact: it is judged after decoding, as before.
+    const mp3s = Array.from({ length: 12 }, () => audioPart('chirp-44k.mp3'));
+    const mp3 = await expectError(postJson(app, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [...mp3s, { type: 'text', text: 'all' }] }] }), 400, 'BadRequestError', 'messages');
+    expect(mp3).toMatch(/512/);
+  });
+
+  it("the audio tokens counted from a WAV's header are never more than its features give", async () => {
+    for (const name of ['tone-22k.wav', 'other-16k.wav']) {
+      const seconds = expected.audio[name].source_samples / expected.audio[name].source_rate;
+      expect(engine.audio!.declaredPromptTokens([{ seconds }])).toBeLessThanOrEqual(expected.audio[name].audio_tokens);
+      expect(engine.audio!.declaredPromptTokens([{ seconds }])).toBeGreaterThanOrEqual(expected.audio[name].audio_tokens - 1);
+    }
   });
 
   it('a prompt that spells <|AUDIO|> itself is a 400', async () => {

@@ -6,6 +6,7 @@
  * test/gguf/llama-server-parity.test.ts checks against llama.cpp's server.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { MessageChannel } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
 import type { FileProgress } from '../../src/runtime/browser-downloads.js';
 import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser-engine.js';
-import { blobByteSource, downloadGguf, ggufModelFiles, ggufNameOf } from '../../src/runtime/browser-gguf.js';
+import { answerGgufBuild, blobByteSource, downloadGguf, ggufNameOf, type GgufBuildMessage } from '../../src/runtime/browser-gguf.js';
+import { ggufModelFiles } from '../../src/gguf/gguf-model-files.js';
 import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
 
 const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
@@ -75,12 +77,52 @@ describe('a GGUF in the page (onnxruntime-web WASM) against the Node server on t
     expect(page.notes[0]).toMatch(/^GGUF: architecture llama/);
     expect(page.notes.some((line) => /^GGUF Q4_K ×\d+: MatMulNBits/.test(line))).toBe(true);
     expect(page.notes.some((line) => /^GGUF Q6_K ×\d+:/.test(line))).toBe(true);
-    expect(page.notes.at(-1)).toContain('built in this page, executed by onnxruntime-web (WebAssembly) (quantized weights');
+    expect(page.notes.at(-1)).toContain('built in memory, executed by onnxruntime-web (WebAssembly) (quantized weights');
     const build = page.progress.filter((p) => p.file === `${file} (building the graph)`);
     expect(build[0]!.loadedBytes).toBe(0);
     expect(build.at(-1)!.loadedBytes).toBe(build.at(-1)!.totalBytes);
     for (let i = 1; i < build.length; i++) expect(build[i]!.loadedBytes).toBeGreaterThanOrEqual(build[i - 1]!.loadedBytes);
     expect(build.length).toBeGreaterThan(3);
+  });
+});
+
+describe('the page’s GGUF build worker (its message handler, over a real MessageChannel)', () => {
+  it('posts progress, then the files with the graph and weight buffers moved, not copied', async () => {
+    const bytes = await readFile(join(FIXTURES, 'tiny-llama-kquants.gguf'));
+    const { port1, port2 } = new MessageChannel();
+    const received: GgufBuildMessage[] = [];
+    const done = new Promise<void>((resolve) =>
+      port2.on('message', (message: GgufBuildMessage) => {
+        received.push(message);
+        if (message.type !== 'progress') resolve();
+      }),
+    );
+    let sent: Extract<GgufBuildMessage, { type: 'built' }> | undefined;
+    await answerGgufBuild({ blob: new Blob([bytes]), name: 'tiny-llama-kquants.gguf' }, (message, transfer) => {
+      if (message.type === 'built') sent = message;
+      port1.postMessage(message, transfer as never);
+    });
+    await done;
+    port1.close();
+    const built = received.at(-1)!;
+    expect(built.type).toBe('built');
+    if (built.type !== 'built' || !sent) return;
+    expect(received.filter((m) => m.type === 'progress').length).toBeGreaterThan(3);
+    // The sender's views are detached: their buffers moved with the message.
+    expect(sent.files.onnx.byteLength).toBe(0);
+    expect(sent.files.externalData![0]!.data.byteLength).toBe(0);
+    // And arrived whole: the same bytes the in-memory build gives.
+    const direct = await ggufModelFiles(blobByteSource(new Blob([bytes])), { name: 'tiny-llama-kquants.gguf' });
+    expect(Buffer.from(built.files.onnx).equals(Buffer.from(direct.files.onnx))).toBe(true);
+    expect(Buffer.from(built.files.externalData![0]!.data).equals(Buffer.from(direct.files.externalData![0]!.data))).toBe(true);
+    expect(built.notes.at(-1)).toContain('built in a Web Worker of this page');
+  }, 60_000);
+
+  it('posts a corrupt file’s refusal as a message, with the reason', async () => {
+    const bytes = await readFile(join(FIXTURES, 'tiny-qwen2.gguf'));
+    const posted: GgufBuildMessage[] = [];
+    await answerGgufBuild({ blob: new Blob([bytes.subarray(0, 5000)]), name: 'cut.gguf' }, (message) => posted.push(message));
+    expect(posted).toEqual([{ type: 'failed', message: expect.stringMatching(/^Cannot load the GGUF "cut.gguf": .*(truncated|ends)/) }]);
   });
 });
 

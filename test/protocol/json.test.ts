@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, parseJsonBody } from '../../src/protocol/json.js';
+import { MAX_JSON_DEPTH, NATIVE_PARSE_MAX_CHARS, parseJsonBody } from '../../src/protocol/json.js';
 import { expectInvalidRequest } from './expect-error.js';
 
 describe('parseJsonBody: JSON.parse semantics', () => {
@@ -48,7 +48,18 @@ describe('parseJsonBody: JSON.parse semantics', () => {
     for (let i = 0; i < 300; i++) {
       const text = JSON.stringify(gen(0), null, i % 2 === 0 ? 2 : undefined);
       expect(parseJsonBody(text)).toEqual(JSON.parse(text));
+      // Sixteen digits in a row (here in a string) send the text through the parser rather
+      // than JSON.parse: both paths give the same value.
+      expect((parseJsonBody(`[${text}, "0000000000000000"]`) as unknown[])[0]).toEqual(JSON.parse(text));
     }
+  });
+
+  it('gives the same value for a body past the JSON.parse size as for one below it', () => {
+    const items = Array.from({ length: 1200 }, (_, i) => ({ id: i, text: `item ${i}`, ok: i % 3 === 0, score: i / 7 }));
+    const text = JSON.stringify({ items });
+    expect(text.length).toBeGreaterThan(NATIVE_PARSE_MAX_CHARS);
+    expect(parseJsonBody(text)).toEqual({ items });
+    expect(parseJsonBody(JSON.stringify({ items: items.slice(0, 10) }))).toEqual({ items: items.slice(0, 10) });
   });
 
   it('keeps "__proto__" as an ordinary own property, as JSON.parse does', () => {
@@ -57,6 +68,10 @@ describe('parseJsonBody: JSON.parse semantics', () => {
     expect(Object.keys(parsed)).toEqual(['__proto__', 'a']);
     expect((parsed as { polluted?: boolean }).polluted).toBeUndefined();
     expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    // The same through the parser (sixteen digits in a row).
+    const viaParser = parseJsonBody('{"__proto__": {"polluted": true}, "n": "0000000000000000"}') as Record<string, unknown>;
+    expect(Object.getPrototypeOf(viaParser)).toBe(Object.prototype);
+    expect(Object.keys(viaParser)).toEqual(['__proto__', 'n']);
   });
 });
 

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import { minTokenCount, tokenLowerBoundOf } from '../../src/tokenizer/token-lower-bound.js';
+import { randomTexts } from './helpers/random-text.js';
 
 const DIRS = ['models/stories260k', 'test/fixtures/multimodal/smolvlm', 'test/fixtures/multimodal/llava', 'test/fixtures/multimodal/qwen2-audio'];
 
@@ -56,6 +57,35 @@ describe.each(DIRS)('the token lower bound of %s', (dir) => {
   });
 });
 
+describe.each(DIRS)('the token lower bound of %s, counting words', (dir) => {
+  const { json, tokenizer } = load(dir);
+  const vocab = Object.keys((json.model as { vocab: Record<string, number> }).vocab).slice(0, 400);
+
+  it('never exceeds the real token count, and prose counts a token a word', () => {
+    const added = ((json.added_tokens as { content: string }[]) ?? []).map((token) => token.content);
+    const longest = longestTokenTexts(tokenizer, json);
+    const texts = [
+      ...longest.map((text) => `${text} `.repeat(200)),
+      longest.join(' ').repeat(50),
+      `${added.join(' ')} Once upon a time `.repeat(20),
+      'Lily and Tom went to the park. They played. '.repeat(100),
+      'a  b   c\td\ne . , ! ? 1 22 333 '.repeat(200),
+      ' . \n . \r\n .  ;  \u00a0 x \u3000 y '.repeat(200),
+      '漢字 日本 😀 é '.repeat(300),
+      ...randomTexts(300, 11, vocab, 40),
+      ...randomTexts(100, 12, vocab, 40).map((text) => text.split('').join(' ')),
+    ];
+    for (const text of texts) {
+      const actual = tokenizer.encode(text, { addSpecialTokens: false }).length;
+      expect(tokenizer.minTokenCount(text, Infinity, { words: true }), JSON.stringify(text.slice(0, 40))).toBeLessThanOrEqual(actual);
+      expect(tokenizer.minTokenCount(text, 1, { words: true })).toBeLessThanOrEqual(actual);
+    }
+    const prose = 'Lily and Tom went to the park. They played. '.repeat(1000);
+    expect(tokenizer.minTokenCount(prose, Infinity, { words: true })).toBe(9000);
+    expect(tokenizer.minTokenCount(prose)).toBeLessThan(9000);
+  });
+});
+
 describe('tokenizers without a sound bound get none', () => {
   const base = load('models/stories260k').json;
   it.each([
@@ -72,5 +102,33 @@ describe('tokenizers without a sound bound get none', () => {
     const plain = tokenLowerBoundOf(base)!;
     const nfc = tokenLowerBoundOf({ ...base, normalizer: { type: 'Sequence', normalizers: [{ type: 'NFC' }, ...(base.normalizer as { normalizers: unknown[] }).normalizers] } })!;
     expect(nfc.unitsPerToken).toBe(plain.unitsPerToken * 4);
+  });
+});
+
+describe('words count only where each word is surely a token of its own', () => {
+  const sentencepiece = load('models/stories260k').json;
+  const byteLevel = load('test/fixtures/multimodal/smolvlm').json;
+  const gpt2Split = (behavior: string) => ({
+    type: 'Sequence',
+    pretokenizers: [
+      { type: 'Split', pattern: { Regex: "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+" }, behavior, invert: false },
+      { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+    ],
+  });
+
+  it('the fixtures: sentencepiece split at spaces (MetaspaceWordSplitter), byte-level GPT-2 regexes', () => {
+    expect(tokenLowerBoundOf(sentencepiece, true)!.words).toBe(true);
+    expect(tokenLowerBoundOf(byteLevel)!.words).toBe(true);
+    expect(tokenLowerBoundOf({ ...byteLevel, pre_tokenizer: gpt2Split('Isolated') })!.words).toBe(true);
+  });
+
+  it.each([
+    ['sentencepiece without its word split (one piece)', sentencepiece, false],
+    ['a Split that merges its matches into their neighbours', { ...byteLevel, pre_tokenizer: gpt2Split('MergedWithPrevious') }, false],
+    ['a normalizer that rewrites spaces before a GPT-2 regex', { ...byteLevel, normalizer: { type: 'Replace', pattern: { String: ' ' }, content: '_' } }, false],
+    ['an added token holding a space', { ...byteLevel, added_tokens: [{ id: 0, content: '<| end |>', special: true }] }, false],
+    ['a model that may drop characters (no byte fallback, no unknown token)', { ...sentencepiece, model: { ...(sentencepiece.model as object), byte_fallback: false, unk_token: null } }, true],
+  ])('not for %s', (_name, json, wordSplit) => {
+    expect(tokenLowerBoundOf(json as Record<string, unknown>, wordSplit)?.words ?? false).toBe(false);
   });
 });

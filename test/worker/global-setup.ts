@@ -5,9 +5,12 @@
  * `/__test/stats` reports its engine's counters so a test can see that a cancelled
  * stream stopped generation upstream.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { TestProject } from 'vitest/node';
@@ -27,6 +30,8 @@ const ORT_WASM_PATH = createRequire(import.meta.url).resolve('onnxruntime-web/or
 declare module 'vitest' {
   export interface ProvidedContext {
     nodeServerUrl: string;
+    /** The Node server on test/fixtures/gguf/tiny-llama-kquants.gguf (MODEL_DIR=file.gguf), for the GGUF Worker. */
+    ggufNodeServerUrl: string;
     /** llama.cpp's server (llama-server.ts), or '' with llamaServerError saying why not. */
     llamaServerUrl: string;
     llamaServerError: string;
@@ -60,6 +65,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     server = serve({ fetch: withStats.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => resolve(info.port));
   });
   project.provide('nodeServerUrl', `http://127.0.0.1:${port}`);
+  const gguf = await serveGguf();
+  project.provide('ggufNodeServerUrl', gguf.url);
   const llama = await startLlamaServer();
   project.provide('llamaServerUrl', 'url' in llama ? llama.url : '');
   project.provide('llamaServerError', 'error' in llama ? llama.error : '');
@@ -73,6 +80,43 @@ export default async function setup(project: TestProject): Promise<() => Promise
       server!.close(() => resolve());
       if ('closeAllConnections' in server!) server!.closeAllConnections();
     });
+    await gguf.stop();
     await engine.dispose();
+  };
+}
+
+/** The fixture GGUF Worker tests compare with. */
+export const WORKER_GGUF_FIXTURE = 'tiny-llama-kquants.gguf';
+
+/** What `MODEL_DIR=…/tiny-llama-kquants.gguf npm start` serves (its graph in the GGUF cache), on a free port. */
+async function serveGguf(): Promise<{ url: string; stop(): Promise<void> }> {
+  const modelDir = fileURLToPath(new URL(`../fixtures/gguf/${WORKER_GGUF_FIXTURE}`, import.meta.url));
+  const config = parseServerConfig({ modelDir, servedModelName: WORKER_GGUF_FIXTURE, port: 0 });
+  // The graph Node builds for the file goes to a scratch cache (as the e2e tests' servers'), not the user's.
+  const cacheDir = await mkdtemp(join(tmpdir(), 'workerd-gguf-'));
+  const previous = process.env.GGUF_CACHE_DIR;
+  process.env.GGUF_CACHE_DIR = cacheDir;
+  let engine: Awaited<ReturnType<typeof createNodeEngine>>;
+  try {
+    engine = await createNodeEngine({ modelDir, servedModelName: config.servedModelName });
+  } finally {
+    if (previous === undefined) delete process.env.GGUF_CACHE_DIR;
+    else process.env.GGUF_CACHE_DIR = previous;
+  }
+  const app = createApp({ engine, config });
+  let server: ServerType | undefined;
+  const port = await new Promise<number>((resolve) => {
+    server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info: AddressInfo) => resolve(info.port));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      await new Promise<void>((resolve) => {
+        server!.close(() => resolve());
+        if ('closeAllConnections' in server!) server!.closeAllConnections();
+      });
+      await engine.dispose();
+      await rm(cacheDir, { recursive: true, force: true });
+    },
   };
 }

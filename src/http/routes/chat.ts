@@ -16,7 +16,7 @@ import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { encodePromptMedia } from '../serving-multimodal.js';
-import { checkBounds, checkLogprobs, guidedLimits, templateBudget, templateOffLoop, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, templateBudget, templateOffLoop, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -49,8 +49,9 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
     if (request.tools !== undefined) templateVariables.tools = request.tools;
     if (request.documents !== undefined) templateVariables.documents = request.documents;
-    // Without truncation, tokenizing can stop once the prompt is surely too long.
-    const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
+    // Tokenizing can stop once the prompt (its last truncate_prompt_tokens, when truncating) is surely too long.
+    const ceiling = promptTokenCeiling(promptLimits(ctx), 'openai');
+    const truncating = request.truncate_prompt_tokens !== undefined;
     const prompt = await buildChatPrompt(ctx.chatTemplate, engine.tokenizer, request.messages, {
       addGenerationPrompt: request.add_generation_prompt,
       continueFinalMessage: request.continue_final_message,
@@ -60,16 +61,19 @@ export function chatRoutes(ctx: ServingContext): Hono {
       templateBudget: templateBudget(ctx),
       templateOffLoop: templateOffLoop(ctx, c.req.raw.signal),
       stopAfter: ceiling,
-      // Truncating: the prompt is tokenized whole, so its length is bounded first.
+      // Truncating: only the last tokens are tokenized where the text can be cut; a piece
+      // tokenized whole is bounded by its length first.
+      keepLast: request.truncate_prompt_tokens,
       lengthCeiling: tokenizeBound(ctx).ceiling,
       refuseAtLeast: (atLeast) =>
-        ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true) : tokenizeBound(ctx).refuse(atLeast, 'messages'),
+        truncating ? tokenizeBound(ctx).refuse(atLeast, 'messages') : checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', 'messages', true),
       multimodal: chatMedia.expansion,
       signal: c.req.raw.signal,
+      inlinePieces: inlinePieceBound(ctx, 'messages'),
     });
     c.get('requestRecord')?.notePrompt(prompt.text);
     const promptTokenIds = truncatePromptTokens(prompt.tokenIds, request.truncate_prompt_tokens);
-    const stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
+    const stoppedEarly = promptTokenIds.length > ceiling;
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'openai', 'messages', stoppedEarly);
     const params = { ...chatToSamplingParams(request, samplingContext(ctx), promptTokenIds.length), guide };
     // A parser's tags are special tokens in the models that write them (vLLM does the same).

@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, checkLogprobs, guidedLimits, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -35,8 +35,9 @@ export function completionsRoutes(ctx: ServingContext): Hono {
 
     // vLLM runs a list of prompts as one request: one set of n choices per prompt.
     const prompts = completionPrompts(request.prompt);
-    // Without truncation, tokenizing can stop once a prompt is surely too long.
-    const ceiling = request.truncate_prompt_tokens === undefined ? promptTokenCeiling(promptLimits(ctx), 'openai') : undefined;
+    // Tokenizing can stop once a prompt (its last truncate_prompt_tokens, when truncating) is surely too long.
+    const ceiling = promptTokenCeiling(promptLimits(ctx), 'openai');
+    const truncating = request.truncate_prompt_tokens !== undefined;
     const bound = tokenizeBound(ctx);
     const inputs = [];
     for (const [promptIndex, prompt] of prompts.entries()) {
@@ -48,11 +49,14 @@ export function completionsRoutes(ctx: ServingContext): Hono {
           addSpecialTokens: request.add_special_tokens,
           stopAfter: ceiling,
           signal: c.req.raw.signal,
-          // Truncating: the text is tokenized whole, so its length is bounded first.
+          // Truncating: only the last tokens are tokenized where the text can be cut; a piece
+          // tokenized whole is bounded by its length first.
+          keepLast: request.truncate_prompt_tokens,
           lengthCeiling: bound.ceiling,
-          refuseAtLeast: (atLeast) => (ceiling !== undefined ? checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true) : bound.refuse(atLeast, param)),
+          inlinePieces: inlinePieceBound(ctx, param),
+          refuseAtLeast: (atLeast) => (truncating ? bound.refuse(atLeast, param) : checkPromptTokenLimit(atLeast, promptLimits(ctx), 'openai', param, true)),
         });
-        stoppedEarly = ceiling !== undefined && promptTokenIds.length > ceiling;
+        stoppedEarly = promptTokenIds.length > ceiling;
       } else {
         checkPromptTokenIds(prompt.tokenIds, engine.info.vocabSize);
         promptTokenIds = prompt.tokenIds;

@@ -9,10 +9,19 @@ import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, guidedLimits, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBounds, guidedLimits, inlinePieceBound, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
-import { audioModel, encodePromptMedia, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, multimodalPromptText, processMultimodalImages } from '../serving-multimodal.js';
+import {
+  audioModel,
+  encodePromptMedia,
+  expandAudioPrompt,
+  expandMultimodalPrompt,
+  multimodalModel,
+  multimodalPromptText,
+  processAudioParts,
+  processMultimodalImages,
+} from '../serving-multimodal.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 
@@ -49,12 +58,14 @@ export function generateRoutes(ctx: ServingContext): Hono {
     c.get('requestRecord')?.notePrompt(promptText);
     const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'prompt', c.req.raw.signal) : null;
     const expanded = multimodal !== null && visuals !== null ? expandMultimodalPrompt(multimodal, promptText, visuals, 'prompt') : null;
-    const heard = audio !== null ? expandAudioPrompt(ctx, audio, expanded?.text ?? promptText, media, 'prompt') : null;
+    const processedAudio = audio !== null ? await processAudioParts(ctx, audio, media, 'prompt', c.req.raw.signal) : null;
+    const heard = audio !== null && processedAudio !== null ? expandAudioPrompt(audio, expanded?.text ?? promptText, processedAudio, 'prompt') : null;
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'mindie');
     const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {
       addSpecialTokens: true,
       stopAfter: ceiling,
       signal: c.req.raw.signal,
+      inlinePieces: inlinePieceBound(ctx, 'prompt'),
       refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, promptLimits(ctx), 'mindie', 'prompt', true),
     });
     checkPromptTokenLimit(promptTokenIds.length, promptLimits(ctx), 'mindie', 'prompt', promptTokenIds.length > ceiling);

@@ -13,8 +13,12 @@ import type { MediaFormat } from '../types.js';
 
 export type DeclaredSize =
   | { kind: 'image'; width: number; height: number }
-  /** `seconds` null: the header does not say (a streamed FLAC); the decoder's maxSeconds bounds it. */
-  | { kind: 'audio'; sampleRate: number; seconds: number | null }
+  /**
+   * `seconds` null: the header does not say (a streamed FLAC); the decoder's maxSeconds bounds it.
+   * `exact`: the header counts the samples the decoder gives (WAV, FLAC); an MP3's duration
+   * counts its encoder's padding, or is estimated from a bitrate.
+   */
+  | { kind: 'audio'; sampleRate: number; seconds: number | null; exact?: boolean }
   /** Video size comes from the demuxer (ffmpeg), not from a fixed header. */
   | { kind: 'video' };
 
@@ -120,7 +124,7 @@ export function wavDeclaredSize(bytes: Uint8Array): DeclaredSize {
     if (id === 'data') {
       if (sampleRate === 0 || blockAlign === 0) throw mediaError('decode_failed', 'the WAV has no usable fmt chunk before its data');
       const frames = Math.floor(Math.min(size, bytes.length - body) / blockAlign);
-      return { kind: 'audio', sampleRate, seconds: frames / sampleRate };
+      return { kind: 'audio', sampleRate, seconds: frames / sampleRate, exact: true };
     }
     offset = body + size + (size & 1);
   }
@@ -134,7 +138,7 @@ export function flacDeclaredSize(bytes: Uint8Array): DeclaredSize {
   const sampleRate = (bytes[at] << 12) | (bytes[at + 1] << 4) | (bytes[at + 2] >> 4);
   const totalSamples = (bytes[at + 3] & 0x0f) * 2 ** 32 + view(bytes).getUint32(at + 4);
   if (sampleRate === 0) throw mediaError('decode_failed', 'the FLAC declares a sample rate of 0');
-  return { kind: 'audio', sampleRate, seconds: totalSamples === 0 ? null : totalSamples / sampleRate };
+  return { kind: 'audio', sampleRate, seconds: totalSamples === 0 ? null : totalSamples / sampleRate, exact: true };
 }
 
 const MPEG1_BITRATES = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];

@@ -14,10 +14,10 @@ import { decodeMedia, type DecodeOptions } from './index.js';
  * (media-decode-worker.ts) knows: plain data in, plain data out, its buffers moved.
  */
 export interface MediaThreadTask {
-  name: 'process-images';
+  name: 'process-images' | 'process-audio';
   payload: unknown;
   transfer: ArrayBuffer[];
-  /** What it works on, for the timeout message ("image"). */
+  /** What it works on, for the timeout message ("image", "audio"). */
   kind: string;
 }
 

@@ -6,7 +6,13 @@
  * (processors/) is one file.
  */
 import type { DecodedAudio } from '../../media/index.js';
-import type { WhisperFeatureExtractor } from './whisper-features.js';
+import type { WhisperFeatureExtractor, WhisperFeatureSettings } from './whisper-features.js';
+
+/** A decoded audio part of a prompt, with the request parameter it came from. */
+export interface PromptAudio {
+  param: string;
+  audio: DecodedAudio;
+}
 
 /** One audio part after the family's processor. */
 export interface ProcessedAudio {
@@ -24,9 +30,19 @@ export interface ProcessedAudio {
   seconds: number;
 }
 
+/**
+ * What rebuilds a processor elsewhere (the media decoding thread): plain data that a
+ * structured clone carries, given to audioProcessorFromSpec (audio-processing.ts).
+ */
+export type AudioProcessorSpec =
+  | { family: 'qwen2_audio'; settings: WhisperFeatureSettings; audioTokenId: number }
+  | { family: 'ultravox'; settings: WhisperFeatureSettings; placeholder: string; audioTokenId: number; encoderDownsampling: number; stackFactor: number };
+
 export interface AudioProcessor {
   /** The family, for the startup report ("qwen2_audio", "ultravox"). */
   readonly family: string;
+  /** The processor as plain data, to run it on another thread. */
+  readonly spec: AudioProcessorSpec;
   /** What a chat template writes for an audio part and a /generate prompt carries per audio part. */
   readonly placeholder: string;
   /** The token whose embeddings the audio features replace. */
@@ -41,7 +57,13 @@ export interface AudioProcessor {
   readonly extractor: WhisperFeatureExtractor;
   /** The longest audio part the model hears, in seconds (its window). */
   readonly maxSeconds: number;
+  /** One part's features (the audio at the extractor's sampling rate): ~100 ms of CPU for a 30 s Whisper window. */
   process(audio: DecodedAudio, param: string): ProcessedAudio;
+  /**
+   * The audio tokens a part of at least `samples` samples (at the extractor's rate) becomes
+   * at least, from its length alone: what the part will cost the context, before decoding.
+   */
+  declaredAudioTokens(samples: number): number;
   /**
    * The text that replaces one placeholder, given the prompt text around it (Qwen2-Audio
    * adds its bos/eos markers unless the placeholder already sits between them).

@@ -9,7 +9,7 @@
  */
 import type { DecodedAudio } from '../../media/index.js';
 import { tokenIdOf, type JsonObject } from '../config-fields.js';
-import type { AudioProcessor, ProcessedAudio } from '../audio/types.js';
+import type { AudioProcessor, AudioProcessorSpec, ProcessedAudio } from '../audio/types.js';
 import { WhisperFeatureExtractor, whisperFeatureSettings } from '../audio/whisper-features.js';
 
 const AUDIO_TOKEN = '<|AUDIO|>';
@@ -47,6 +47,14 @@ export class Qwen2AudioProcessor implements AudioProcessor {
     return new Qwen2AudioProcessor(extractor, audioTokenId);
   }
 
+  static fromSpec(spec: Extract<AudioProcessorSpec, { family: 'qwen2_audio' }>): Qwen2AudioProcessor {
+    return new Qwen2AudioProcessor(new WhisperFeatureExtractor(spec.settings), spec.audioTokenId);
+  }
+
+  get spec(): AudioProcessorSpec {
+    return { family: 'qwen2_audio', settings: this.extractor.settings, audioTokenId: this.audioTokenId };
+  }
+
   process(audio: DecodedAudio, param: string): ProcessedAudio {
     const { nSamples, featureSize } = this.extractor.settings;
     const { features, frames, validFrames } = this.extractor.extract(audio.samples, nSamples);
@@ -59,6 +67,11 @@ export class Qwen2AudioProcessor implements AudioProcessor {
       audioTokens: qwen2AudioTokens(validFrames),
       seconds: audio.samples.length / audio.sampleRate,
     };
+  }
+
+  declaredAudioTokens(samples: number): number {
+    const { nSamples, hopLength, nbMaxFrames } = this.extractor.settings;
+    return qwen2AudioTokens(Math.min(nbMaxFrames, Math.ceil(Math.min(samples, nSamples) / hopLength)));
   }
 
   expansion(audio: ProcessedAudio, before: string, after: string): string {

@@ -8,7 +8,7 @@
  */
 import type { DecodedAudio } from '../../media/index.js';
 import { positiveIntField, tokenIdOf, type JsonObject } from '../config-fields.js';
-import type { AudioProcessor, ProcessedAudio } from '../audio/types.js';
+import type { AudioProcessor, AudioProcessorSpec, ProcessedAudio } from '../audio/types.js';
 import { WhisperFeatureExtractor, whisperFeatureSettings } from '../audio/whisper-features.js';
 
 export function ultravoxAudioTokens(samples: number, encoderDownsampling: number, stackFactor: number): number {
@@ -49,6 +49,15 @@ export class UltravoxProcessor implements AudioProcessor {
     return new UltravoxProcessor(extractor, placeholder, audioTokenId, downsampling, stack);
   }
 
+  static fromSpec(spec: Extract<AudioProcessorSpec, { family: 'ultravox' }>): UltravoxProcessor {
+    return new UltravoxProcessor(new WhisperFeatureExtractor(spec.settings), spec.placeholder, spec.audioTokenId, spec.encoderDownsampling, spec.stackFactor);
+  }
+
+  get spec(): AudioProcessorSpec {
+    const { placeholder, audioTokenId, encoderDownsampling, stackFactor } = this;
+    return { family: 'ultravox', settings: this.extractor.settings, placeholder, audioTokenId, encoderDownsampling, stackFactor };
+  }
+
   process(audio: DecodedAudio, param: string): ProcessedAudio {
     const { featureSize } = this.extractor.settings;
     const { features, frames } = this.extractor.extract(audio.samples, null);
@@ -61,6 +70,10 @@ export class UltravoxProcessor implements AudioProcessor {
       audioTokens: ultravoxAudioTokens(audio.samples.length, this.encoderDownsampling, this.stackFactor),
       seconds: audio.samples.length / audio.sampleRate,
     };
+  }
+
+  declaredAudioTokens(samples: number): number {
+    return ultravoxAudioTokens(samples, this.encoderDownsampling, this.stackFactor);
   }
 
   expansion(audio: ProcessedAudio): string {

@@ -56,6 +56,8 @@ const LAYOUTS: Layout[] = [
   { name: 'GroupQueryAttention wired as onnxruntime-genai (seqlens_k from the mask)', graph: 'gqa-genai', batching: 'start', contract: 'ids int64, KV float32, logits float32, position_ids' },
   { name: 'in-place KV cache (the converter\'s inplace flavour: new_key_values out, a cache with room in)', graph: 'inplace', batching: 'start', contract: 'ids int64, KV float32, logits float32, position_ids, in-place KV (new_key_values)' },
   { name: 'in-place KV cache, float16 KV and logits', graph: 'inplace', layout: { kvType: 'float16', logitsType: 'float16' }, batching: 'start', contract: 'ids int64, KV float16, logits float16, position_ids, in-place KV (new_key_values)' },
+  { name: 'in-place KV cache, one new_key_values output per layer and kind (the flavour\'s first form)', graph: 'inplace', layout: { newKvPerLayer: true }, batching: 'start', contract: 'ids int64, KV float32, logits float32, position_ids, in-place KV (new_key_values.N.*)' },
+  { name: 'in-place KV cache, one output per layer, float16 KV', graph: 'inplace', layout: { newKvPerLayer: true, kvType: 'float16', logitsType: 'float16' }, batching: 'start', contract: 'ids int64, KV float16, logits float16, position_ids, in-place KV (new_key_values.N.*)' },
   { name: 'standard ops only', graph: 'portable', batching: 'end', contract: 'ids int64, KV float32, logits float32, position_ids' },
 ];
 

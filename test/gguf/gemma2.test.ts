@@ -1,0 +1,261 @@
+/**
+ * `gemma2` GGUF files (src/gguf/architectures/gemma2.ts, src/convert/gemma2-graph.ts) against
+ * transformers' Gemma2ForCausalLM on the same weights: the fixtures are a seeded random
+ * transformers model converted by llama.cpp's convert_hf_to_gguf.py, and
+ * tiny-gemma2-reference.json holds transformers' logits at every position of two greedy
+ * generations (scripts/gguf/make_gemma2_fixtures.py). Both graph flavours the GGUF path builds
+ * (inplace: what Node and the page run; fused: the Hugging Face contract, `npm run convert --
+ * --from-gguf`) prefill the prompt and then decode one token at a time over their cache.
+ * Greedy parity over HTTP against llama-server is test/gguf/gemma2-llama-server.test.ts.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { GraphOps } from '../../src/convert/llama-onnx-graph.js';
+import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
+import { readGguf, type ByteSource, type GgufFile } from '../../src/gguf/gguf-file.js';
+import { buildGgufGraph, encodeGgufGraph, ggufReportLines, openGgufModel, type GgufModel, type GgufWeights } from '../../src/gguf/gguf-model.js';
+import { gemma2ShapeOf } from '../../src/gguf/architectures/gemma2.js';
+import { spawnFailingServer } from '../e2e/spawn-server.js';
+
+const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
+
+interface Generation {
+  prompt: string;
+  prompt_ids: number[];
+  greedy_ids: number[];
+  /** transformers' best logit minus its second best, at each greedy step. */
+  margins: number[];
+  /** [position][vocab]: transformers' logits at positions 0 .. prompt + greedy - 2. */
+  logits: number[][];
+}
+
+const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.json'), 'utf8')) as {
+  generations: Generation[];
+  max_logit_change_without_sliding_window: number;
+  max_logit_change_without_attn_logit_softcapping: number;
+  max_logit_change_without_final_logit_softcapping: number;
+};
+
+/** Our logits may differ from transformers' by float rounding: this fraction of the largest logit (measured: 6.4e-6). */
+const TOLERANCE = 3e-5;
+
+function bytesSource(bytes: Uint8Array): ByteSource {
+  return { size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, offset + length) };
+}
+
+async function modelOf(file: string): Promise<GgufModel> {
+  return openGgufModel(bytesSource(new Uint8Array(await readFile(join(FIXTURES, file)))));
+}
+
+interface Run {
+  step(ids: number[]): Promise<Float32Array>;
+}
+
+/** A session of flavour `ops` and a batch-of-one cache it keeps as the engine would (present, or in place). */
+async function runner(model: GgufModel, ops: GraphOps, weights: GgufWeights): Promise<Run & { nodes: string[]; execution: string[] }> {
+  const { graph, execution } = await buildGgufGraph(model, ops, { weights, accuracyLevel: 0 });
+  const session = await ort.InferenceSession.create(encodeGgufGraph(graph, ops, model));
+  const { nLayers, nKvHeads, headDim, vocabSize } = model.shape;
+  let cache: Array<{ key: Float32Array; value: Float32Array }> = Array.from({ length: nLayers }, () => ({ key: new Float32Array(0), value: new Float32Array(0) }));
+  let cached = 0;
+  const slots = (data: Float32Array, length: number) => new ort.Tensor('float32', data, [1, nKvHeads, length, headDim]);
+  /** [1, kv, a, d] then [1, kv, b, d] → [1, kv, a + b, d]. */
+  const append = (old: Float32Array, fresh: Float32Array, a: number, b: number) => {
+    const out = new Float32Array(nKvHeads * (a + b) * headDim);
+    for (let h = 0; h < nKvHeads; h++) {
+      out.set(old.subarray(h * a * headDim, (h + 1) * a * headDim), h * (a + b) * headDim);
+      out.set(fresh.subarray(h * b * headDim, (h + 1) * b * headDim), (h * (a + b) + a) * headDim);
+    }
+    return out;
+  };
+  return {
+    nodes: graph.nodes.map((node) => node.opType),
+    execution,
+    async step(ids) {
+      const total = cached + ids.length;
+      const feeds: Record<string, ort.Tensor> = {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]),
+        attention_mask: new ort.Tensor('int64', new BigInt64Array(total).fill(1n), [1, total]),
+        position_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (_, i) => BigInt(cached + i)), [1, ids.length]),
+        [LOGITS_TO_KEEP_INPUT]: new ort.Tensor('int64', BigInt64Array.of(BigInt(ids.length)), []),
+      };
+      cache.forEach((layer, i) => {
+        feeds[`past_key_values.${i}.key`] = slots(layer.key, cached);
+        feeds[`past_key_values.${i}.value`] = slots(layer.value, cached);
+      });
+      const out = await session.run(feeds);
+      // In place: every layer's new slots in one output, block 2i its keys, 2i + 1 its values.
+      const block = (index: number) => {
+        const size = nKvHeads * ids.length * headDim;
+        return (out.new_key_values.data as Float32Array).subarray(index * size, (index + 1) * size);
+      };
+      cache = cache.map((layer, i) =>
+        ops === 'inplace'
+          ? {
+              key: append(layer.key, block(2 * i), cached, ids.length),
+              value: append(layer.value, block(2 * i + 1), cached, ids.length),
+            }
+          : { key: out[`present.${i}.key`].data as Float32Array, value: out[`present.${i}.value`].data as Float32Array },
+      );
+      cached = total;
+      const logits = out.logits.data as Float32Array;
+      expect(logits.length).toBe(ids.length * vocabSize);
+      return logits;
+    },
+  };
+}
+
+const argmax = (row: ArrayLike<number>) => {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
+  return best;
+};
+
+/** max |ours - theirs| over the largest |theirs|, row by row. */
+function relativeDiff(ours: Float32Array, theirs: number[][], vocab: number): number {
+  let scale = 0;
+  let diff = 0;
+  theirs.forEach((row, r) => {
+    row.forEach((value, v) => {
+      scale = Math.max(scale, Math.abs(value));
+      diff = Math.max(diff, Math.abs(ours[r * vocab + v] - value));
+    });
+  });
+  return diff / scale;
+}
+
+describe('gemma2 GGUF: our graph against transformers\' Gemma2ForCausalLM', () => {
+  it('reads the file as llama.cpp does: head size apart from hidden / heads, soft-caps, sliding window, query scale', async () => {
+    const model = await modelOf('tiny-gemma2.gguf');
+    const { shape } = model;
+    expect(shape).toMatchObject({ architecture: 'gemma2', dim: 64, nHeads: 4, nKvHeads: 2, headDim: 32, nLayers: 4, hiddenDim: 128, tiedEmbeddings: true, ropeOrder: 'rotate-half' });
+    expect(shape).toMatchObject({ fileContextLength: 512, contextLength: 512, gemma2: { attentionSoftcap: 20, finalSoftcap: 30, slidingWindow: 16, slidingLayers: [true, false, true, false] } });
+    expect((shape as unknown as { gemma2: { queryScale: number } }).gemma2.queryScale).toBeCloseTo(1 / Math.sqrt(32), 12);
+    expect(model.config).toMatchObject({ architectures: ['Gemma2ForCausalLM'], head_dim: 32, max_position_embeddings: 512, hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: 32, sliding_window: 16 });
+    const report = ggufReportLines(model).join('\n');
+    expect(report).toMatch(/GGUF: architecture gemma2 \("tiny-gemma2"\), 4 layers, 4 heads \/ 2 key-value heads, head size 32, rope theta 10000, tied output head/);
+    expect(report).not.toMatch(/GGUF context/);
+    expect(report).toMatch(/query scale 1\/sqrt\(32\) from key_length 32, attention logits soft-capped at 20, final logits at 30, 4 heads of 32/);
+    expect(report).toMatch(/sliding window of 16 positions on layers 0, 2 \(of 4\), full attention on the others/);
+    // Gemma's SentencePiece vocabulary: no space prefix; <end_of_turn> ends a generation as in llama.cpp.
+    expect(model.tokenizer.description).toMatch(/llama \(SentencePiece, byte fallback\), 512 tokens, add_bos true, add_eos false, chat template from the file/);
+    expect(model.generationConfig.eos_token_id).toEqual([1, 5]);
+  });
+
+  it('the reference is well conditioned and tells the model apart: margins far above the tolerance, window and caps that change the logits', () => {
+    // Without the sliding window or either soft-cap, transformers' logits move by far more than the tolerance.
+    for (const change of [REFERENCE.max_logit_change_without_sliding_window, REFERENCE.max_logit_change_without_attn_logit_softcapping, REFERENCE.max_logit_change_without_final_logit_softcapping]) {
+      expect(change).toBeGreaterThan(0.05);
+    }
+    for (const generation of REFERENCE.generations) {
+      // Every generation runs past the window of 16 positions.
+      expect(generation.prompt_ids.length + generation.greedy_ids.length).toBeGreaterThan(2 * 16);
+      const largest = Math.max(...generation.logits.flat().map(Math.abs));
+      expect(Math.min(...generation.margins)).toBeGreaterThan(10 * TOLERANCE * largest);
+      // Not one token repeated: the attention and the MLP decide the text.
+      expect(new Set(generation.greedy_ids).size).toBeGreaterThan(1);
+    }
+  });
+
+  for (const ops of ['inplace', 'fused'] as const) {
+    it(`${ops}: logits at every prompt position and every greedy step equal transformers', and so do the greedy ids`, async () => {
+      const model = await modelOf('tiny-gemma2.gguf');
+      const vocab = model.shape.vocabSize;
+      for (const generation of REFERENCE.generations) {
+        const run = await runner(model, ops, 'quantized');
+        const promptRows = generation.logits.slice(0, generation.prompt_ids.length);
+        let logits = await run.step(generation.prompt_ids);
+        expect(relativeDiff(logits, promptRows, vocab)).toBeLessThan(TOLERANCE);
+        const greedy: number[] = [];
+        for (let step = 0; step < generation.greedy_ids.length; step++) {
+          const last = logits.subarray(logits.length - vocab);
+          greedy.push(argmax(last));
+          expect(relativeDiff(last, [generation.logits[generation.prompt_ids.length - 1 + step]], vocab)).toBeLessThan(TOLERANCE);
+          if (step + 1 < generation.greedy_ids.length) logits = await run.step([greedy.at(-1)!]);
+        }
+        expect(greedy).toEqual(generation.greedy_ids);
+      }
+    }, 60_000);
+  }
+
+  it('Q8_0: matrices kept quantized (8-bit MatMulNBits / GatherBlockQuantized) give the logits of the float32-dequantized graph', async () => {
+    const model = await modelOf('tiny-gemma2-q8_0.gguf');
+    const quantized = await runner(model, 'inplace', 'quantized');
+    const float = await runner(model, 'inplace', 'float32');
+    expect(float.nodes).not.toContain('MatMulNBits');
+    // Four projections a layer and the tied head.
+    expect(quantized.nodes.filter((op) => op === 'MatMulNBits')).toHaveLength(4 * model.shape.nLayers + 1);
+    expect(quantized.nodes).toContain('GatherBlockQuantized');
+    expect(quantized.execution.join('\n')).toMatch(/GGUF Q8_0 ×\d+: MatMulNBits\/GatherBlockQuantized, 8-bit codes, block 32/);
+    const { prompt_ids: prompt } = REFERENCE.generations[0];
+    const vocab = model.shape.vocabSize;
+    const asRows = (logits: Float32Array) => Array.from({ length: logits.length / vocab }, (_, r) => [...logits.subarray(r * vocab, (r + 1) * vocab)]);
+    expect(relativeDiff(await quantized.step(prompt), asRows(await float.step(prompt)), vocab)).toBeLessThan(1e-5);
+    expect(relativeDiff(await quantized.step([prompt[3]]), asRows(await float.step([prompt[3]])), vocab)).toBeLessThan(1e-5);
+  }, 60_000);
+});
+
+describe('gemma2 GGUF: what the graph cannot express is refused by name', () => {
+  const file = async (): Promise<GgufFile> => readGguf(bytesSource(new Uint8Array(await readFile(join(FIXTURES, 'tiny-gemma2.gguf')))));
+  const refusal = async (change: (file: GgufFile) => void) => {
+    const copy = await file();
+    change(copy);
+    try {
+      gemma2ShapeOf(copy);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    throw new Error('the file was accepted');
+  };
+
+  it('a rope base of its own on the sliding-window layers', async () => {
+    expect(await refusal((f) => f.metadata.set('gemma2.rope.freq_base_swa', 1e6))).toBe(
+      'rope.freq_base_swa 1000000 (a rope base of its own on the sliding-window layers, beside 10000) is not supported',
+    );
+  });
+
+  it('values of another size than the keys, partial rotary, a non-linear rope scaling', async () => {
+    expect(await refusal((f) => f.metadata.set('gemma2.attention.value_length', 16))).toMatch(/attention.value_length 16 differs from attention.key_length 32: not supported/);
+    expect(await refusal((f) => f.metadata.set('gemma2.rope.dimension_count', 16))).toMatch(/partial rotary \(rope.dimension_count 16 of head size 32\) is not supported/);
+    expect(await refusal((f) => f.metadata.set('gemma2.rope.scaling.type', 'yarn'))).toMatch(/rope scaling "yarn" is not supported for gemma2/);
+  });
+
+  it('an output head of its own (llama.cpp reads the head from token_embd), a missing post-norm', async () => {
+    expect(await refusal((f) => f.tensors.push({ ...f.tensors[0], name: 'output.weight' }))).toMatch(/tensors outside the gemma2 layout \(its head is token_embd.weight\): output.weight/);
+    expect(await refusal((f) => (f.tensors = f.tensors.filter((t) => t.name !== 'blk.2.post_ffw_norm.weight')))).toBe('tensor blk.2.post_ffw_norm.weight is missing');
+  });
+
+  it('a soft-cap that is not a positive number', async () => {
+    expect(await refusal((f) => f.metadata.set('gemma2.final_logit_softcapping', 0))).toMatch(/gemma2.final_logit_softcapping is 0: not a positive number/);
+  });
+
+  it('graph flavours without its attention: gqa and portable', async () => {
+    const model = await modelOf('tiny-gemma2.gguf');
+    for (const ops of ['gqa', 'portable'] as const) {
+      await expect(buildGgufGraph(model, ops)).rejects.toThrow(`gemma2 is built in the fused and inplace flavours only, not ${ops}`);
+    }
+  });
+
+  describe('npm start', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gemma2-refusal-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('exits at startup naming what it cannot serve', async () => {
+      const copy = readFileSync(join(FIXTURES, 'tiny-gemma2.gguf'));
+      const key = Buffer.from('gemma2.attention.value_length');
+      // key, then its u32 value type (4), then the value.
+      const valueAt = copy.indexOf(key) + key.length + 4;
+      expect(copy.readUInt32LE(valueAt)).toBe(32);
+      copy.writeUInt32LE(16, valueAt);
+      const path = join(dir, 'values-of-16.gguf');
+      writeFileSync(path, copy);
+      const exited = await spawnFailingServer({ MODEL_DIR: path, GGUF_CACHE_DIR: dir });
+      expect(exited.code).not.toBe(0);
+      expect(exited.output).toMatch(/Cannot load the GGUF ".*values-of-16\.gguf": attention\.value_length 16 differs from attention\.key_length 32: not supported/);
+    });
+  });
+});

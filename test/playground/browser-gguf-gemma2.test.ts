@@ -1,0 +1,60 @@
+/**
+ * A gemma2 GGUF in the page (runtime/browser-gguf.ts: the graph built in memory, run by
+ * onnxruntime-web's WASM backend, FastGelu and the soft-caps included) against transformers'
+ * Gemma2ForCausalLM on the same weights (test/fixtures/gguf/tiny-gemma2-reference.json, made
+ * by scripts/gguf/make_gemma2_fixtures.py): the prompt tokenizes to the ids the sentencepiece
+ * library gave, and the greedy continuation, past the sliding window, is transformers' own.
+ */
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as ortWeb from 'onnxruntime-web';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
+import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser-engine.js';
+import { blobByteSource } from '../../src/runtime/browser-gguf.js';
+import { ggufModelFiles } from '../../src/gguf/gguf-model-files.js';
+
+const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
+const FILE = 'tiny-gemma2.gguf';
+const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.json'), 'utf8')) as {
+  generations: Array<{ prompt: string; prompt_ids: number[]; greedy_ids: number[] }>;
+};
+
+describe('a gemma2 GGUF in the page (onnxruntime-web WASM) against transformers', () => {
+  let app: BrowserApp;
+  let notes: string[];
+
+  beforeAll(async () => {
+    const bytes = await readFile(join(FIXTURES, FILE));
+    const built = await ggufModelFiles(blobByteSource(new Blob([bytes])), { name: FILE, executedBy: 'onnxruntime-web (WebAssembly)' });
+    notes = built.notes;
+    ortWeb.env.wasm.numThreads = 1;
+    app = await createBrowserApp({ ort: ortWeb as unknown as OrtRuntime, files: built.files, servedModelName: FILE });
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.engine.dispose();
+  });
+
+  const ask = async (path: string, body: unknown) => {
+    const response = await app.app.fetch(new Request(`http://page${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+    expect(response.status).toBe(200);
+    return (await response.json()) as any;
+  };
+
+  it('tokenizes as the sentencepiece library and continues greedily as transformers does', async () => {
+    for (const { prompt, prompt_ids: promptIds, greedy_ids: greedyIds } of REFERENCE.generations) {
+      expect((await ask('/tokenize', { model: FILE, prompt })).tokens).toEqual(promptIds);
+      const completion = await ask('/v1/completions', { model: FILE, prompt: promptIds, max_tokens: greedyIds.length, temperature: 0 });
+      const expected = (await ask('/detokenize', { model: FILE, tokens: greedyIds })).prompt;
+      expect(completion.choices[0].text).toBe(expected);
+      expect(completion.usage.completion_tokens).toBe(greedyIds.length);
+    }
+  }, 60_000);
+
+  it('reports gemma2 and its sliding window', () => {
+    expect(notes[0]).toMatch(/^GGUF: architecture gemma2/);
+    expect(notes.join('\n')).toMatch(/sliding window of 16 positions on layers 0, 2 \(of 4\)/);
+  });
+});
