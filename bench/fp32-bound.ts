@@ -32,6 +32,8 @@
  *   npx tsx bench/fp32-bound.ts
  *   FP32_ROUNDS=9 FP32_ROWS=1 FP32_TOKENS=16 FP32_SIDES=read,ours,chain,tjs,llama,http npx tsx bench/fp32-bound.ts
  *
+ * FP32_EXTRA_GRAPH=path adds another graph with the same inputs at one thread (a variant to compare).
+ *
  * Prints one Markdown table (and the load average before and after).
  */
 import { spawnSync } from 'node:child_process';
@@ -318,6 +320,8 @@ async function main() {
   try {
     if (SIDES.has('read')) sides.push(readSide(1), readSide(2));
     if (SIDES.has('ours')) sides.push(await oursSide(inplace, 1, false), await oursSide(inplace, 2, false), await oursSide(inplace, 2, true));
+    // FP32_EXTRA_GRAPH=path: another graph of the same inputs beside ours at one thread (a variant, an older format).
+    if (process.env.FP32_EXTRA_GRAPH) sides.push(await oursSide(process.env.FP32_EXTRA_GRAPH, 1, false, `${process.env.FP32_EXTRA_GRAPH} in-process`));
     if (SIDES.has('chain')) {
       const chain = ensureMatMulChain();
       const what = 'the 121 weight MatMuls alone (matmul-chain.ts)';

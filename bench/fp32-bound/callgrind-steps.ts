@@ -96,10 +96,13 @@ if (process.argv[2] === 'child') {
   const steps = Number(process.argv[2] ?? 3);
   const threads = Number(process.argv[3] ?? 1);
   const files = await ensureBenchModel();
-  const graphs = [
-    { label: 'the step (model.inplace.onnx)', path: join(files.onnxDir, 'onnx', 'model.inplace.onnx') },
-    { label: 'its 121 weight MatMuls alone (matmul-chain.ts)', path: ensureMatMulChain() },
-  ];
+  // CALLGRIND_GRAPHS=a.onnx,b.onnx: other graphs (the first is compared with the second).
+  const graphs = process.env.CALLGRIND_GRAPHS
+    ? process.env.CALLGRIND_GRAPHS.split(',').map((path) => ({ label: path, path }))
+    : [
+        { label: 'the step (model.inplace.onnx)', path: join(files.onnxDir, 'onnx', 'model.inplace.onnx') },
+        { label: 'its 121 weight MatMuls alone (matmul-chain.ts)', path: ensureMatMulChain() },
+      ];
   const perStep: Counts[] = [];
   for (const graph of graphs) {
     const total = await countSteps(graph.path, steps, threads);
