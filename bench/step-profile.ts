@@ -4,6 +4,7 @@
  *
  *   npx tsx bench/step-profile.ts label=path.onnx [label=path.onnx ...]
  *   STEP_THREADS=1,2 STEP_ROWS=1 STEP_PAST=128 STEP_RUNS=40 STEP_ROUNDS=5 npx tsx bench/step-profile.ts ...
+ *   STEP_THREADS=1,2,2s ...   (`2s`: 2 threads with onnxruntime's default spinning)
  *
  * Per graph and thread count, two sessions run in alternation (rounds, order rotated):
  * - a plain one (the engine's options: no spinning above one thread): the wall time of
@@ -19,12 +20,11 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { SMOLLM2_135M_SHAPE } from './size-models.js';
+import { stepFeeds } from './fp32-bound/feeds.js';
 import { median } from './stats.js';
 
-const { nLayers, nKvHeads, dim, nHeads, vocabSize } = SMOLLM2_135M_SHAPE;
-const headDim = dim / nHeads;
-const THREADS = (process.env.STEP_THREADS ?? '1,2').split(',').map(Number);
+/** Thread counts; a trailing `s` keeps onnxruntime's spin-waiting on (the engine turns it off above one thread). */
+const THREADS = (process.env.STEP_THREADS ?? '1,2').split(',').map((t) => ({ threads: parseInt(t, 10), spinning: t.endsWith('s') }));
 const ROWS = Number(process.env.STEP_ROWS ?? 1);
 const PAST = Number(process.env.STEP_PAST ?? 128);
 const RUNS = Number(process.env.STEP_RUNS ?? 30);
@@ -38,22 +38,13 @@ interface ProfileEvent {
   args?: { op_name?: string };
 }
 
-function stepFeeds(session: ort.InferenceSession): Record<string, ort.Tensor> {
-  const ids = BigInt64Array.from({ length: ROWS }, (_, i) => BigInt(300 + ((i * 7919) % (vocabSize - 400))));
-  const feeds: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor('int64', ids, [ROWS, 1]),
-    attention_mask: new ort.Tensor('int64', new BigInt64Array(ROWS * (PAST + 1)).fill(1n), [ROWS, PAST + 1]),
-    position_ids: new ort.Tensor('int64', new BigInt64Array(ROWS).fill(BigInt(PAST)), [ROWS, 1]),
-  };
-  if (session.inputNames.includes('num_logits_to_keep')) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
-  const kv = Float32Array.from({ length: ROWS * nKvHeads * PAST * headDim }, (_, i) => Math.sin(i) * 0.5);
-  for (let l = 0; l < nLayers; l++) {
-    for (const kind of ['key', 'value']) {
-      const name = `past_key_values.${l}.${kind}`;
-      if (session.inputNames.includes(name)) feeds[name] = new ort.Tensor('float32', kv, [ROWS, nKvHeads, PAST, headDim]);
-    }
-  }
-  return feeds;
+/**
+ * A node's operator; a MatMul over a weight (the converter's projections and the head, by node
+ * name) apart from the attention's activation-by-activation products.
+ */
+function opOf(node: ProfileEvent): string {
+  const op = node.args?.op_name ?? '?';
+  return op === 'MatMul' && /_proj\/|lm_head\//.test(node.name) ? 'MatMul (weights)' : op;
 }
 
 /** Per model_run: the node times inside it, summed per operator, and the run's own duration. */
@@ -67,7 +58,7 @@ function runsOf(events: ProfileEvent[]): Array<{ runUs: number; byOp: Map<string
     while (at < nodes.length && nodes[at].ts < run.ts) at++;
     while (at < nodes.length && nodes[at].ts <= run.ts + run.dur) {
       const node = nodes[at++];
-      const op = node.args?.op_name ?? '?';
+      const op = opOf(node);
       byOp.set(op, (byOp.get(op) ?? 0) + node.dur);
       count++;
     }
@@ -82,26 +73,27 @@ async function main() {
   });
   if (graphs.length === 0) throw new Error('usage: npx tsx bench/step-profile.ts label=model.onnx ...');
   const workDir = join(tmpdir(), `step-profile-${process.pid}`);
-  const options = (threads: number): ort.InferenceSession.SessionOptions => ({
+  const options = ({ threads, spinning }: (typeof THREADS)[number]): ort.InferenceSession.SessionOptions => ({
     intraOpNumThreads: threads,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     executionMode: 'sequential',
-    ...(threads > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+    ...(threads > 1 && !spinning ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
   });
-  const cases: Array<{ label: string; threads: number; plain: ort.InferenceSession; profiled: ort.InferenceSession; profileDir: string; feeds: Record<string, ort.Tensor>; wall: number[] }> = [];
+  const cases: Array<{ label: string; threads: number; spinning: boolean; plain: ort.InferenceSession; profiled: ort.InferenceSession; profileDir: string; feeds: Record<string, ort.Tensor>; wall: number[] }> = [];
   for (const { label, path } of graphs) {
-    for (const threads of THREADS) {
+    for (const config of THREADS) {
+      const { threads, spinning } = config;
       const profileDir = join(workDir, `${cases.length}`);
       mkdirSync(profileDir, { recursive: true });
-      const plain = await ort.InferenceSession.create(path, options(threads));
-      const profiled = await ort.InferenceSession.create(path, { ...options(threads), enableProfiling: true, profileFilePrefix: join(profileDir, 'p') });
-      const feeds = stepFeeds(plain);
+      const plain = await ort.InferenceSession.create(path, options(config));
+      const profiled = await ort.InferenceSession.create(path, { ...options(config), enableProfiling: true, profileFilePrefix: join(profileDir, 'p') });
+      const feeds = stepFeeds(plain.inputNames, ROWS, PAST);
       for (let i = 0; i < 3; i++) {
         await plain.run(feeds);
         await profiled.run(feeds);
       }
-      cases.push({ label, threads, plain, profiled, profileDir, feeds, wall: [] });
+      cases.push({ label, threads, spinning, plain, profiled, profileDir, feeds, wall: [] });
     }
   }
   const loadBefore = loadavg();
@@ -130,7 +122,7 @@ async function main() {
     const wall = median(c.wall);
     const nodes = runs[0]?.nodes ?? 0;
     const nodeCounts = countNodesPerOp(JSON.parse(readFileSync(file, 'utf8')) as ProfileEvent[], runs.length + 3);
-    console.log(`\n### ${c.label}, ${c.threads} thread${c.threads > 1 ? 's' : ''}: step ${(wall / 1000).toFixed(2)} ms wall (plain session), ${nodes} nodes`);
+    console.log(`\n### ${c.label}, ${c.threads} thread${c.threads > 1 ? 's' : ''}${c.spinning ? ', spinning' : ''}: step ${(wall / 1000).toFixed(2)} ms wall (plain session), ${nodes} nodes`);
     console.log('| part | µs per step | share of wall | nodes |');
     console.log('| --- | --- | --- | --- |');
     const row = (name: string, us: number, count = '') => console.log(`| ${name} | ${us.toFixed(0)} | ${((100 * us) / wall).toFixed(0)}% | ${count} |`);
@@ -150,7 +142,7 @@ function countNodesPerOp(events: ProfileEvent[], runs: number): Map<string, numb
   const counts = new Map<string, number>();
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
-    const op = e.args?.op_name ?? '?';
+    const op = opOf(e);
     counts.set(op, (counts.get(op) ?? 0) + 1);
   }
   return new Map([...counts].map(([op, n]) => [op, Math.round(n / runs)]));
