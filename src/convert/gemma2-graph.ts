@@ -19,7 +19,7 @@ import { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
 import { buildGroupedAttentionBias } from './llama-attention-bias.js';
-import { MS_DOMAIN, skipNorm } from './llama-graph-blocks.js';
+import { attentionShapeConstants, MS_DOMAIN, skipNorm } from './llama-graph-blocks.js';
 import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, MASK_BIAS, newKvName, type DecoderInputs } from './llama-graph-io.js';
 import { withLogitsToKeep } from './logits-to-keep.js';
 
@@ -146,12 +146,7 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
   const windowBias = ckpt.slidingLayers.some(Boolean) ? slidingWindowBias(g, inputs, fullBias, ckpt.slidingWindow, nHeads / nKvHeads) : fullBias;
   const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.ropeCos);
   const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.ropeSin);
-  const qkvShape = g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]);
-  const qkvSplit = g.int64Constant([nHeads + nKvHeads, nKvHeads]);
-  const qkSplit = g.int64Constant([nHeads, nKvHeads]);
-  const groupedQueryShape = g.int64Constant([0, nKvHeads, -1, headDim]);
-  const headsShape = g.int64Constant([0, nHeads, -1, headDim]);
-  const mergedShape = g.int64Constant([0, 0, qDim]);
+  const { qkvShape, qkvSplit, qkSplit, groupedQueryShape, headsShape, mergedShape } = attentionShapeConstants(g, nHeads, nKvHeads, headDim);
   const transposeKeys = (keys: string, scope: string) => g.op('Transpose', [keys], scope, { perm: [0, 1, 3, 2] });
   const cappedScores = (scores: string, scope: string) =>
     softcap(g, scores, ckpt.attentionSoftcap, scope, { prescale: 'attention_scale_over_softcap', cap: 'attention_softcap' }, ckpt.queryScale);

@@ -116,3 +116,19 @@ function swigluMlp(
   const w2T = g.floats(`${prefix}.down_proj.weight`, [hiddenDim, dim], transpose(layer.w2, dim, hiddenDim));
   return g.op('MatMul', [gated, w2T], scope, undefined, 'down_proj/MatMul');
 }
+
+/**
+ * The shape constants a fused attention block reshapes and splits by: the projection's
+ * [B, S, heads, d] view, its split into q|k and v and of q|k into q and k, the grouped query
+ * view [B, kv heads, group × S, d], the heads view, and the merged [B, S, q width] output.
+ */
+export function attentionShapeConstants(g: GraphBuilder, nHeads: number, nKvHeads: number, headDim: number) {
+  return {
+    qkvShape: g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]),
+    qkvSplit: g.int64Constant([nHeads + nKvHeads, nKvHeads]),
+    qkSplit: g.int64Constant([nHeads, nKvHeads]),
+    groupedQueryShape: g.int64Constant([0, nKvHeads, -1, headDim]),
+    headsShape: g.int64Constant([0, nHeads, -1, headDim]),
+    mergedShape: g.int64Constant([0, 0, nHeads * headDim]),
+  };
+}

@@ -19,7 +19,7 @@ import type { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
 import { buildGroupedAttentionBias } from './llama-attention-bias.js';
-import { buildSkipNormDecoder, MS_DOMAIN, type AttentionBlock } from './llama-graph-blocks.js';
+import { attentionShapeConstants, buildSkipNormDecoder, MS_DOMAIN, type AttentionBlock } from './llama-graph-blocks.js';
 import type { DecoderInputs } from './llama-graph-io.js';
 import { permuteRowsForHfRope } from './rope.js';
 import { qkNormedHeads } from './llama-qk-norm.js';
@@ -46,12 +46,7 @@ export function fusedAttentionParts(g: GraphBuilder, ckpt: Llama2cCheckpoint, in
   // RotaryEmbedding's caches are [max_position, head_dim / 2]: exactly llama2.c's freq_cis tables.
   const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.freqCisReal);
   const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.freqCisImag);
-  const qkvShape = g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]);
-  const qkvSplit = g.int64Constant([nHeads + nKvHeads, nKvHeads]);
-  const qkSplit = g.int64Constant([nHeads, nKvHeads]);
-  const groupedQueryShape = g.int64Constant([0, nKvHeads, -1, headDim]);
-  const headsShape = g.int64Constant([0, nHeads, -1, headDim]);
-  const mergedShape = g.int64Constant([0, 0, qDim]);
+  const { qkvShape, qkvSplit, qkSplit, groupedQueryShape, headsShape, mergedShape } = attentionShapeConstants(g, nHeads, nKvHeads, headDim);
   const scale = 1 / Math.sqrt(headDim);
 
   /** q|k and v heads [B, heads, S, d] from the projection's [B, S, heads, d]. */

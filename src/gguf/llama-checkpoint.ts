@@ -133,6 +133,30 @@ export function expectTensors(file: GgufFile, expected: ReadonlyMap<string, numb
   }
 }
 
+/**
+ * A decoder's sizes as every architecture here keys them (`<arch>.embedding_length`, ...), with
+ * the checks they share: an even head size (llama.cpp's: attention.key_length, else
+ * embedding_length / head_count), query heads a multiple of key/value heads, values as wide as
+ * keys, rotary over the whole head; the vocabulary from token_embd.weight.
+ */
+export function decoderDimensions(file: GgufFile, a: string) {
+  const dim = metaNumber(file, `${a}.embedding_length`);
+  const nLayers = metaNumber(file, `${a}.block_count`);
+  const nHeads = metaNumber(file, `${a}.attention.head_count`);
+  const nKvHeads = metaNumber(file, `${a}.attention.head_count_kv`, nHeads);
+  const hiddenDim = metaNumber(file, `${a}.feed_forward_length`);
+  const headDim = metaNumber(file, `${a}.attention.key_length`, dim / nHeads);
+  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`the head size ${headDim} (attention.key_length, or embedding_length ${dim} / head_count ${nHeads}) is not an even integer`);
+  if (nHeads % nKvHeads !== 0) throw new GgufModelError(`head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
+  const valueLength = metaNumber(file, `${a}.attention.value_length`, headDim);
+  if (valueLength !== headDim) throw new GgufModelError(`attention.value_length ${valueLength} differs from attention.key_length ${headDim}: not supported`);
+  const ropeDims = metaNumber(file, `${a}.rope.dimension_count`, headDim);
+  if (ropeDims !== headDim) throw new GgufModelError(`partial rotary (rope.dimension_count ${ropeDims} of head size ${headDim}) is not supported`);
+  const embedding = file.tensors.find((t) => t.name === 'token_embd.weight');
+  if (!embedding || embedding.dims.length !== 2 || embedding.dims[0] !== dim) throw new GgufModelError(`token_embd.weight is missing or not [${dim}, vocab]`);
+  return { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize: embedding.dims[1]! };
+}
+
 /** Reads and checks the model's shape; throws a GgufModelError naming what is unsupported. */
 export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   const architecture = architectureOf(file);
@@ -142,24 +166,8 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   const a = architecture;
   const byName = new Map(file.tensors.map((t) => [t.name, t]));
   const tensorTypes = tensorTypesOf(file);
-  const dim = metaNumber(file, `${a}.embedding_length`);
-  const nLayers = metaNumber(file, `${a}.block_count`);
-  const nHeads = metaNumber(file, `${a}.attention.head_count`);
-  const nKvHeads = metaNumber(file, `${a}.attention.head_count_kv`, nHeads);
-  const hiddenDim = metaNumber(file, `${a}.feed_forward_length`);
-  // llama.cpp's head size: attention.key_length, else embedding_length / head_count.
-  const headDim = metaNumber(file, `${a}.attention.key_length`, dim / nHeads);
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`the head size ${headDim} (attention.key_length, or embedding_length ${dim} / head_count ${nHeads}) is not an even integer`);
-  if (nHeads % nKvHeads !== 0) throw new GgufModelError(`head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
-  const valueLength = metaNumber(file, `${a}.attention.value_length`, headDim);
-  if (valueLength !== headDim) throw new GgufModelError(`attention value_length ${valueLength} differs from the key length ${headDim}: not supported`);
-  const ropeDims = metaNumber(file, `${a}.rope.dimension_count`, headDim);
-  if (ropeDims !== headDim) throw new GgufModelError(`partial rotary (rope.dimension_count ${ropeDims} of head size ${headDim}) is not supported`);
+  const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = decoderDimensions(file, a);
   if (meta(file, `${a}.expert_count`) !== undefined && metaNumber(file, `${a}.expert_count`) > 0) throw new GgufModelError('mixture-of-experts llama files are not supported');
-
-  const embedding = byName.get('token_embd.weight');
-  if (!embedding || embedding.dims.length !== 2 || embedding.dims[0] !== dim) throw new GgufModelError(`token_embd.weight is missing or not [${dim}, vocab]`);
-  const vocabSize = embedding.dims[1];
   const output = byName.get('output.weight');
   const expected = new Map<string, number[]>([
     ['token_embd.weight', [dim, vocabSize]],

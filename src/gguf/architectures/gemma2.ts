@@ -24,6 +24,7 @@ import type { GgufFile } from '../gguf-file.js';
 import {
   architectureOf,
   checkpointHeader,
+  decoderDimensions,
   expectTensors,
   GgufModelError,
   MAX_GGUF_CONTEXT,
@@ -76,18 +77,7 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
   const a = architectureOf(file);
   if (a !== GEMMA2) throw new GgufModelError(`not a gemma2 file: architecture "${a}"`);
   const tensorTypes = tensorTypesOf(file);
-  const dim = metaNumber(file, `${a}.embedding_length`);
-  const nLayers = metaNumber(file, `${a}.block_count`);
-  const nHeads = metaNumber(file, `${a}.attention.head_count`);
-  const nKvHeads = metaNumber(file, `${a}.attention.head_count_kv`, nHeads);
-  const hiddenDim = metaNumber(file, `${a}.feed_forward_length`);
-  const headDim = metaNumber(file, `${a}.attention.key_length`, dim / nHeads);
-  if (!Number.isInteger(headDim) || headDim % 2 !== 0) throw new GgufModelError(`attention.key_length ${headDim} is not an even head size`);
-  if (nHeads % nKvHeads !== 0) throw new GgufModelError(`head_count ${nHeads} is not a multiple of head_count_kv ${nKvHeads}`);
-  const valueLength = metaNumber(file, `${a}.attention.value_length`, headDim);
-  if (valueLength !== headDim) throw new GgufModelError(`attention.value_length ${valueLength} differs from attention.key_length ${headDim}: not supported`);
-  const ropeDims = metaNumber(file, `${a}.rope.dimension_count`, headDim);
-  if (ropeDims !== headDim) throw new GgufModelError(`partial rotary (rope.dimension_count ${ropeDims} of head size ${headDim}) is not supported`);
+  const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = decoderDimensions(file, a);
   const ropeTheta = metaNumber(file, `${a}.rope.freq_base`, 10000);
   const swaTheta = metaNumber(file, `${a}.rope.freq_base_swa`, ropeTheta);
   if (swaTheta !== ropeTheta) throw new GgufModelError(`rope.freq_base_swa ${swaTheta} (a rope base of its own on the sliding-window layers, beside ${ropeTheta}) is not supported`);
@@ -96,9 +86,6 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
   if (scalingType === 'linear') ropeScaling = { kind: 'linear', factor: metaNumber(file, `${a}.rope.scaling.factor`) };
   else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported for gemma2 (none and linear are)`);
 
-  const embedding = file.tensors.find((t) => t.name === 'token_embd.weight');
-  if (!embedding || embedding.dims.length !== 2 || embedding.dims[0] !== dim) throw new GgufModelError(`token_embd.weight is missing or not [${dim}, vocab]`);
-  const vocabSize = embedding.dims[1];
   const qDim = headDim * nHeads;
   const kvDim = headDim * nKvHeads;
   const expected = new Map<string, number[]>([
