@@ -83,10 +83,22 @@ describe('a q4 model whose batched rows differ from its solo ones in the last bi
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('is recognised as rounding activations to int8 at accuracy level 4, and a level-0 graph is not', () => {
+  it('is recognised as rounding activations to int8 at accuracy level 4; the same weights at level 0 batch exactly', async () => {
     expect(int8ActivationsOf(files['onnx/model_q4.onnx'] as Uint8Array)).toBe('MatMulNBits accuracy_level 4');
     const level0 = convertCheckpoint(checkpoint(), ckptTokenizer, { dtypes: ['q4'], q4AccuracyLevel: 0 });
     expect(int8ActivationsOf(level0['onnx/model_q4.onnx'] as Uint8Array)).toBeNull();
+    // With float activations the kernels' last-bit differences stay last-bit: it is the int8
+    // rounding, not the batching, that moves the level-4 graph's rows.
+    const level0Dir = await mkdtemp(join(tmpdir(), 'q4-level0-'));
+    await writeConvertedFiles(level0Dir, level0);
+    const engine = await createNodeEngine({ modelDir: level0Dir, dtype: 'q4' });
+    try {
+      expect(engine.loadReport.batching.kind).toBe('batched');
+      expect(engine.loadReport.warnings).toEqual([]);
+    } finally {
+      await engine.dispose();
+      await rm(level0Dir, { recursive: true, force: true });
+    }
   });
 
   it('stays batched across requests, saying at startup that batching moves its output slightly and how to turn it off', async () => {
