@@ -339,7 +339,13 @@ export async function benchSizes(options: SizeBenchOptions, peerVersion: string)
         dtype,
         model.onnxDir,
         model.gguf[weights],
-        [1, 2].map((threads) => ({ threads, parallel: maxStreams, measures: all })),
+        // One request and TTFT on --parallel 1, the streams on --parallel <most streams>, each at 1
+        // and 2 threads: llama.cpp's best config per figure (on --parallel 32 its one-request rate
+        // fell below its own decode rate in session 10's full run).
+        [1, 2].flatMap((threads) => [
+          { threads, parallel: 1, measures: ['single', 'ttft'] as Measure[] },
+          { threads, parallel: maxStreams, measures: all.filter((measure) => measure.startsWith('streams:')) },
+        ]),
         all,
         slotContext,
         model.promptTokenRange,
