@@ -82,13 +82,16 @@ describe('the extra share: sequences beyond a request\'s first hold at most maxE
   it('a request with one sequence passes a wide one waiting for the share and starts within two steps; both wide ones finish, outputs unchanged', async () => {
     const engine = await engineWith(limits);
     const order: string[] = [];
-    const first = engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(60) })[Symbol.asyncIterator]();
+    const first = engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(100) })[Symbol.asyncIterator]();
     const head = await first.next();
     order.push('first');
     const firstRest = drainSequences({ [Symbol.asyncIterator]: () => first }, 'first', order);
     // 3 + 3 extra sequences would pass the share of 4: the second waits.
     const second = drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: wide(20) }), 'second', order);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A couple of steps with the second one waiting (counted, not timed: a loaded machine's timer
+    // could let the first one end meanwhile).
+    const stepsBefore = engine.stats().steps;
+    while (engine.stats().steps < stepsBefore + 2) await new Promise((resolve) => setImmediate(resolve));
     const stepsAtArrival = engine.stats().steps;
     const normal = engine.generate({ promptTokenIds: golden.prompt_ids, params: long(5) })[Symbol.asyncIterator]();
     const normalFirst = await normal.next();
@@ -101,7 +104,7 @@ describe('the extra share: sequences beyond a request\'s first hold at most maxE
     expect(normalIds).toEqual(golden.completion_ids.slice(0, 5));
     const firstSequences = await firstRest;
     firstSequences[head.value.index].unshift(...head.value.tokenIds);
-    for (const ids of firstSequences) expect(ids).toEqual(golden.completion_ids.slice(0, 60));
+    for (const ids of firstSequences) expect(ids).toEqual(golden.completion_ids.slice(0, 100));
     for (const ids of await second) expect(ids).toEqual(golden.completion_ids.slice(0, 20));
   });
 
@@ -125,8 +128,10 @@ describe('the extra share: sequences beyond a request\'s first hold at most maxE
     const order: string[] = [];
     const requestKey = {};
     // Eight one-sequence prompts of one request: 1 + 4 extra fit, the other three wait.
-    const prompts = Array.from({ length: 8 }, (_, i) => drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: long(30), requestKey }), `prompt ${i}`, order));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    const prompts = Array.from({ length: 8 }, (_, i) => drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: long(100), requestKey }), `prompt ${i}`, order));
+    // The normal request arrives once the five are running, long before any of them ends (a
+    // fixed delay let them finish first on a loaded machine, and the other three go ahead).
+    while (!order.includes('prompt 4')) await new Promise((resolve) => setImmediate(resolve));
     const normal = drainSequences(engine.generate({ promptTokenIds: golden.prompt_ids, params: long(3) }), 'normal', order);
     for (const ids of (await Promise.all([...prompts, normal])).flat()) expect(ids).toEqual(golden.completion_ids.slice(0, ids.length));
     // The normal request started before the prompts that waited for the share.
