@@ -97,17 +97,9 @@ export class BatchRunner {
     return { logits, cache: present };
   }
 
-  /**
-   * Whether prompts may be prefilled together in one model call (prefillTogether): the
-   * converter's in-place graphs, whose mask sees key slot k from query slot q when k <= q and
-   * the slot is real, so a right-padded row's real positions compute what they would alone;
-   * with the cache in this thread (a worker's cache takes its prompts one by one), token ids
-   * in, and a num_logits_to_keep input (else every position's logits come back, rows × the
-   * longest prompt × the vocabulary).
-   */
+  /** Whether this runner's graph may prefill prompts together (graphPrefillsTogether). */
   get prefillsTogether(): boolean {
-    const { contract } = this.decoder;
-    return this.inPlace && this.decoder.inPlaceKv === undefined && contract.input === 'ids' && contract.logitsToKeepInput !== null;
+    return graphPrefillsTogether(this.decoder);
   }
 
   /**
@@ -421,6 +413,19 @@ export class BatchRunner {
     const { spec } = this.decoder;
     return emptyKvCache(spec.numLayers, batch, spec.numKeyValueHeads, spec.headDim, this.decoder.contract.kvType);
   }
+}
+
+/**
+ * Whether prompts may be prefilled together in one model call (BatchRunner.prefillTogether):
+ * the converter's in-place graphs, whose mask sees key slot k from query slot q when k <= q
+ * and the slot is real, so a right-padded row's real positions compute what they would alone;
+ * with the cache in this thread (a worker's cache takes its prompts one by one), token ids in,
+ * and a num_logits_to_keep input (else every position's logits come back, rows × the longest
+ * prompt × the vocabulary). The batching self-test probes only such graphs.
+ */
+export function graphPrefillsTogether(decoder: Decoder): boolean {
+  const { contract } = decoder;
+  return contract.kvOutputs === 'new' && decoder.inPlaceKv === undefined && contract.input === 'ids' && contract.logitsToKeepInput !== null;
 }
 
 /** Logits a shared prefill may return (rows × kept positions × vocabulary), in floats: 16 MB. */

@@ -13,7 +13,7 @@ import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache } from './kv
 import type { KvCache, KvPadding } from './kv/types.js';
 import { promptInput, type Decoder } from './onnx-decoder.js';
 import { localInPlaceKv } from './kv/in-place-step.js';
-import { lastRealLogits, rightPaddedPrompts } from './batch-runner.js';
+import { graphPrefillsTogether, lastRealLogits, rightPaddedPrompts } from './batch-runner.js';
 import { graphHasIntAttribute, graphHasOp } from './graph-ops.js';
 
 export type BatchingMode =
@@ -29,8 +29,8 @@ export interface BatchingCheck {
   differences: Partial<Record<KvPadding, number>>;
   /**
    * Prompts may share a prefill call (BatchRunner.prefillTogether): the probes prefilled
-   * together, right-padded, gave each its solo last-position logits. Tried for in-place graphs
-   * with a num_logits_to_keep input only (the runner's other conditions); false otherwise.
+   * together, right-padded, gave each its solo last-position logits. Tried only where the
+   * runner would share prefills (graphPrefillsTogether); false otherwise.
    */
   prefillTogether: boolean;
 }
@@ -127,7 +127,7 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
     if (past !== prefill.present) releaseKvCache(past);
     solo.push({ prefill: prefill.present, logits, last });
   }
-  const prefillTogether = contract.kvOutputs === 'new' && contract.logitsToKeepInput !== null && contract.input === 'ids' && (await promptsPrefillTogether(decoder, runs, solo, empty));
+  const prefillTogether = graphPrefillsTogether(decoder) && (await promptsPrefillTogether(decoder, runs, solo, empty));
 
   const differences: Partial<Record<KvPadding, number>> = {};
   // An in-place graph's cache is laid out one way only (real slots first, kv/in-place-kv.ts):
