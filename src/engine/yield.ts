@@ -41,10 +41,9 @@ let sliceStartedAt = Number.NEGATIVE_INFINITY;
  * run. Streams still move at every step: their consumers are promise-driven.
  */
 export function yieldBetweenSteps(): Promise<void> {
-  const g = globalThis as { setImmediate?: unknown; __stepSliceMs?: number };
-  if (typeof g.setImmediate === 'function') return yieldToEventLoop();
+  if (typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function') return yieldToEventLoop();
   const now = performance.now();
-  if (now - sliceStartedAt < (g.__stepSliceMs ?? STEP_SLICE_MS)) return Promise.resolve();
+  if (now - sliceStartedAt < STEP_SLICE_MS) return Promise.resolve();
   return yieldToEventLoop().then(() => {
     sliceStartedAt = performance.now();
   });
