@@ -127,7 +127,6 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
     if (past !== prefill.present) releaseKvCache(past);
     solo.push({ prefill: prefill.present, logits, last });
   }
-  const prefillTogether = graphPrefillsTogether(decoder) && (await promptsPrefillTogether(decoder, runs, solo, empty));
 
   const differences: Partial<Record<KvPadding, number>> = {};
   // An in-place graph's cache is laid out one way only (real slots first, kv/in-place-kv.ts):
@@ -171,7 +170,9 @@ export async function checkBatching(decoder: Decoder, options: BatchingCheckOpti
   if (!options.crossRequestBatching && mode.kind === 'batched') {
     mode = { kind: 'one-request-per-step', reason: 'the crossRequestBatching setting is false' };
   }
-  return { mode, warnings, differences, prefillTogether: prefillTogether && mode.kind === 'batched' };
+  // Probed only where it would be used: requests batched, by a runner that shares prefills.
+  const prefillTogether = mode.kind === 'batched' && graphPrefillsTogether(decoder) && (await promptsPrefillTogether(decoder, runs, solo, empty));
+  return { mode, warnings, differences, prefillTogether };
 }
 
 /** Whether the probes prefilled in one right-padded call get the logits each gets alone. */
