@@ -19,8 +19,17 @@ export async function warmUp(generate: (tokens: number, index: number) => Promis
   }
 }
 
-/** BENCH_MODELS (comma-separated: stories260k, 135m-fp32, 135m-q4) picks the rows of the size and Node-peer parts; default all. */
-export function benchModelWanted(key: 'stories260k' | '135m-fp32' | '135m-q4'): boolean {
-  const wanted = process.env.BENCH_MODELS;
-  return wanted === undefined || wanted.split(',').map((name) => name.trim().toLowerCase()).includes(key);
+const BENCH_MODELS = ['stories260k', '135m-fp32', '135m-q4'] as const;
+
+/**
+ * BENCH_MODELS (comma-separated: stories260k, 135m-fp32, 135m-q4) picks the rows of the size and
+ * Node-peer parts; default all. An unknown name is an error (a typo would otherwise run nothing).
+ */
+export function benchModelWanted(key: (typeof BENCH_MODELS)[number]): boolean {
+  const setting = process.env.BENCH_MODELS;
+  if (setting === undefined || setting.trim() === '') return true;
+  const wanted = setting.split(',').map((name) => name.trim().toLowerCase());
+  const unknown = wanted.filter((name) => !(BENCH_MODELS as readonly string[]).includes(name));
+  if (unknown.length > 0) throw new Error(`BENCH_MODELS: unknown model ${unknown.join(', ')} (models: ${BENCH_MODELS.join(', ')})`);
+  return wanted.includes(key);
 }
