@@ -3,7 +3,7 @@
  * `edge-llm serve`). Parses and checks the whole command line before anything loads: an
  * unknown flag or a bad value exits with code 2 at once, naming it and the nearest flag.
  */
-import { runNodeServer } from '../runtime/node.js';
+import { pullOnNode, runNodeCommand, runNodeServer } from '../runtime/node.js';
 import { VERSION } from '../version.js';
 import { parseCommandLine, type CliCommand } from './args.js';
 import { CliUsageError } from './flags.js';
@@ -29,8 +29,7 @@ function main(argv: readonly string[]): void {
       console.log(VERSION);
       return;
     case 'pull':
-      console.error('edge-llm: error: pull is not available yet in this build');
-      process.exit(1);
+      runNodeCommand(pullOnNode, command);
       return;
     case 'serve':
       runNodeServer(command);

@@ -37,6 +37,7 @@ import { createApp, serverActivity } from '../http/app.js';
 import { createNodeTemplateThread } from '../tokenizer/node-template-thread.js';
 import { HttpError } from '../http/errors.js';
 import { loadingFetch } from './node/loading.js';
+import { downloadProgressPrinter, formatHubModelRef, HubError, hubRefIfNotLocal, hubSettingsFromEnv, resolveHubModel, type HubModelRef } from './node/hub/index.js';
 import type { ServerActivity } from '../http/observability/activity.js';
 import type { RegistrySnapshot } from '../http/observability/prometheus.js';
 import { defaultAllowedHosts } from '../http/security/allowed-hosts.js';
@@ -68,6 +69,36 @@ export interface NodeServeRequest {
   configPath?: string;
   /** vLLM's --enable-auto-tool-choice: refused without a tool-call parser, as vLLM does. */
   enableAutoToolChoice?: boolean;
+  /** --revision: the branch, tag or commit of a Hugging Face id. */
+  revision?: string;
+}
+
+/**
+ * Fetches a Hugging Face model (or finds it in the cache) and points the settings at it: the
+ * snapshot folder, or the .gguf file in it. Unless a name was given, clients name the model
+ * as the user did (vLLM serves a Hub model under its id).
+ */
+async function fetchHubModel(
+  ref: HubModelRef,
+  config: ServerConfig,
+  origins: Partial<Record<SettingKey, SettingOrigin>>,
+  revision: string | undefined,
+): Promise<ServerConfig> {
+  const settings = hubSettingsFromEnv(process.env);
+  let resolved;
+  try {
+    resolved = await resolveHubModel(ref, settings, { dtype: config.dtype, modelFile: config.modelFile, revision, onProgress: downloadProgressPrinter() });
+  } catch (error) {
+    throw new StartupError(error instanceof HubError ? error.message : `Cannot fetch ${formatHubModelRef(ref)}: ${(error as Error).message}`);
+  }
+  console.log(`Hub: ${formatHubModelRef(ref)} at commit ${resolved.commit}: ${resolved.path}`);
+  return {
+    ...config,
+    modelDir: resolved.path,
+    // The .gguf was picked by the reference; MODEL_FILE names a file inside a folder.
+    modelFile: resolved.path.endsWith('.gguf') ? undefined : config.modelFile,
+    servedModelName: origins.servedModelName === undefined ? formatHubModelRef(ref) : config.servedModelName,
+  };
 }
 
 async function readConfigFile(env: NodeJS.ProcessEnv, flagPath: string | undefined): Promise<{ file: unknown; path?: string }> {
@@ -212,7 +243,16 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     throw new StartupError('--enable-auto-tool-choice needs --tool-call-parser (the format the model writes its calls in), as in vLLM.');
   }
   if (!isEngineWorker()) for (const line of settingsReport(config, origins)) console.log(line);
-  await checkModelPath(config.modelDir);
+  const hubRef = await hubRefIfNotLocal(config.modelDir);
+  if (hubRef === null) await checkModelPath(config.modelDir);
+  // Offline the cache answers at once; data-parallel processes share one download, made before they start.
+  let fetchAfterBinding = hubRef !== null;
+  if (hubRef !== null && (hubSettingsFromEnv(process.env).offline || config.dataParallelSize > 1)) {
+    config = await fetchHubModel(hubRef, config, origins, request.revision);
+    fetchAfterBinding = false;
+    // The engine processes find it in the cache, without asking the Hub again.
+    if (config.dataParallelSize > 1) process.env.HF_HUB_OFFLINE = '1';
+  }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new StartupError(
       `Invalid server configuration: headersTimeoutMs (${config.headersTimeoutMs}) must not exceed requestTimeoutMs (${config.requestTimeoutMs}).`,
@@ -255,6 +295,15 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     loading.stage = stage;
     console.log(`Loading: ${stage} (${((performance.now() - loadStarted) / 1000).toFixed(1)} s)`);
   };
+  if (fetchAfterBinding && hubRef !== null) {
+    loading.stage = `fetching ${formatHubModelRef(hubRef)} from the Hugging Face Hub`;
+    try {
+      config = await fetchHubModel(hubRef, config, origins, request.revision);
+    } catch (error) {
+      server.close();
+      throw error;
+    }
+  }
 
   let engine: LocalEngine;
   try {
@@ -317,6 +366,24 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
   for (const line of engine.adapters?.startupLines() ?? []) console.log(line);
   // The last line: where to go next.
   console.log(`Listening on ${url} (API ${url}/v1, playground ${url}/)`);
+}
+
+/** `edge-llm pull MODEL`: fetches a Hugging Face model into the cache, prints where, and stops. */
+export async function pullOnNode(request: NodeServeRequest): Promise<void> {
+  const ref = request.model === undefined ? null : (await hubRefIfNotLocal(request.model)) ?? null;
+  if (ref === null) throw new StartupError(`"${request.model}" is not a Hugging Face id (owner/repo, owner/repo:QUANT, owner/repo/file.gguf), or it is a path here.`);
+  const { config, origins } = resolveServerSettings({ env: process.env, flags: { ...request.settings }, flagNames: request.flagNames });
+  const fetched = await fetchHubModel(ref, config, origins, request.revision);
+  console.log(fetched.modelDir);
+}
+
+/** Runs a command (serve, pull) as a process's main: a start-up failure is one message and exit code 1. */
+export function runNodeCommand(command: (request: NodeServeRequest) => Promise<void>, request: NodeServeRequest): void {
+  command(request).catch((error: unknown) => {
+    if (error instanceof StartupError) console.error(error.message);
+    else console.error('Startup failed:', error);
+    process.exit(1);
+  });
 }
 
 /** Runs serveOnNode as a process's main: a start-up failure is one message and exit code 1. */
