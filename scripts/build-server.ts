@@ -1,5 +1,5 @@
 /**
- * Compiles the `edge-llm` command line and the Node server (src/cli/main.ts, src/runtime/node.ts
+ * Compiles the `edge-llm` command line and the Node server (src/cli/main.ts, src/runtime/node/main.ts
  * and what they import) into one ES module, dist/node/server.js, that plain `node` runs: `npm
  * start` is `node dist/node/server.js serve`,
  * so SIGTERM and SIGINT reach the server itself whatever started it (no tsx wrapper
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-/** The command line (src/cli/main.ts), which runs the Node server (src/runtime/node.ts). */
+/** The command line (src/cli/main.ts), which runs the Node server (src/runtime/node/main.ts). */
 export const SERVER_ENTRY = `${ROOT}src/cli/main.ts`;
 export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
 /**

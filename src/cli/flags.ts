@@ -7,7 +7,7 @@
 import type { z } from 'zod';
 import { SETTING_KEYS, ServerConfigSchema, settingSurface, type SettingKey } from '../config/server-config.js';
 import { valueFromText, type SettingSurface } from '../config/setting-surface.js';
-import { describeIssue, plainErrorMap } from '../protocol/issues.js';
+import { describeIssue, plainErrorMap } from '../common/zod-issues.js';
 
 /** An option of the command line that is not a server setting. */
 export interface PlainOption {

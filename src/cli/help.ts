@@ -1,7 +1,7 @@
 /** `edge-llm --help`, generated from the settings' schema (flags.ts): one line per flag, grouped as docs/configuration.md is. */
 import { DEFAULT_SERVER_CONFIG } from '../config/server-config.js';
 import { SETTING_GROUPS, valueNameOf } from '../config/setting-surface.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../common/version.js';
 import { CLI_GROUP, SERVE_OPTIONS, SETTING_FLAGS } from './flags.js';
 
 const HELP_COLUMN = 34;

@@ -3,8 +3,8 @@
  * `edge-llm serve`). Parses and checks the whole command line before anything loads: an
  * unknown flag or a bad value exits with code 2 at once, naming it and the nearest flag.
  */
-import { pullOnNode, runNodeCommand, runNodeServer } from '../runtime/node.js';
-import { VERSION } from '../version.js';
+import { pullOnNode, runNodeCommand, runNodeServer } from '../runtime/node/main.js';
+import { VERSION } from '../common/version.js';
 import { parseCommandLine, type CliCommand } from './args.js';
 import { CliUsageError } from './flags.js';
 import { mainHelp, pullHelp, serveHelp } from './help.js';

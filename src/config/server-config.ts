@@ -10,11 +10,11 @@
  * its parsed JSON and `process.env` in.
  */
 import { z } from 'zod';
-import { MODEL_DTYPES } from '../engine/model-variants.js';
+import { MODEL_DTYPES } from '../engine/loading/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
-import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+import { describeIssue, formatPath, plainErrorMap } from '../common/zod-issues.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
-import { boundEnvName, REQUEST_BOUNDS_SHAPE } from './request-bounds.js';
+import { boundEnvName, REQUEST_BOUNDS_SHAPE } from './bound-settings.js';
 import { kebabCase, setting, surfaceOf, valueFromText, type SettingSurface } from './setting-surface.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
@@ -77,7 +77,7 @@ export const ServerConfigSchema = z.strictObject(
     modelDir: setting(nonEmpty.default('models/stories260k'), { group: "The model and where it listens", help: "the model: a folder in the Hugging Face ONNX layout or a .gguf file (also the MODEL argument)", text: 'string', env: ["MODEL_DIR"], flag: "model", valueName: "PATH" }),
     /**
      * Which weight variant of the model folder to load, by transformers.js's names:
-     * fp32 → onnx/model.onnx, q4 → onnx/model_q4.onnx, ... (engine/model-variants.ts).
+     * fp32 → onnx/model.onnx, q4 → onnx/model_q4.onnx, ... (engine/loading/model-variants.ts).
      */
     dtype: setting(z.enum(MODEL_DTYPES, { error: `must be one of ${MODEL_DTYPES.map((d) => `"${d}"`).join(', ')}` }).optional(), { group: "The model and where it listens", help: "weight variant of the folder: fp32, fp16, q4, q4f16, int8, uint8, quantized, bnb4 (vLLM's auto, float32, float16, half too)", text: 'dtype', env: ["MODEL_DTYPE"], valueName: "DTYPE" }),
     /** Any .onnx file inside the model folder (e.g. "onnx/my-export.onnx"); wins over dtype. */

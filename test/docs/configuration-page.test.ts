@@ -117,11 +117,12 @@ describe('docs/configuration.md', () => {
 
   it('lists every variable the Node and Worker entries and the gateway read', () => {
     const files = [
-      'src/runtime/node.ts',
+      'src/runtime/node/main.ts',
       'src/cli/main.ts',
-      'src/runtime/worker-env.ts',
-      'src/runtime/worker-gateway.ts',
-      'src/runtime/worker-limits.ts',
+      'src/runtime/node/hub/download.ts',
+      'src/runtime/worker/env.ts',
+      'src/runtime/worker/gateway.ts',
+      'src/runtime/worker/limits.ts',
       'src/gateway/client-keys.ts',
       'src/gateway/upstreams.ts',
     ];

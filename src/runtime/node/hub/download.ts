@@ -26,7 +26,7 @@ import { dirname, join, relative } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { listFiles, modelInfo } from '@huggingface/hub';
-import type { OnnxFileSettings } from '../../../engine/model-variants.js';
+import type { OnnxFileSettings } from '../../../engine/loading/model-variants.js';
 import { formatHubModelRef, type HubModelRef } from './model-ref.js';
 import { pickRepoFiles } from './pick-files.js';
 

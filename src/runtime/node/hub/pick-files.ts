@@ -9,9 +9,9 @@
  *   case-insensitive, split files' first part; a multimodal projector "mmproj" is not it).
  * - `owner/repo/file`: that file.
  */
-import { COMPANION_GRAPH_BASES, MODEL_FILE_PATHS } from '../../../engine/model-files.js';
-import { CHAT_TEMPLATE_FILES } from '../../../engine/folder-layout.js';
-import { chooseOnnxFile, companionGraphFile, type OnnxFileSettings } from '../../../engine/model-variants.js';
+import { COMPANION_GRAPH_BASES, MODEL_FILE_PATHS } from '../../../onnx/model-files.js';
+import { CHAT_TEMPLATE_FILES } from '../../../engine/loading/folder-layout.js';
+import { chooseOnnxFile, companionGraphFile, type OnnxFileSettings } from '../../../engine/loading/model-variants.js';
 import { formatHubModelRef, type HubModelRef } from './model-ref.js';
 
 /** Small files the loader reads beside the graph when present. */
