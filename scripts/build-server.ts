@@ -18,6 +18,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The command line (src/cli/main.ts), which runs the Node server (src/runtime/node/main.ts). */
 export const SERVER_ENTRY = `${ROOT}src/cli/main.ts`;
 export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
+/** The embedding API (package.json `exports["."]`): dist/node/index.js. */
+const EMBEDDING_ENTRY = `${ROOT}src/runtime/node/index.ts`;
 /**
  * The model's worker thread (modelThread "worker") runs its own module, found beside the
  * server bundle (src/engine/model-thread/worker-decoder.ts looks for ./decoder-worker.js).
@@ -47,7 +49,7 @@ export function npmStartArgs(): string[] {
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY },
+    entryPoints: { server: SERVER_ENTRY, index: EMBEDDING_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY },
     outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',

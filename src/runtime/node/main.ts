@@ -18,7 +18,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve as resolvePath } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
 import { serve } from '@hono/node-server';
 import {
   DEFAULT_SERVER_CONFIG,
@@ -49,6 +50,7 @@ import { playgroundRoutes } from './static.js';
 import { writingSseDirectly } from './sse.js';
 import { capConnections, nodeServerOptions } from './connections.js';
 import { loadingFetch } from './loading.js';
+import { packageRoot } from './package-root.js';
 import { downloadProgressPrinter, formatHubModelRef, HubError, hubRefIfNotLocal, hubSettingsFromEnv, resolveHubModel, type HubModelRef } from './hub/index.js';
 
 /** After the grace period, how long cut streams get to send their error event before connections are closed. */
@@ -137,9 +139,10 @@ export function settingsReport(config: ServerConfig, origins: Partial<Record<Set
   return lines.length === 0 ? [] : ['Settings other than the defaults:', ...lines];
 }
 
-/** A Hugging Face id's shape: owner/repo, owner/repo:QUANT, owner/repo/file.gguf. */
-export function looksLikeHubId(model: string): boolean {
-  return /^[A-Za-z0-9][\w.-]*\/[\w.-]+(?::[\w.-]+|\/[^\s]+)?$/.test(model) && !model.startsWith('.');
+/** The default model folder: relative to the package root (the folder a clone or an install holds), unless the working directory has it. */
+function embeddedModelDir(defaultDir: string): string {
+  if (existsSync(defaultDir)) return defaultDir;
+  return join(packageRoot(import.meta.url), defaultDir);
 }
 
 /** Refuses a model path that is not there, before the port is bound: a typo should not look like a load failure. */
@@ -236,6 +239,8 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
       flagNames.modelDir = request.modelFlag ?? 'MODEL argument';
     }
     ({ config, origins } = resolveServerSettings({ file, filePath: path, env: process.env, flags, flagNames }));
+    // No model named: the embedded one, from this package wherever it is installed (not the working directory).
+    if (origins.modelDir === undefined) config = { ...config, modelDir: embeddedModelDir(config.modelDir) };
   } catch (error) {
     throw error instanceof StartupError ? error : new StartupError((error as Error).message);
   }
