@@ -377,7 +377,13 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
 export async function pullOnNode(request: NodeServeRequest): Promise<void> {
   const ref = request.model === undefined ? null : (await hubRefIfNotLocal(request.model)) ?? null;
   if (ref === null) throw new StartupError(`"${request.model}" is not a Hugging Face id (owner/repo, owner/repo:QUANT, owner/repo/file.gguf), or it is a path here.`);
-  const { config, origins } = resolveServerSettings({ env: process.env, flags: { ...request.settings }, flagNames: request.flagNames });
+  let resolved;
+  try {
+    resolved = resolveServerSettings({ env: process.env, flags: { ...request.settings }, flagNames: request.flagNames });
+  } catch (error) {
+    throw new StartupError((error as Error).message);
+  }
+  const { config, origins } = resolved;
   const fetched = await fetchHubModel(ref, config, origins, request.revision);
   console.log(fetched.modelDir);
 }
