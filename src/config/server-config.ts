@@ -174,7 +174,13 @@ export const ServerConfigSchema = z.strictObject(
      */
     toolCallParser: setting(z
       .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
-      .optional(), { group: "Tool calling", help: "how tool_choice \"auto\" reads calls from the model's text", text: 'string', env: ["TOOL_CALL_PARSER"], flag: "tool-call-parser", valueName: "PARSER" }),
+      .optional(), { group: "Chat templates and tool calling", help: "how tool_choice \"auto\" reads calls from the model's text", text: 'string', env: ["TOOL_CALL_PARSER"], flag: "tool-call-parser", valueName: "PARSER" }),
+    /**
+     * vLLM's --chat-template: the template chat requests are rendered with instead of the
+     * model's (tokenizer_config.json / chat_template.jinja). A file path or the template itself
+     * (the Node entry reads a path that exists; in a Worker it is the template's text).
+     */
+    chatTemplate: setting(nonEmpty.optional(), { group: "Chat templates and tool calling", help: "the chat template to use instead of the model's: a .jinja file or the template text", text: 'string', env: ["CHAT_TEMPLATE"], flag: "chat-template", valueName: "FILE|TEMPLATE" }),
     /** CORS: origins allowed to call the API from a browser ("*": any, as vLLM's default). */
     corsAllowedOrigins: setting(nameList('origins').default(['*']), { group: "CORS", help: "origins that may call the API from a browser", text: 'list', env: ["CORS_ALLOWED_ORIGINS"], flag: "allowed-origins", many: true }),
     /** CORS: methods a cross-origin request may use. */

@@ -34,7 +34,7 @@ export const SETTING_GROUPS = [
   'Scheduling and batching',
   'Speculative decoding',
   'Processes and threads',
-  'Tool calling',
+  'Chat templates and tool calling',
   'CORS',
   'Authentication, hosts, logs, connections',
   'Request bounds',

@@ -76,6 +76,24 @@ describe('edge-llm serve flags (npm start -- ...)', () => {
     }
   });
 
+  it('renders chat with the template of --chat-template (a file) instead of the model\'s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-llm-template-'));
+    const template = join(dir, 'plain.jinja');
+    writeFileSync(template, '{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant] {% endif %}');
+    const server = await spawnServer({}, ['--chat-template', template]);
+    try {
+      const post = (path: string, body: unknown) =>
+        fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+      const { tokens } = await post('/tokenize', { model: 'stories260k', messages: [{ role: 'user', content: 'Hi' }] });
+      expect((await post('/detokenize', { model: 'stories260k', tokens })).prompt).toBe('[user] Hi\n[assistant] ');
+    } finally {
+      await server.stop();
+    }
+    const missing = await spawnFailingServer({}, ['--chat-template', join(dir, 'none.jinja')]);
+    expect(missing.code).toBe(1);
+    expect(missing.output).toContain('none.jinja" cannot be read: no such file (and it is not a Jinja template).');
+  });
+
   it.concurrent('refuses --enable-auto-tool-choice without a tool-call parser, as vLLM does', async () => {
     const { code, output } = await spawnFailingServer({}, ['--enable-auto-tool-choice']);
     expect(code).toBe(1);

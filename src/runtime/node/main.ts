@@ -139,6 +139,19 @@ export function settingsReport(config: ServerConfig, origins: Partial<Record<Set
   return lines.length === 0 ? [] : ['Settings other than the defaults:', ...lines];
 }
 
+/**
+ * vLLM's --chat-template: a file when one exists at that path, else the template itself when
+ * it looks like Jinja; anything else is a path that is not there.
+ */
+async function chatTemplateText(value: string): Promise<string> {
+  try {
+    return await readFile(value, 'utf8');
+  } catch (error) {
+    if (/[{][{%]/.test(value)) return value;
+    throw new StartupError(`The chat template "${value}" cannot be read: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file (and it is not a Jinja template)' : (error as Error).message}.`);
+  }
+}
+
 /** The default model folder: relative to the package root (the folder a clone or an install holds), unless the working directory has it. */
 function embeddedModelDir(defaultDir: string): string {
   if (existsSync(defaultDir)) return defaultDir;
@@ -244,6 +257,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
   } catch (error) {
     throw error instanceof StartupError ? error : new StartupError((error as Error).message);
   }
+  if (config.chatTemplate !== undefined) config = { ...config, chatTemplate: await chatTemplateText(config.chatTemplate) };
   if (request.enableAutoToolChoice && config.toolCallParser === undefined) {
     throw new StartupError('--enable-auto-tool-choice needs --tool-call-parser (the format the model writes its calls in), as in vLLM.');
   }
