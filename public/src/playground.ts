@@ -326,6 +326,12 @@ export function startPlayground(options: PlaygroundOptions): void {
     const ticker = setInterval(renderSoon, 100);
     try {
       results.render(run, true);
+      // One column (a phone, a narrow window): the answer is below the request and its buttons,
+      // out of sight; bring it into view as it starts.
+      if (window.matchMedia('(max-width: 900px)').matches) {
+        const smooth = !window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+        document.querySelector('.results')?.scrollIntoView({ behavior: smooth ? 'smooth' : 'auto', block: 'start' });
+      }
       let apiFetch;
       try {
         apiFetch = await targets.fetchFor(target);
