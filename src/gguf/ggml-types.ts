@@ -9,6 +9,7 @@
  * float32 operation). Where a product is exact in float32 (a float16 scale times a 4-8 bit
  * integer), no rounding is needed and none is written.
  */
+import { iqTypes } from './iq-quants.js';
 import { float16ToFloat32 } from '../onnx/float16.js';
 
 export type Dequantizer = (blocks: Uint8Array, out: Float32Array) => void;
@@ -372,6 +373,8 @@ const iq4_xsForm: BlockForm = (blocks, scale, min) => {
   }
 };
 
+const IQ = iqTypes(half);
+
 const TABLE: Array<[number, string, number, number, Dequantizer?, BlockForm?]> = [
   [0, 'F32', 1, 4, f32],
   [1, 'F16', 1, 2, f16],
@@ -387,20 +390,20 @@ const TABLE: Array<[number, string, number, number, Dequantizer?, BlockForm?]> =
   [13, 'Q5_K', 256, 176, kQuant(true), kQuantForm(176)],
   [14, 'Q6_K', 256, 210, q6_K, q6_KForm],
   [15, 'Q8_K', 256, 292],
-  [16, 'IQ2_XXS', 256, 66],
-  [17, 'IQ2_XS', 256, 74],
-  [18, 'IQ3_XXS', 256, 98],
-  [19, 'IQ1_S', 256, 50],
+  [16, 'IQ2_XXS', 256, 66, IQ.IQ2_XXS.dequantize, IQ.IQ2_XXS.blockForm],
+  [17, 'IQ2_XS', 256, 74, IQ.IQ2_XS.dequantize, IQ.IQ2_XS.blockForm],
+  [18, 'IQ3_XXS', 256, 98, IQ.IQ3_XXS.dequantize, IQ.IQ3_XXS.blockForm],
+  [19, 'IQ1_S', 256, 50, IQ.IQ1_S.dequantize, IQ.IQ1_S.blockForm],
   [20, 'IQ4_NL', 32, 18, iq4_nl, iq4_nlForm],
-  [21, 'IQ3_S', 256, 110],
-  [22, 'IQ2_S', 256, 82],
+  [21, 'IQ3_S', 256, 110, IQ.IQ3_S.dequantize, IQ.IQ3_S.blockForm],
+  [22, 'IQ2_S', 256, 82, IQ.IQ2_S.dequantize, IQ.IQ2_S.blockForm],
   [23, 'IQ4_XS', 256, 136, iq4_xs, iq4_xsForm],
   [24, 'I8', 1, 1],
   [25, 'I16', 1, 2],
   [26, 'I32', 1, 4],
   [27, 'I64', 1, 8],
   [28, 'F64', 1, 8],
-  [29, 'IQ1_M', 256, 56],
+  [29, 'IQ1_M', 256, 56, IQ.IQ1_M.dequantize, IQ.IQ1_M.blockForm],
   [30, 'BF16', 1, 2, bf16],
   [34, 'TQ1_0', 256, 54],
   [35, 'TQ2_0', 256, 66],

@@ -15,7 +15,7 @@ const fixture = (name: string) => new URL(`../fixtures/gguf/blocks/${name}`, imp
 
 describe('ggml dequantization', () => {
   it('covers the types the issue names', () => {
-    for (const name of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_K', 'Q6_K', 'Q2_K', 'Q3_K', 'IQ4_NL', 'IQ4_XS']) expect(SUPPORTED_TYPE_NAMES).toContain(name);
+    for (const name of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q5_K', 'Q6_K', 'Q2_K', 'Q3_K', 'IQ4_NL', 'IQ4_XS', 'IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ3_XXS', 'IQ3_S', 'IQ1_S', 'IQ1_M']) expect(SUPPORTED_TYPE_NAMES).toContain(name);
   });
 
   for (const name of SUPPORTED_TYPE_NAMES) {
@@ -40,7 +40,7 @@ describe('ggml dequantization', () => {
       const count = (raw.byteLength / type.blockBytes) * type.blockSize;
       const values = dequantize(type, raw, count);
       const { scale, min } = blockFormOf(type, raw, count)!;
-      const blockSize = name === 'Q6_K' || name === 'Q2_K' || name === 'Q3_K' ? 16 : 32;
+      const blockSize = ['Q6_K', 'Q2_K', 'Q3_K', 'IQ2_XS', 'IQ2_S', 'IQ1_M'].includes(name) ? 16 : 32;
       const every = (v: Float32Array) => v.filter((_, i) => i % blockSize === 0);
       const result = quantizeRows(values, every(scale), every(min), 1, count, blockSize);
       expect('reason' in result ? result.reason : '').toBe('');
