@@ -6,7 +6,11 @@ Low-bit GGUF fixtures made the way users' files are made, and their exact refere
   (make_arch_fixtures.py's tokenizer and converter), then quantized by llama.cpp's own
   llama-quantize (built from the node-llama-cpp bundle's sources against its prebuilt libraries,
   $LLAMA_QUANTIZE) into tiny-qwen3-<type>.gguf for Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, IQ4_NL, IQ4_XS
-  (llama-quantize mixes types per tensor as it does for real models);
+  and the i-quants IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M (llama-quantize mixes
+  types per tensor as it does for real models); the i-quants with an importance matrix
+  (llama-imatrix's legacy format: each matrix's mean squared input per column) measured
+  here with forward hooks on transformers' model over the fixture corpus, as llama-imatrix
+  measures it;
 - lowbit-logits.json: for each file, transformers' float32 logits after loading every tensor
   of THAT file as ggml's own dequantize_row_* (libggml-base.so, ctypes) makes it: the exact
   float32 reference a correct engine must give for the quantized file.
@@ -33,7 +37,9 @@ import gguf  # noqa: E402
 
 OUT = arch.OUT
 QUANTIZE = os.environ.get('LLAMA_QUANTIZE', '/tmp/gguf-quantize/bin/llama-quantize')
-TYPES = ['Q2_K', 'Q3_K_S', 'Q3_K_M', 'Q3_K_L', 'IQ4_NL', 'IQ4_XS']
+TYPES = ['Q2_K', 'Q3_K_S', 'Q3_K_M', 'Q3_K_L', 'IQ4_NL', 'IQ4_XS', 'IQ3_XXS', 'IQ3_S', 'IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ1_S', 'IQ1_M']
+# llama-quantize refuses these (or quantizes them badly) without an importance matrix.
+NEEDS_IMATRIX = {'IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ1_S', 'IQ1_M', 'IQ3_XXS', 'IQ3_S'}
 TEXTS = ['Once upon a time, there was a little girl named Lily.', '<|im_start|>user\nThe dog<|im_end|>\n<|im_start|>assistant\n']
 
 HF_NAMES = {
@@ -67,6 +73,36 @@ def ggml_dequantize(lib, tensor):
     return out.reshape(shape)
 
 
+def write_imatrix(model, sequences, path):
+    """llama-imatrix's legacy file: per weight, the sum over calls of each input column's squared activations."""
+    inverse = {v: k for k, v in HF_NAMES.items()}
+    sums = {}
+
+    def hook(name):
+        def record(_module, inputs, _output):
+            x = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).double()
+            sums[name] = sums.get(name, 0) + (x * x).mean(0).numpy()
+        return record
+
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and name != 'lm_head':
+            layer, part = name.split('.')[2], '.'.join(name.split('.')[3:])
+            handles.append(module.register_forward_hook(hook(f'blk.{layer}.{inverse[part]}.weight')))
+    with torch.no_grad():
+        for ids in sequences:
+            model(torch.tensor([ids]))
+    for handle in handles:
+        handle.remove()
+    with open(path, 'wb') as f:
+        f.write(np.int32(len(sums)).tobytes())
+        for name, values in sorted(sums.items()):
+            encoded = name.encode()
+            f.write(np.int32(len(encoded)).tobytes() + encoded)
+            f.write(np.int32(len(sequences)).tobytes() + np.int32(len(values)).tobytes())
+            f.write(values.astype(np.float32).tobytes())
+
+
 def main():
     torch.manual_seed(0)
     lib = ggml_base()
@@ -98,9 +134,12 @@ def main():
         sequences = [tokenizer(t)['input_ids'] for t in TEXTS]
         source = os.path.join(work, 'tiny-qwen3.gguf')
         vocab = model.config.vocab_size
+        imatrix = os.path.join(work, 'imatrix.dat')
+        write_imatrix(model, [tokenizer(line)['input_ids'] for line in arch.CORPUS.splitlines() if line.strip()], imatrix)
         for qtype in TYPES:
             target = os.path.join(OUT, f'tiny-qwen3-{qtype.lower()}.gguf')
-            subprocess.run([QUANTIZE, source, target, qtype, '1'], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            flags = ['--imatrix', imatrix] if qtype in NEEDS_IMATRIX else []
+            subprocess.run([QUANTIZE, *flags, source, target, qtype, '1'], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             reader = gguf.GGUFReader(target)
             state = {}
             types = {}

@@ -1,5 +1,6 @@
 /**
- * The low-bit types users download (Q2_K, Q3_K_S/M/L, IQ4_NL, IQ4_XS) against their exact
+ * The low-bit types users download (Q2_K, Q3_K_S/M/L, IQ4_NL, IQ4_XS, the IQ3 / IQ2 / IQ1
+ * i-quants, made with an importance matrix as llama-quantize requires) against their exact
  * reference: test/fixtures/gguf/lowbit-logits.json holds transformers' float32 logits with
  * every tensor of each file loaded as ggml's own dequantize_row_* makes it
  * (scripts/gguf/make_lowbit_fixtures.py: a seeded Qwen3ForCausalLM converted by llama.cpp's
@@ -27,7 +28,12 @@ const REFERENCE = JSON.parse(readFileSync(new URL('../fixtures/gguf/lowbit-logit
 const BOUND = 1e-5;
 
 describe('GGUF low-bit types: logits equal transformers\' on ggml\'s dequantization', () => {
-  for (const file of ['tiny-qwen3-q2_k.gguf', 'tiny-qwen3-q3_k_s.gguf', 'tiny-qwen3-q3_k_m.gguf', 'tiny-qwen3-q3_k_l.gguf', 'tiny-qwen3-iq4_nl.gguf', 'tiny-qwen3-iq4_xs.gguf']) {
+  it('the files cover every low-bit type', () => {
+    const covered = new Set(Object.values(REFERENCE).flatMap((entry) => (typeof entry === 'object' ? Object.keys(entry.types) : [])));
+    for (const type of ['Q2_K', 'Q3_K', 'IQ4_NL', 'IQ4_XS', 'IQ3_XXS', 'IQ3_S', 'IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ1_S', 'IQ1_M']) expect(covered).toContain(type);
+  });
+
+  for (const file of Object.keys(REFERENCE).filter((key) => key.endsWith('.gguf'))) {
     it(`${file}: both weight forms, every position, prefill and a decode step`, async () => {
       const { sample, sequences, types } = REFERENCE[file];
       const model = await fixtureModel(file.replace(/\.gguf$/, ''));
