@@ -5,7 +5,8 @@
  * libllama (node-llama-cpp's prebuilt CPU build, scripts/gguf/gguf-greedy-probe.mjs run from
  * $NODE_LLAMA_CPP_DIR, default the bundle scripts/peer/build-llama-server.sh installs; llama.cpp
  * rounds activations to 8 bits in quantized dot products), and where they part, our logit gap
- * between the two choices. FILES=a.gguf,b.gguf picks other fixtures.
+ * between the two choices. FILES=a.gguf,b.gguf picks other fixtures; GGUF_ACCURACY_LEVEL=4 runs our
+ * graph with int8 activations (how far activation rounding alone moves these models).
  *
  * Usage: npx tsx scripts/gguf/lowbit-agreement.ts
  */
@@ -25,7 +26,7 @@ const files = process.env.FILES?.split(',') ?? Object.keys(reference).filter((ke
 const sequencesOf = (file: string) => reference[file]?.sequences ?? reference['tiny-qwen3-q2_k.gguf'].sequences.map(({ ids }) => ({ ids: ids.map((id) => id % 500) }));
 for (const file of files) {
   const model = await fixtureModel(file.replace(/\.gguf$/, ''));
-  const { session } = await fusedSession(model, 'quantized');
+  const { session } = await fusedSession(model, 'quantized', process.env.GGUF_ACCURACY_LEVEL === '4' ? 4 : 0);
   const vocab = model.shape.vocabSize;
   const rows: string[] = [];
   for (const { ids } of sequencesOf(file)) {

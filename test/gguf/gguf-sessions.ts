@@ -18,8 +18,8 @@ export async function fixtureModel(name: string): Promise<GgufModel> {
 }
 
 /** The `fused` graph (the Hugging Face present.* contract) of the model with its weights as `weights`. */
-export async function fusedSession(model: GgufModel, weights: GgufWeights) {
-  const { graph, execution, weights: forms } = await buildGgufGraph(model, 'fused', { weights, accuracyLevel: 0 });
+export async function fusedSession(model: GgufModel, weights: GgufWeights, accuracyLevel: 0 | 1 | 4 = 0) {
+  const { graph, execution, weights: forms } = await buildGgufGraph(model, 'fused', { weights, accuracyLevel });
   const nodes = graph.nodes.map((node) => node.opType);
   return { session: await ort.InferenceSession.create(encodeGgufGraph(graph, 'fused', model)), nodes, execution, forms };
 }

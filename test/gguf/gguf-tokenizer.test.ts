@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { readGguf } from '../../src/gguf/gguf-file.js';
 import { ggufTokenizerFiles } from '../../src/gguf/gguf-tokenizer.js';
+import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 
 async function stopTexts(fixture: string): Promise<string[]> {
   const bytes = new Uint8Array(readFileSync(new URL(`../fixtures/gguf/${fixture}`, import.meta.url)));
@@ -31,5 +32,29 @@ describe('GGUF stop tokens', () => {
 
   it('llama (SentencePiece): EOS </s> alone', async () => {
     expect(await stopTexts('tiny-llama-kquants.gguf')).toEqual(['</s>']);
+  });
+});
+
+describe('GGUF padded byte-level vocabulary', () => {
+  it('renders the [PAD…] fillers convert_hf_to_gguf.py appends (type UNUSED) as nothing, special tokens asked for or not, as llama.cpp', async () => {
+    const bytes = new Uint8Array(readFileSync(new URL('../fixtures/gguf/tiny-qwen3.gguf', import.meta.url)));
+    const file = await readGguf({ size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, offset + length) });
+    const tokens = [...(file.metadata.get('tokenizer.ggml.tokens') as string[])];
+    const types = [...(file.metadata.get('tokenizer.ggml.token_type') as number[])];
+    // As the converter pads a vocabulary to the embedding's rows: "[PAD{id}]", llama_token_type UNUSED (5).
+    const pad = tokens.length;
+    tokens.push(`[PAD${pad}]`, `[PAD${pad + 1}]`);
+    types.push(5, 5);
+    file.metadata.set('tokenizer.ggml.tokens', tokens);
+    file.metadata.set('tokenizer.ggml.token_type', types);
+    const { tokenizerJson, tokenizerConfig } = ggufTokenizerFiles(file, 512);
+    const tokenizer = HfTokenizer.fromJson(tokenizerJson, tokenizerConfig);
+    const hello = tokenizer.encode('Hello', { addSpecialTokens: false });
+    const imEnd = tokens.indexOf('<|im_end|>');
+    expect(tokenizer.decode([...hello, pad, pad + 1, ...hello])).toBe('HelloHello');
+    expect(tokenizer.decode([...hello, pad, imEnd], { skipSpecialTokens: false })).toBe('Hello<|im_end|>');
+    expect(tokenizer.decode([...hello, imEnd])).toBe('Hello');
+    // Not matched in a prompt: llama.cpp only parses control and user-defined pieces in text.
+    expect(tokenizer.encode(`[PAD${pad}]`, { addSpecialTokens: false })).not.toContain(pad);
   });
 });
