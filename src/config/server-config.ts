@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { MODEL_DTYPES } from '../engine/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+import { LOGPROBS_MODES } from '../sampling/params.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
 import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './request-bounds.js';
 
@@ -167,6 +168,13 @@ export const ServerConfigSchema = z.strictObject(
     toolCallParser: z
       .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
       .optional(),
+    /**
+     * Which distribution /v1 logprobs report (vLLM's --logprobs-mode): "raw_logprobs" (the
+     * model's, before logit_bias, penalties, temperature and top-k/top-p/min-p; vLLM's
+     * default), "raw_logits", "processed_logprobs" (the one the token was drawn from, as
+     * vLLM 0.6 reported) or "processed_logits".
+     */
+    logprobsMode: z.enum(LOGPROBS_MODES, { error: `must be one of ${LOGPROBS_MODES.map((m) => `"${m}"`).join(', ')}` }).default('raw_logprobs'),
     /** CORS: origins allowed to call the API from a browser ("*": any, as vLLM's default). */
     corsAllowedOrigins: nameList('origins').default(['*']),
     /** CORS: methods a cross-origin request may use. */
@@ -277,6 +285,7 @@ const ENV_VARIABLES = {
   ALLOWED_HOSTS: 'allowedHosts',
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
+  LOGPROBS_MODE: 'logprobsMode',
   CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
   ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
   LORA_MODULES: 'loraModules',

@@ -52,6 +52,7 @@ export function samplingContext(ctx: ServingContext): SamplingContext {
     maxSeqLen: config.maxSeqLen,
     eosTokenIds: engine.tokenizer.eosTokenIds,
     vocabSize: engine.info.vocabSize,
+    logprobsMode: config.logprobsMode,
   };
 }
 
