@@ -115,6 +115,8 @@ export function mindieToSamplingParams(
     skipSpecialTokens: req.skip_special_tokens,
     n,
     bestOf,
+    // The vLLM 0.6.4 API it re-documents: best_of ranks sequences by the processed distribution's logprobs.
+    logprobsMode: 'processed_logprobs',
   };
 }
 
