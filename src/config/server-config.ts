@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { MODEL_DTYPES } from '../engine/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+import { REASONING_PARSER_NAMES, type ReasoningParserName } from '../reasoning/index.js';
 import { LOGPROBS_MODES } from '../sampling/params.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
 import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './request-bounds.js';
@@ -169,6 +170,14 @@ export const ServerConfigSchema = z.strictObject(
       .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
       .optional(),
     /**
+     * How /v1/chat/completions splits a reasoning model's output into `reasoning` and
+     * `content` (vLLM's --reasoning-parser): "deepseek_r1", "deepseek_v3" or "qwen3". Unset:
+     * the output is all content.
+     */
+    reasoningParser: z
+      .enum(REASONING_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${REASONING_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
+      .optional(),
+    /**
      * Which distribution /v1 logprobs report (vLLM's --logprobs-mode): "raw_logprobs" (the
      * model's, before logit_bias, penalties, temperature and top-k/top-p/min-p; vLLM's
      * default), "raw_logits", "processed_logprobs" (the one the token was drawn from, as
@@ -207,9 +216,10 @@ export const ServerConfigSchema = z.strictObject(
   { error: 'must be a JSON object' },
 );
 
-export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName' | 'toolCallParser'> & {
+export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName' | 'toolCallParser' | 'reasoningParser'> & {
   servedModelName: string;
   toolCallParser?: ToolCallParserName;
+  reasoningParser?: ReasoningParserName;
 };
 
 /** The engine's scheduler settings from a server configuration. */
@@ -264,6 +274,7 @@ export function parseServerConfig(raw: unknown): ServerConfig {
     ...config,
     servedModelName: config.servedModelName ?? baseName(config.modelDir),
     toolCallParser: config.toolCallParser as ToolCallParserName | undefined,
+    reasoningParser: config.reasoningParser as ReasoningParserName | undefined,
   };
 }
 
@@ -286,6 +297,7 @@ const ENV_VARIABLES = {
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
   LOGPROBS_MODE: 'logprobsMode',
+  REASONING_PARSER: 'reasoningParser',
   CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
   ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
   LORA_MODULES: 'loraModules',

@@ -7,11 +7,13 @@ const TOOL_CALL_TAG = '<tool_call>';
 
 /**
  * vLLM's `qwen3` (its current release): `<think>` … `</think>` like DeepSeek R1, with
- * Qwen3's switch: with `chat_template_kwargs: {"enable_thinking": false}` an output without
- * `</think>` is all content (the template wrote an empty thought into the prompt, which
- * `promptEndsReasoning` sees too). With thinking on, an output without `</think>` is
- * reasoning up to a `<tool_call>` (an implicit end of the thought: the call and what
- * follows are content, so the tool parser sees them), and all reasoning without one.
+ * Qwen3's switch: with `chat_template_kwargs: {"enable_thinking": false}` an output that
+ * does not open a thought is all content (the template wrote an empty thought into the
+ * prompt, which `promptEndsReasoning` sees too; vLLM's non-streaming path would still split
+ * at a stray `</think>`, its streaming path does not: this follows the streaming one, so
+ * both agree). With thinking on, an output without `</think>` is reasoning up to a
+ * `<tool_call>` (an implicit end of the thought: the call and what follows are content, so
+ * the tool parser sees them), and all reasoning without one.
  */
 export const qwen3Parser: ReasoningParserFactory = {
   name: 'qwen3',
@@ -21,8 +23,11 @@ export const qwen3Parser: ReasoningParserFactory = {
       read(text, final) {
         const body = afterStartTag(text, final);
         if (body === null) return { reasoning: '', content: '' };
-        const split = splitAtEndTag(body, final, thinkingEnabled ? 'reasoning' : 'content');
-        if (split.closed || !thinkingEnabled) return { reasoning: split.reasoning, content: split.content };
+        // Thinking off and no thought opened: all content, a later </think> included (so
+        // what was streamed as content stays content).
+        if (!thinkingEnabled && body === text) return { reasoning: '', content: text };
+        const split = splitAtEndTag(body, final, 'reasoning');
+        if (split.closed) return { reasoning: split.reasoning, content: split.content };
         const call = body.indexOf(TOOL_CALL_TAG);
         if (call >= 0) return { reasoning: body.slice(0, call), content: body.slice(call) };
         // Hold back what may still become either tag.

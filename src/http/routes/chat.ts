@@ -8,6 +8,7 @@ import { buildChatPrompt } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
+import { chatReasoning } from '../serving-reasoning.js';
 import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { jsonResponse } from '../json-body.js';
@@ -98,6 +99,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
       tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
       logprobs: params.logprobs,
       tools,
+      reasoning: chatReasoning(ctx.config.reasoningParser, request, prompt.text, guide !== undefined),
     };
     if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
     return jsonResponse(await chatNonStreaming(run, job));
