@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServerConfig } from '../../src/config/server-config.js';
 import type { Engine } from '../../src/engine/types.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { postJson, ssePayloads, testApp } from './helpers.js';
 
 const MODEL = 'tiny-qwen3';

@@ -14,7 +14,7 @@ import type { Engine } from '../../src/engine/types.js';
 import { REASONING_PARSERS, REASONING_PARSER_NAMES, type ReasoningParserName } from '../../src/reasoning/index.js';
 import { ReasoningStream, readReasoning } from '../../src/reasoning/reasoning-stream.js';
 import type { ReasoningRequestOptions } from '../../src/reasoning/types.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { IncrementalDetokenizer } from '../../src/tokenizer/detokenizer.js';
 
 const whole = (name: ReasoningParserName, text: string, options: ReasoningRequestOptions = {}) =>
