@@ -48,6 +48,8 @@ describe('server configuration', () => {
       keepAliveTimeoutMs: 5000,
       shutdownGraceMs: 5000,
       toolCallParser: undefined,
+      reasoningParser: undefined,
+      logprobsMode: 'raw_logprobs',
       corsAllowedOrigins: ['*'],
       corsAllowedMethods: ['*'],
       corsAllowedHeaders: ['*'],
