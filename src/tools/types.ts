@@ -19,6 +19,8 @@ export interface ToolCallDelta {
 export interface ToolCallSnapshot {
   /** Known only once complete: a call is announced by its whole name. */
   name: string;
+  /** The call's id when the format writes one (Kimi K2's "functions.name:0"); else the server makes one. */
+  id?: string;
   /**
    * The arguments' JSON text so far: always a prefix of the final arguments (a parser
    * that cannot guarantee that for a partial call leaves it empty until the call is complete).
