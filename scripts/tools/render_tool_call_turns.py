@@ -26,6 +26,14 @@ CASES = [
     ("kimi_k2", "moonshotai-Kimi-K2.jinja"),
     ("hermes", "Qwen-Qwen2.5-7B-Instruct.jinja"),
     ("hermes", "Qwen-Qwen3-0.6B.jinja"),
+    ("qwen3_coder", "Qwen3-Coder.jinja"),
+]
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}, "units": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Local time", "parameters": {"type": "object", "properties": {
+        "zone": {"type": "string"}}, "required": ["zone"]}}},
 ]
 
 CALLS = [
@@ -44,7 +52,7 @@ def render(source, messages, add_generation_prompt):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
-    return env.from_string(source).render(messages=messages, add_generation_prompt=add_generation_prompt, bos_token="", eos_token="", tools=None)
+    return env.from_string(source).render(messages=messages, add_generation_prompt=add_generation_prompt, bos_token="", eos_token="", tools=TOOLS)
 
 
 def main():
@@ -66,7 +74,7 @@ def main():
         # The assistant turn (its role header included: generation prompts differ, e.g.
         # DeepSeek R1's opens a thought that a turn with calls does not have).
         assert full.startswith(before), name
-        out.append({"template": name, "parser": parser, "turn": full[len(before):], "calls": CALLS})
+        out.append({"template": name, "parser": parser, "turn": full[len(before):], "calls": CALLS, "tools": [t["function"] for t in TOOLS]})
     path = os.path.join(os.path.dirname(__file__), "../../test/fixtures/tools/template-turns.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)

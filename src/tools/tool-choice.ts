@@ -66,7 +66,8 @@ export function toolCalling(request: ToolRequest, parserName: ToolCallParserName
       `"auto" tool choice needs a tool-call parser: start the server with the toolCallParser setting (${TOOL_CALL_PARSER_NAMES.slice(0, -1).join(', ')} or ${TOOL_CALL_PARSER_NAMES.at(-1)}, the one for the model's format). Send tool_choice "required" or a named tool to have calls made through structured output, or "none" to pass the tools to the chat template only.`,
     );
   }
-  const parser: ToolCallParser = TOOL_CALL_PARSERS[parserName];
+  const registered: ToolCallParser = TOOL_CALL_PARSERS[parserName];
+  const parser = registered.withTools ? registered.withTools(tools) : registered;
   return {
     reader: parserReader(parser),
     newCallId: parser.newCallId,

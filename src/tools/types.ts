@@ -53,6 +53,11 @@ export interface ToolCallParser {
    * the models that use it), as vLLM's parsers turn skip_special_tokens off.
    */
   readonly keepsSpecialTokens: boolean;
+  /**
+   * The parser for a request's tools, for formats whose values are typed by the tools'
+   * schemas (qwen3_coder's XML parameters are text); absent: the tools do not matter.
+   */
+  withTools?(tools: ReadonlyArray<{ name: string; parameters?: Record<string, unknown> }>): ToolCallParser;
 }
 
 /** What the end of text held back: the longest suffix of `text` that is a proper prefix of `tag`. */

@@ -6,6 +6,7 @@ import { kimiK2Parser } from '../../src/tools/parsers/kimi-k2.js';
 import { llama3JsonParser } from '../../src/tools/parsers/llama3-json.js';
 import { mistralParser } from '../../src/tools/parsers/mistral.js';
 import { pythonicParser } from '../../src/tools/parsers/pythonic.js';
+import { qwen3CoderParser } from '../../src/tools/parsers/qwen3-coder.js';
 import { parserReader, readMessage } from '../../src/tools/tool-call-stream.js';
 import { expectSameStreamed, streamPieces } from './stream-helpers.js';
 
@@ -211,5 +212,48 @@ describe('granite', () => {
   it('is content when the output does not open with a call list', () => {
     expect(expectSameStreamed(granite, 'The weather in Paris is sunny.')).toEqual({ content: 'The weather in Paris is sunny.', calls: [] });
     expect(expectSameStreamed(granite, '[1, 2] are numbers.')).toEqual({ content: '[1, 2] are numbers.', calls: [] });
+  });
+});
+
+describe('qwen3_coder', () => {
+  const tools = [
+    {
+      name: 'search',
+      parameters: {
+        type: 'object',
+        properties: { query: { type: 'string' }, limit: { type: 'integer' }, score: { type: 'number' }, exact: { type: 'boolean' }, filters: { type: 'object' }, tags: { type: 'array' } },
+      },
+    },
+  ];
+  const parser = qwen3CoderParser.withTools!(tools);
+  const coder = parserReader(parser);
+  const param = (key: string, value: string) => `<parameter=${key}>\n${value}\n</parameter>\n`;
+
+  it('types each parameter by the tool\'s schema, as vLLM\'s _convert_param_value, and writes Python\'s JSON', () => {
+    const text =
+      'I will search.\n<tool_call>\n<function=search>\n' +
+      param('query', '42') + param('limit', '10') + param('score', '0.5') + param('exact', 'True') +
+      param('filters', '{"lang":"en","year":2024}') + param('tags', '["a","b"]') + param('other', '7') + param('missing', 'null') +
+      '</function>\n</tool_call>';
+    const message = expectSameStreamed(coder, text);
+    expect(message.content).toBe('I will search.\n');
+    expect(message.calls).toEqual([
+      {
+        name: 'search',
+        arguments: '{"query": "42", "limit": 10, "score": 0.5, "exact": true, "filters": {"lang": "en", "year": 2024}, "tags": ["a", "b"], "other": "7", "missing": null}',
+      },
+    ]);
+  });
+
+  it('streams parameter by parameter: the arguments so far are a prefix of the final ones', () => {
+    const streamed = streamPieces(coder, ['<tool_call>\n<function=search>\n', param('query', 'cats'), param('limit', '3'), '</function>\n</tool_call>']);
+    expect(streamed.deltas[0]!.toolCalls).toEqual([{ index: 0, id: 'call-0', type: 'function', function: { name: 'search', arguments: '' } }]);
+    expect(streamed.deltas[1]!.toolCalls).toEqual([{ index: 0, function: { arguments: '{"query": "cats"' } }]);
+    expect(streamed.deltas[2]!.toolCalls).toEqual([{ index: 0, function: { arguments: ', "limit": 3' } }]);
+    expect(streamed.calls[0]!.arguments).toBe('{"query": "cats", "limit": 3}');
+  });
+
+  it('is content without a call', () => {
+    expect(expectSameStreamed(coder, 'No tools needed: <b>bold</b>.')).toEqual({ content: 'No tools needed: <b>bold</b>.', calls: [] });
   });
 });

@@ -2,7 +2,8 @@
  * The parsers read back exactly the calls the models' own chat templates render for an
  * assistant turn (the format the model was trained to write): test/fixtures/tools/
  * template-turns.json, rendered by scripts/tools/render_tool_call_turns.py with jinja2 from
- * llama.cpp's models/templates/ (DeepSeek R1, Kimi K2, Qwen 2.5, Qwen3). For Qwen3's turn
+ * llama.cpp's models/templates/ (DeepSeek R1, Kimi K2, Qwen 2.5, Qwen3, Qwen3-Coder, whose
+ * XML parameters are typed back by the tools' schemas). For Qwen3's turn
  * the qwen3 reasoning parser goes first, as a server with both parsers reads it.
  */
 import { readFileSync } from 'node:fs';
@@ -17,20 +18,23 @@ interface Turn {
   parser: ToolCallParserName;
   turn: string;
   calls: Array<{ name: string; arguments: Record<string, unknown> }>;
+  tools: Array<{ name: string; parameters?: Record<string, unknown> }>;
 }
 
 const turns: Turn[] = JSON.parse(readFileSync(new URL('../fixtures/tools/template-turns.json', import.meta.url), 'utf8'));
 
 describe('tool calls as the chat templates write them', () => {
   it('has the templates it checks', () => {
-    expect(new Set(turns.map((turn) => turn.parser))).toEqual(new Set(['deepseek_v3', 'kimi_k2', 'hermes']));
+    expect(new Set(turns.map((turn) => turn.parser))).toEqual(new Set(['deepseek_v3', 'kimi_k2', 'hermes', 'qwen3_coder']));
   });
 
   for (const turn of turns) {
     it(`${turn.parser} reads ${turn.template}'s assistant turn, streamed or not`, () => {
       let text = turn.turn;
       if (text.includes('</think>')) text = REASONING_PARSERS.qwen3.create({}).read(text.slice(text.indexOf('<think>')), true).content;
-      const message = expectSameStreamed(parserReader(TOOL_CALL_PARSERS[turn.parser]), text);
+      const registered = TOOL_CALL_PARSERS[turn.parser];
+      const parser = 'withTools' in registered && registered.withTools ? registered.withTools(turn.tools) : registered;
+      const message = expectSameStreamed(parserReader(parser), text);
       expect(message.calls.map((call) => ({ name: call.name, arguments: JSON.parse(call.arguments) }))).toEqual(turn.calls);
     });
   }

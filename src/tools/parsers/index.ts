@@ -7,6 +7,7 @@ import { kimiK2Parser } from './kimi-k2.js';
 import { llama3JsonParser } from './llama3-json.js';
 import { mistralParser } from './mistral.js';
 import { pythonicParser } from './pythonic.js';
+import { qwen3CoderParser } from './qwen3-coder.js';
 
 export const TOOL_CALL_PARSERS = {
   deepseek_v3: deepseekV3Parser,
@@ -16,6 +17,7 @@ export const TOOL_CALL_PARSERS = {
   llama3_json: llama3JsonParser,
   mistral: mistralParser,
   pythonic: pythonicParser,
+  qwen3_coder: qwen3CoderParser,
 } as const satisfies Record<string, ToolCallParser>;
 
 export type ToolCallParserName = keyof typeof TOOL_CALL_PARSERS;
