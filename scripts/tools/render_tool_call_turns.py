@@ -27,6 +27,7 @@ CASES = [
     ("hermes", "Qwen-Qwen2.5-7B-Instruct.jinja"),
     ("hermes", "Qwen-Qwen3-0.6B.jinja"),
     ("qwen3_coder", "Qwen3-Coder.jinja"),
+    ("glm45", "GLM-4.6.jinja"),
 ]
 
 TOOLS = [

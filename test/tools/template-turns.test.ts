@@ -2,8 +2,8 @@
  * The parsers read back exactly the calls the models' own chat templates render for an
  * assistant turn (the format the model was trained to write): test/fixtures/tools/
  * template-turns.json, rendered by scripts/tools/render_tool_call_turns.py with jinja2 from
- * llama.cpp's models/templates/ (DeepSeek R1, Kimi K2, Qwen 2.5, Qwen3, Qwen3-Coder, whose
- * XML parameters are typed back by the tools' schemas). For Qwen3's turn
+ * llama.cpp's models/templates/ (DeepSeek R1, Kimi K2, Qwen 2.5, Qwen3, Qwen3-Coder and GLM-4.6,
+ * whose XML parameters are typed back by the tools' schemas). For Qwen3's turn
  * the qwen3 reasoning parser goes first, as a server with both parsers reads it.
  */
 import { readFileSync } from 'node:fs';
@@ -25,7 +25,7 @@ const turns: Turn[] = JSON.parse(readFileSync(new URL('../fixtures/tools/templat
 
 describe('tool calls as the chat templates write them', () => {
   it('has the templates it checks', () => {
-    expect(new Set(turns.map((turn) => turn.parser))).toEqual(new Set(['deepseek_v3', 'kimi_k2', 'hermes', 'qwen3_coder']));
+    expect(new Set(turns.map((turn) => turn.parser))).toEqual(new Set(['deepseek_v3', 'kimi_k2', 'hermes', 'qwen3_coder', 'glm45']));
   });
 
   for (const turn of turns) {
