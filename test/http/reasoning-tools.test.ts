@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { GenerationDelta } from '../../src/engine/types.js';
-import { chatNonStreaming, chatStream, type ChatJob } from '../../src/http/serving-chat.js';
-import { chatReasoning } from '../../src/http/serving-reasoning.js';
+import { chatNonStreaming, chatStream, type ChatJob } from '../../src/http/serving/chat.js';
+import { chatReasoning } from '../../src/http/serving/reasoning.js';
 import { toolCalling } from '../../src/tools/tool-choice.js';
 
 const THOUGHT = '\nI could write <tool_call>{"name": "get_time", "arguments": {}}</tool_call> but the weather is asked.\n';

@@ -1,6 +1,6 @@
-import type { ChatCompletionRequest } from '../protocol/openai-chat.js';
-import { REASONING_PARSERS, type ReasoningParserName } from '../reasoning/index.js';
-import type { ReasoningParser } from '../reasoning/types.js';
+import type { ChatCompletionRequest } from '../../protocol/openai-chat.js';
+import { REASONING_PARSERS, type ReasoningParserName } from '../../reasoning/index.js';
+import type { ReasoningParser } from '../../reasoning/types.js';
 
 /** How one chat request's outputs are split into reasoning and content. */
 export interface ChatReasoning {
