@@ -102,7 +102,7 @@ export const PARAMS: readonly ParamSpec[] = [
     apis: ALL,
     rule: {
       mindie: 'integer in (0, 2147483647]; default: the model’s; ≥ vocabulary size keeps every token',
-      openai: '-1 (disabled) or an integer ≥ 1; default -1',
+      openai: '0 or -1 (disabled) or an integer ≥ 1; default disabled',
     },
     help: 'Keep only the k most likely tokens.',
     placeholder: { mindie: 'model', openai: '-1' },

@@ -13,6 +13,8 @@ import { z } from 'zod';
 import { MODEL_DTYPES } from '../engine/loading/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../common/zod-issues.js';
+import { REASONING_PARSER_NAMES, type ReasoningParserName } from '../reasoning/index.js';
+import { LOGPROBS_MODES } from '../sampling/params.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
 import { boundEnvName, REQUEST_BOUNDS_SHAPE } from './bound-settings.js';
 import { kebabCase, setting, surfaceOf, valueFromText, type SettingSurface } from './setting-surface.js';
@@ -176,6 +178,21 @@ export const ServerConfigSchema = z.strictObject(
       .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
       .optional(), { group: "Chat templates and tool calling", help: "how tool_choice \"auto\" reads calls from the model's text", text: 'string', env: ["TOOL_CALL_PARSER"], flag: "tool-call-parser", valueName: "PARSER" }),
     /**
+     * How /v1/chat/completions splits a reasoning model's output into `reasoning` and
+     * `content` (vLLM's --reasoning-parser): "deepseek_r1", "deepseek_v3" or "qwen3". Unset:
+     * the output is all content.
+     */
+    reasoningParser: setting(z
+      .enum(REASONING_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${REASONING_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
+      .optional(), { group: "Chat templates and tool calling", help: "how a reasoning model's output splits into reasoning and content", text: 'string', env: ["REASONING_PARSER"], flag: "reasoning-parser", valueName: "PARSER" }),
+    /**
+     * Which distribution /v1 logprobs report (vLLM's --logprobs-mode): "raw_logprobs" (the
+     * model's, before logit_bias, penalties, temperature and top-k/top-p/min-p; vLLM's
+     * default), "raw_logits", "processed_logprobs" (the one the token was drawn from, as
+     * vLLM 0.6 reported) or "processed_logits".
+     */
+    logprobsMode: setting(z.enum(LOGPROBS_MODES, { error: `must be one of ${LOGPROBS_MODES.map((m) => `"${m}"`).join(', ')}` }).default('raw_logprobs'), { group: "Chat templates and tool calling", help: "which distribution /v1 logprobs report: raw_logprobs, raw_logits, processed_logprobs, processed_logits", text: 'string', env: ["LOGPROBS_MODE"], flag: "logprobs-mode", valueName: "MODE" }),
+    /**
      * vLLM's --chat-template: the template chat requests are rendered with instead of the
      * model's (tokenizer_config.json / chat_template.jinja). A file path or the template itself
      * (the Node entry reads a path that exists; in a Worker it is the template's text).
@@ -213,9 +230,10 @@ export const ServerConfigSchema = z.strictObject(
   { error: 'must be a JSON object' },
 );
 
-export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName' | 'toolCallParser'> & {
+export type ServerConfig = Omit<z.output<typeof ServerConfigSchema>, 'servedModelName' | 'toolCallParser' | 'reasoningParser'> & {
   servedModelName: string;
   toolCallParser?: ToolCallParserName;
+  reasoningParser?: ReasoningParserName;
 };
 
 /** The engine's scheduler settings from a server configuration. */
@@ -270,6 +288,7 @@ export function parseServerConfig(raw: unknown): ServerConfig {
     ...config,
     servedModelName: config.servedModelName ?? baseName(config.modelDir),
     toolCallParser: config.toolCallParser as ToolCallParserName | undefined,
+    reasoningParser: config.reasoningParser as ReasoningParserName | undefined,
   };
 }
 

@@ -40,7 +40,7 @@ export interface GenerationDelta {
   /** Tokens sampled this step (one per step today). */
   tokenIds: number[];
   /**
-   * Log-probabilities of those tokens under the processed distribution. NaN for greedy
+   * Log-probabilities of those tokens under the distribution SamplingParams.logprobsMode names (raw by default). NaN for greedy
    * tokens when neither logprobs nor best_of > n asked for them (the sampler then skips
    * the softmax: see sampling's tokenLogprobNeeded); `cumulativeLogprob` is NaN then too.
    */

@@ -106,6 +106,8 @@ export const ChatCompletionRequestSchema = z
       chat_template: optional(str),
       chat_template_kwargs: optional(z.record(z.string(), z.unknown(), { error: 'must be an object' })),
       request_id: optional(str),
+      // vLLM: false drops the reasoning a --reasoning-parser separates (the content stays).
+      include_reasoning: withDefault(bool, true),
     },
     { error: 'must be a JSON object' },
   )

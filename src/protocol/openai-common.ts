@@ -30,8 +30,11 @@ export const requiredString = z.string({
   error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string'),
 });
 
-/** vLLM: "top_k must be -1 (disable), or at least 1". */
-const topK = intIn().refine((k) => k === -1 || k >= 1, { error: 'must be -1 (disabled) or an integer >= 1' });
+/**
+ * Current vLLM: "top_k must be 0 (disable), or at least 1" (0 is its default, and -1 is
+ * quietly accepted as disabled too). vLLM 0.6 refused 0.
+ */
+const topK = intIn().refine((k) => k >= -1, { error: 'must be 0 or -1 (disabled) or an integer >= 1' });
 
 /** An integer-looking string as a bigint (exact beyond 2^53); other input as laxNumber reads it. */
 function laxInteger(input: unknown): unknown {
@@ -67,7 +70,11 @@ const openAIStop = checkedField((input, report): string[] => {
 /** OpenAI's range for a logit_bias value. */
 const MAX_LOGIT_BIAS = 100;
 
-/** Token id (as a string, JSON keys being strings) → bias in [-100, 100] (OpenAI's range). */
+/**
+ * Token id (as a string, JSON keys being strings) → bias, clamped to [-100, 100] (OpenAI's
+ * range) as vLLM's SamplingParams.from_optional clamps it rather than refusing it. A bias
+ * that is not a number (or is NaN) is still refused.
+ */
 const logitBias = checkedField((input, report): Map<number, number> | undefined => {
   if (input === undefined || input === null) return undefined;
   if (!isObject(input)) {
@@ -81,11 +88,11 @@ const logitBias = checkedField((input, report): Map<number, number> | undefined 
       report(`has key ${showValue(key)}, but token ids must be integers`, { input: undefined });
       return undefined;
     }
-    if (typeof value !== 'number' || !(Math.abs(value) <= MAX_LOGIT_BIAS)) {
-      report(`must be a number in [-${MAX_LOGIT_BIAS}.0, ${MAX_LOGIT_BIAS}.0]`, { path: [key], input: value });
+    if (typeof value !== 'number' || Number.isNaN(value)) {
+      report('must be a number', { path: [key], input: value });
       return undefined;
     }
-    bias.set(Number(key), value);
+    bias.set(Number(key), Math.min(MAX_LOGIT_BIAS, Math.max(-MAX_LOGIT_BIAS, value)));
   }
   return bias;
 });

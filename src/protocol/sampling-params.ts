@@ -4,7 +4,7 @@
  * depend on resolved values (greedy vs n/best_of, beam search, context length) are
  * checked here, throwing ProtocolError('invalid_request').
  */
-import { GREEDY_TEMPERATURE_EPSILON, MAX_LOGPROBS, defaultSamplingParams, isGreedy, type SamplingParams } from '../sampling/params.js';
+import { DEFAULT_LOGPROBS_MODE, GREEDY_TEMPERATURE_EPSILON, MAX_LOGPROBS, defaultSamplingParams, isGreedy, type LogprobsMode, type SamplingParams } from '../sampling/params.js';
 import { invalidRequest } from '../common/protocol-error.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import { OPENAI_DEFAULT_MAX_TOKENS, guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
@@ -25,6 +25,8 @@ export interface SamplingContext {
   vocabSize: number;
   /** Server config maxSeqLen; when given, it lowers the context length below maxModelLen. */
   maxSeqLen?: number;
+  /** The server's logprobsMode (vLLM's --logprobs-mode) for /v1; DEFAULT_LOGPROBS_MODE when absent. */
+  logprobsMode?: LogprobsMode;
 }
 
 const CONSTANTS = defaultSamplingParams();
@@ -113,6 +115,8 @@ export function mindieToSamplingParams(
     skipSpecialTokens: req.skip_special_tokens,
     n,
     bestOf,
+    // The vLLM 0.6.4 API it re-documents: best_of ranks sequences by the processed distribution's logprobs.
+    logprobsMode: 'processed_logprobs',
   };
 }
 
@@ -248,6 +252,7 @@ function openAIToSamplingParams(
       ? { useBeamSearch: true, lengthPenalty: req.length_penalty, earlyStopping: req.early_stopping }
       : {}),
     logprobs: requested.logprobs,
+    logprobsMode: ctx.logprobsMode ?? DEFAULT_LOGPROBS_MODE,
     promptLogprobs: requested.promptLogprobs,
   };
 }

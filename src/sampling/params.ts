@@ -72,11 +72,29 @@ export interface SamplingParams {
    */
   logprobs?: number;
   /**
+   * Which distribution the reported logprobs (the chosen token's and the alternatives)
+   * come from, as vLLM's --logprobs-mode; DEFAULT_LOGPROBS_MODE when absent. Sampling
+   * itself is the same in every mode.
+   */
+  logprobsMode?: LogprobsMode;
+  /**
    * Logprobs of the prompt tokens (each with this many top alternatives), on the first
    * delta of every sequence; undefined: none.
    */
   promptLogprobs?: number;
 }
+
+/**
+ * vLLM's --logprobs-mode values. "raw": the model's own scores (after the structured-output
+ * mask, which vLLM applies before its sampler), before logit_bias, min_tokens, penalties,
+ * temperature and the top-k / top-p / min-p filters; "processed": the scores the token was
+ * drawn from (for greedy decoding: after the penalties). "logprobs" normalises them with a
+ * log-softmax, "logits" reports the scores themselves.
+ */
+export const LOGPROBS_MODES = ['raw_logprobs', 'raw_logits', 'processed_logprobs', 'processed_logits'] as const;
+export type LogprobsMode = (typeof LOGPROBS_MODES)[number];
+/** vLLM's default since its V1 engine (V0, vLLM 0.6, reported processed logprobs). */
+export const DEFAULT_LOGPROBS_MODE: LogprobsMode = 'raw_logprobs';
 
 /** vLLM's default max_logprobs: the most alternatives a request may ask for per token. */
 export const MAX_LOGPROBS = 20;

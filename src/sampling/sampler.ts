@@ -1,7 +1,7 @@
 import type { TokenLogprob } from './logprobs.js';
 import type { LogitsMask } from '../guided/guide.js';
 import type { LogitsProcessor } from './logits-processor.js';
-import { isGreedy, type SamplingParams } from './params.js';
+import { DEFAULT_LOGPROBS_MODE, isGreedy, type LogprobsMode, type SamplingParams } from './params.js';
 import { LogitBiasProcessor } from './processors/logit-bias.js';
 import { MinPProcessor } from './processors/min-p.js';
 import { MinTokensProcessor } from './processors/min-tokens.js';
@@ -10,9 +10,9 @@ import { RepetitionPenaltyProcessor } from './processors/repetition-penalty.js';
 import { TemperatureProcessor } from './processors/temperature.js';
 import { TopKProcessor } from './processors/top-k.js';
 import { TopPProcessor } from './processors/top-p.js';
-import { logSoftmaxInPlace, topLogprobs } from './logprobs.js';
+import { logSoftmaxInPlace, logSumExp, topLogprobs } from './logprobs.js';
 import { createRng, type Rng } from './rng.js';
-import { scratchFloat64 } from './scratch.js';
+import { scratchFloat32, scratchFloat64 } from './scratch.js';
 import { TokenHistory, type SequenceHistory } from './token-history.js';
 
 export type { SequenceHistory } from './token-history.js';
@@ -45,14 +45,15 @@ export function tokenLogprobNeeded(params: Pick<SamplingParams, 'logprobs' | 'n'
 export interface SampledToken {
   tokenId: number;
   /**
-   * Log-probability of tokenId under the processed distribution (vLLM 0.6 semantics).
-   * NaN for greedy decoding when the sampler was told nobody reads it (`tokenLogprob`):
-   * it then skips the softmax over the vocabulary.
+   * Log-probability of tokenId under the distribution params.logprobsMode names (by
+   * default the raw model distribution, as current vLLM; a score itself in the "_logits"
+   * modes). NaN for greedy decoding when the sampler was told nobody reads it
+   * (`tokenLogprob`): it then skips the softmax over the vocabulary.
    */
   logprob: number;
   /**
    * With params.logprobs set: that many most likely tokens under the same distribution,
-   * best first (tokens the processors banned are left out).
+   * best first (tokens banned there are left out).
    */
   topLogprobs?: TokenLogprob[];
 }
@@ -63,10 +64,12 @@ export interface SampledToken {
  * (only tokens appended since the last call are looked at). Calling `accept` with each
  * token as it is appended is optional and consistent with that: nothing is counted twice.
  *
- * Pipeline, in vLLM 0.6's order: logit_bias → min_tokens ban → repetition penalty → presence/frequency
- * penalties → temperature → top-k → top-p → min-p → draw. Greedy decoding (temperature
- * below GREEDY_TEMPERATURE_EPSILON) stops after the penalties and takes the argmax, lowest
- * id on ties; like vLLM it ignores temperature, top-k, top-p and min-p.
+ * Pipeline, in current vLLM's order (its V1 sampler): the structured-output mask → (the raw
+ * scores, for the "raw_" logprobs modes) → logit_bias → min_tokens ban → repetition penalty →
+ * presence/frequency penalties → temperature → min-p → top-k → top-p → draw. (vLLM 0.6 ran
+ * min-p last; min-p before top-p changes which tokens top-p keeps.) Greedy decoding
+ * (temperature below GREEDY_TEMPERATURE_EPSILON) stops after the penalties and takes the
+ * argmax, lowest id on ties; like vLLM it ignores temperature, top-k, top-p and min-p.
  */
 export class Sampler {
   private readonly history = new TokenHistory();
@@ -81,6 +84,7 @@ export class Sampler {
   private readonly vocabSize: number;
   private rng: Rng | undefined;
   private readonly guide: LogitsMask | undefined;
+  private readonly logprobsMode: LogprobsMode;
 
   constructor(
     private readonly params: SamplingParams,
@@ -92,6 +96,7 @@ export class Sampler {
     this.reportsLogprob = options.tokenLogprob ?? true;
     this.rng = options.rng;
     this.guide = options.guide;
+    this.logprobsMode = params.logprobsMode ?? DEFAULT_LOGPROBS_MODE;
 
     if (params.logitBias !== undefined && params.logitBias.size > 0) {
       this.processors.push(new LogitBiasProcessor(params.logitBias));
@@ -111,11 +116,22 @@ export class Sampler {
     }
     if (this.greedy) return;
     if (params.temperature !== 1) this.processors.push(new TemperatureProcessor(params.temperature));
+    // vLLM applies min-p (an "argmax-invariant" logits processor) before its top-k / top-p step.
+    if (params.minP > 0) this.processors.push(new MinPProcessor(params.minP));
     if (params.topK > 0 && params.topK < vocabSize) {
       this.processors.push(new TopKProcessor(params.topK));
     }
     if (params.topP < 1) this.processors.push(new TopPProcessor(params.topP));
-    if (params.minP > 0) this.processors.push(new MinPProcessor(params.minP));
+  }
+
+  /** Whether reported logprobs come from the scores before the processors. */
+  private get rawLogprobs(): boolean {
+    return this.logprobsMode === 'raw_logprobs' || this.logprobsMode === 'raw_logits';
+  }
+
+  /** Whether reported values are log-softmax normalised (else the scores themselves). */
+  private get normalisedLogprobs(): boolean {
+    return this.logprobsMode === 'raw_logprobs' || this.logprobsMode === 'processed_logprobs';
   }
 
   /**
@@ -124,7 +140,10 @@ export class Sampler {
    * append-only across calls for one sequence (a shorter one is treated as a restart).
    */
   sample(logits: Float32Array, history: SequenceHistory): SampledToken {
-    this.process(logits, history);
+    // The raw scores are kept only when someone reads a logprob: one copy of the row.
+    const reported = this.reportsLogprob || this.params.logprobs !== undefined;
+    const raw = reported && this.rawLogprobs ? scratchFloat32('raw', logits.length).subarray(0, logits.length) : undefined;
+    this.process(logits, history, raw);
 
     // Argmax with the lowest id on ties (strict ">"); NaN entries never win.
     let argmax = 0;
@@ -147,12 +166,14 @@ export class Sampler {
       if (forced >= 0) {
         const forcedToken: SampledToken = { tokenId: forced, logprob: 0 };
         if (this.params.logprobs !== undefined) forcedToken.topLogprobs = this.params.logprobs > 0 ? [{ tokenId: forced, logprob: 0 }] : [];
-        return forcedToken;
+        return raw === undefined ? forcedToken : this.sampled(forced, raw, this.normalizer(raw));
       }
       throw new Error(`cannot sample: no finite logit (max is ${max})`);
     }
     if (this.greedy) {
-      if (!this.reportsLogprob) return { tokenId: argmax, logprob: NaN };
+      if (!this.reportsLogprob && this.params.logprobs === undefined) return { tokenId: argmax, logprob: NaN };
+      if (raw !== undefined) return this.sampled(argmax, raw, this.normalizer(raw));
+      if (!this.normalisedLogprobs) return this.sampled(argmax, logits, 0);
       // The same sum, in the same order, as the weights below: the same logprob, no writes.
       let total = 0;
       for (let i = 0; i < logits.length; i++) {
@@ -170,7 +191,14 @@ export class Sampler {
       weights[i] = w;
       total += w;
     }
-    return this.sampled(this.draw(weights, logits.length, total), logits, max + Math.log(total));
+    const tokenId = this.draw(weights, logits.length, total);
+    if (raw !== undefined) return this.sampled(tokenId, raw, this.normalizer(raw));
+    return this.sampled(tokenId, logits, this.normalisedLogprobs ? max + Math.log(total) : 0);
+  }
+
+  /** What the reported values of `row` are relative to: its log-sum-exp, or 0 in the "_logits" modes. */
+  private normalizer(row: Float32Array): number {
+    return this.normalisedLogprobs ? logSumExp(row) : 0;
   }
 
   /** The drawn token with its logprob (and top alternatives when asked) under `normalizer`. */
@@ -190,13 +218,18 @@ export class Sampler {
     return logSoftmaxInPlace(logits);
   }
 
-  /** The guide's mask, then the processors, in place: what `sample` and `logprobs` both start from. */
-  private process(logits: Float32Array, history: SequenceHistory): void {
+  /**
+   * The guide's mask, then the processors, in place: what `sample` and `logprobs` both
+   * start from. `raw`, when given, receives the scores in between (vLLM's raw logits:
+   * the grammar's bitmask is applied before its sampler sees them).
+   */
+  private process(logits: Float32Array, history: SequenceHistory, raw?: Float32Array): void {
     if (logits.length !== this.vocabSize) {
       throw new RangeError(`expected ${this.vocabSize} logits, got ${logits.length}`);
     }
     this.history.sync(history);
     this.guide?.maskLogits(logits);
+    raw?.set(logits);
     for (const processor of this.processors) processor.process(logits, this.history);
   }
 

@@ -4,7 +4,7 @@
  * keeps vocabulary-sized allocations out of both the per-step path and the per-sequence
  * setup. A buffer only grows (to the largest vocabulary seen).
  */
-export type ScratchSlot = 'select' | 'weights' | 'work';
+export type ScratchSlot = 'select' | 'weights' | 'work' | 'raw';
 
 const float64: Partial<Record<ScratchSlot, Float64Array>> = {};
 const float32: Partial<Record<ScratchSlot, Float32Array>> = {};

@@ -55,7 +55,7 @@ export class ToolCallStream {
     reading.calls.forEach((call, index) => {
       const sent = this.sentCalls[index];
       if (sent === undefined) {
-        const id = this.newId();
+        const id = call.id ?? this.newId();
         this.sentCalls.push({ id, arguments: call.arguments.length });
         calls.push({ index, id, type: 'function', function: { name: call.name, arguments: call.arguments } });
       } else if (call.arguments.length > sent.arguments) {
@@ -71,6 +71,6 @@ export class ToolCallStream {
 /** A whole output's message: its content (null when empty beside calls) and calls. */
 export function readMessage(reader: OutputReader, text: string, newId: () => string = toolCallId): { content: string | null; toolCalls: ToolCall[] } {
   const reading = reader(text, true);
-  const toolCalls = reading.calls.map((call): ToolCall => ({ id: newId(), type: 'function', function: { name: call.name, arguments: call.arguments } }));
+  const toolCalls = reading.calls.map((call): ToolCall => ({ id: call.id ?? newId(), type: 'function', function: { name: call.name, arguments: call.arguments } }));
   return { content: reading.content === '' && toolCalls.length > 0 ? null : reading.content, toolCalls };
 }

@@ -7,7 +7,7 @@
  *   tool-call parser reads calls out of its text.
  */
 import { namedToolReader, namedToolSchema, requiredToolsReader, requiredToolsSchema, type FunctionTool } from './constrained.js';
-import { TOOL_CALL_PARSERS, type ToolCallParserName } from './parsers/index.js';
+import { TOOL_CALL_PARSERS, TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from './parsers/index.js';
 import { parserReader, type OutputReader } from './tool-call-stream.js';
 import type { ToolCallParser } from './types.js';
 
@@ -63,10 +63,11 @@ export function toolCalling(request: ToolRequest, parserName: ToolCallParserName
   }
   if (parserName === undefined) {
     throw new ToolChoiceError(
-      '"auto" tool choice needs a tool-call parser: start the server with the toolCallParser setting (hermes, llama3_json, mistral or pythonic, the one for the model\'s format). Send tool_choice "required" or a named tool to have calls made through structured output, or "none" to pass the tools to the chat template only.',
+      `"auto" tool choice needs a tool-call parser: start the server with the toolCallParser setting (${TOOL_CALL_PARSER_NAMES.slice(0, -1).join(', ')} or ${TOOL_CALL_PARSER_NAMES.at(-1)}, the one for the model's format). Send tool_choice "required" or a named tool to have calls made through structured output, or "none" to pass the tools to the chat template only.`,
     );
   }
-  const parser: ToolCallParser = TOOL_CALL_PARSERS[parserName];
+  const registered: ToolCallParser = TOOL_CALL_PARSERS[parserName];
+  const parser = registered.withTools ? registered.withTools(tools) : registered;
   return {
     reader: parserReader(parser),
     newCallId: parser.newCallId,

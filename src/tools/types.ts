@@ -19,6 +19,8 @@ export interface ToolCallDelta {
 export interface ToolCallSnapshot {
   /** Known only once complete: a call is announced by its whole name. */
   name: string;
+  /** The call's id when the format writes one (Kimi K2's "functions.name:0"); else the server makes one. */
+  id?: string;
   /**
    * The arguments' JSON text so far: always a prefix of the final arguments (a parser
    * that cannot guarantee that for a partial call leaves it empty until the call is complete).
@@ -51,6 +53,11 @@ export interface ToolCallParser {
    * the models that use it), as vLLM's parsers turn skip_special_tokens off.
    */
   readonly keepsSpecialTokens: boolean;
+  /**
+   * The parser for a request's tools, for formats whose values are typed by the tools'
+   * schemas (qwen3_coder's XML parameters are text); absent: the tools do not matter.
+   */
+  withTools?(tools: ReadonlyArray<{ name: string; parameters?: Record<string, unknown> }>): ToolCallParser;
 }
 
 /** What the end of text held back: the longest suffix of `text` that is a proper prefix of `tag`. */

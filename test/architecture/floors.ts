@@ -11,7 +11,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['protocol', 'config', 'engine'],
   // Capabilities the engine and the routes use, one folder each.
   ['adapters', 'multimodal', 'media', 'gguf', 'graph', 'convert', 'tools'],
-  ['sampling', 'tokenizer', 'guided'],
+  ['sampling', 'tokenizer', 'guided', 'reasoning'],
   // The shared ground: what every floor may use, knowing nothing above it.
   ['threads', 'onnx', 'common'],
 ];

@@ -48,6 +48,8 @@ describe('server configuration', () => {
       keepAliveTimeoutMs: 5000,
       shutdownGraceMs: 5000,
       toolCallParser: undefined,
+      reasoningParser: undefined,
+      logprobsMode: 'raw_logprobs',
       corsAllowedOrigins: ['*'],
       corsAllowedMethods: ['*'],
       corsAllowedHeaders: ['*'],
@@ -98,7 +100,9 @@ describe('server configuration', () => {
 
   it('takes a tool-call parser by name and CORS lists as lists or comma-separated text', () => {
     expect(parseServerConfig({ toolCallParser: 'pythonic' }).toolCallParser).toBe('pythonic');
-    expect(() => parseServerConfig({ toolCallParser: 'qwen' })).toThrow(/toolCallParser must be one of "hermes", "llama3_json", "mistral", "pythonic"/);
+    expect(() => parseServerConfig({ toolCallParser: 'qwen' })).toThrow(/toolCallParser must be one of "deepseek_v3", "glm45", "granite", "hermes", "kimi_k2", "llama3_json", "mistral", "pythonic", "qwen3_coder"/);
+    expect(() => parseServerConfig({ reasoningParser: "qwq" })).toThrow(/reasoningParser must be one of "deepseek_r1", "deepseek_v3", "qwen3"/);
+    expect(parseServerConfig({ reasoningParser: "qwen3" }).reasoningParser).toBe("qwen3");
     expect(resolveServerConfig({ env: { TOOL_CALL_PARSER: 'mistral' } }).toolCallParser).toBe('mistral');
     expect(parseServerConfig({ corsAllowedOrigins: 'https://a.example, https://b.example' }).corsAllowedOrigins).toEqual(['https://a.example', 'https://b.example']);
     expect(resolveServerConfig({ env: { CORS_ALLOWED_ORIGINS: 'https://a.example' } }).corsAllowedOrigins).toEqual(['https://a.example']);

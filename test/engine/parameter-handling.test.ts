@@ -34,6 +34,7 @@ const CHANGED: { [K in keyof SamplingParams]-?: SamplingParams[K] } = {
   earlyStopping: true,
   logprobs: 2,
   promptLogprobs: 1,
+  logprobsMode: 'processed_logits',
 };
 
 describe('what the remote engine does with each sampling parameter', () => {

@@ -31,7 +31,7 @@ const COMMON: [string, string[], string[]][] = [
   ['max_tokens', ['1', '100000', 'null', '"16"'], ['0', '-1', '1.5', '"1.5"', '"x"']],
   ['temperature', ['0', '0.0', '2.0', '5', '"1"'], ['-0.000001', '-1', '"-1"', '"warm"']],
   ['top_p', ['1.0', '0.000000001', '0.5'], ['0', '0.0', '1.0000001', '-0.1']],
-  ['top_k', ['-1', '1', '1000', '"5"'], ['0', '-2', '1.5', '"five"']],
+  ['top_k', ['-1', '0', '1', '1000', '"5"'], ['-2', '1.5', '"five"']],
   ['min_p', ['0', '1', '0.05'], ['-0.000001', '1.000001']],
   ['presence_penalty', ['-2', '2'], ['-2.000001', '2.000001']],
   ['frequency_penalty', ['-2', '2'], ['-2.000001', '2.000001']],
@@ -52,7 +52,7 @@ const COMMON: [string, string[], string[]][] = [
   ['spaces_between_special_tokens', ['false'], ['"x"']],
   ['truncate_prompt_tokens', ['1', '500'], ['0', '-5']],
   ['prompt_logprobs', ['0', '5'], ['-1']],
-  ['logit_bias', ['{"1": 2.5, "-1": -100, "2": 100}', '{}'], ['{"a": 1}', '{"1": "x"}', '[1]', '{"1": 100.5}', '{"1": -101}']],
+  ['logit_bias', ['{"1": 2.5, "-1": -100, "2": 100}', '{}', '{"1": 100.5}', '{"1": -101}'], ['{"a": 1}', '{"1": "x"}', '[1]']],
   ['user', ['"someone"'], ['5']],
   ['stream_options', ['null'], ['5', '"x"']],
   ['response_format', ['{"type": "text"}', '{"type": "json_object"}', '{"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}'], ['{"type": "xml"}', '"json"', '{"type": "json_schema", "json_schema": {}}']],
@@ -284,6 +284,8 @@ describe('lenient scalars (pydantic lax mode, as vLLM reads them)', () => {
     expect(request.seed).toBe(9007199254740993n);
     expect(completion('"max_tokens": "16", "logprobs": "2", "echo": "yes"')).toMatchObject({ max_tokens: 16, logprobs: 2, echo: true });
     expect(completion('"logit_bias": {"5": "-2.5"}').logit_bias).toEqual(new Map([[5, -2.5]]));
+    // vLLM clamps a bias to OpenAI's [-100, 100] rather than refusing it.
+    expect(completion('"logit_bias": {"5": 250, "6": -1e9, "7": "-100.5"}').logit_bias).toEqual(new Map([[5, 100], [6, -100], [7, -100]]));
   });
 
   it('still refuses what no lax reading makes valid, with the strict message', () => {

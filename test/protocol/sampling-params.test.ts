@@ -62,6 +62,7 @@ describe('mindieToSamplingParams', () => {
       skipSpecialTokens: true,
       n: 1,
       bestOf: 1,
+      logprobsMode: 'processed_logprobs',
     } satisfies SamplingParams);
   });
 

@@ -114,11 +114,11 @@ describe('Sampler logprobs', () => {
     return new Sampler(defaultSamplingParams(overrides), { vocabSize, eosTokenIds: [] });
   }
 
-  it('reports the k best tokens of the distribution it samples from (temperature applied)', () => {
+  it('with processed_logprobs, reports the k best tokens of the distribution it samples from (temperature applied)', () => {
     const values = randomRow(64, 3n);
     const temperature = 0.7;
     const processed = logSoftmax(values.map((v) => v / temperature));
-    const sampler = samplerFor({ temperature, seed: 5n, logprobs: 5 }, 64);
+    const sampler = samplerFor({ temperature, seed: 5n, logprobs: 5, logprobsMode: 'processed_logprobs' }, 64);
     const sampled = sampler.sample(Float32Array.from(values), EMPTY);
     expect(sampled.logprob).toBeCloseTo(processed[sampled.tokenId], 4);
     const expectedTop = sortedIds(processed).slice(0, 5);
@@ -126,8 +126,8 @@ describe('Sampler logprobs', () => {
     sampled.topLogprobs!.forEach((t) => expect(t.logprob).toBeCloseTo(processed[t.tokenId], 4));
   });
 
-  it('leaves out tokens a filter removed, and reports nothing extra without params.logprobs', () => {
-    const sampler = samplerFor({ temperature: 1, topK: 2, seed: 1n, logprobs: 4 }, 5);
+  it('with processed_logprobs, leaves out tokens a filter removed, and reports nothing extra without params.logprobs', () => {
+    const sampler = samplerFor({ temperature: 1, topK: 2, seed: 1n, logprobs: 4, logprobsMode: 'processed_logprobs' }, 5);
     const sampled = sampler.sample(Float32Array.from([0, 4, 1, 3, 2]), EMPTY);
     expect(sampled.topLogprobs!.map((t) => t.tokenId)).toEqual([1, 3]);
     const total = sampled.topLogprobs!.reduce((sum, t) => sum + Math.exp(t.logprob), 0);

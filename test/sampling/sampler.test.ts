@@ -46,8 +46,8 @@ describe('Sampler, greedy', () => {
     expect([...logits]).toEqual(values); // nothing was masked
   });
 
-  it('applies the repetition penalty (prompt and output tokens)', () => {
-    const sampler = samplerFor({ temperature: 0, repetitionPenalty: 4 }, 3);
+  it('applies the repetition penalty (prompt and output tokens); processed_logprobs reports the penalised row', () => {
+    const sampler = samplerFor({ temperature: 0, repetitionPenalty: 4, logprobsMode: 'processed_logprobs' }, 3);
     // Token 0 is in the prompt: 4 → 1, below token 2's 1.5.
     const logits = row(4, -1, 1.5);
     const { tokenId, logprob } = sampler.sample(logits, { promptTokenIds: [0], outputTokenIds: [] });
@@ -107,9 +107,9 @@ describe('Sampler, greedy', () => {
 });
 
 describe('Sampler, random', () => {
-  it('reports the log-probability under the filtered, renormalised distribution', () => {
+  it('with processed_logprobs, reports the log-probability under the filtered, renormalised distribution', () => {
     // p ∝ 1 2 3 4 6 8 16; top-k 3 keeps 6, 8, 16 (sum 30).
-    const sampler = new Sampler(defaultSamplingParams({ topK: 3, seed: 7n }), {
+    const sampler = new Sampler(defaultSamplingParams({ topK: 3, seed: 7n, logprobsMode: 'processed_logprobs' }), {
       vocabSize: 7,
       eosTokenIds: [],
     });
@@ -121,9 +121,9 @@ describe('Sampler, random', () => {
     }
   });
 
-  it('applies the temperature to the reported log-probability', () => {
+  it('with processed_logprobs, applies the temperature to the reported log-probability', () => {
     // T = 0.5 squares the weights: 1, 4 → p(1) = 4/5.
-    const sampler = samplerFor({ temperature: 0.5, seed: 3n }, 2);
+    const sampler = samplerFor({ temperature: 0.5, seed: 3n, logprobsMode: 'processed_logprobs' }, 2);
     for (let i = 0; i < 10; i++) {
       const { tokenId, logprob } = sampler.sample(logitsFromWeights([1, 2]), EMPTY);
       expect(logprob).toBeCloseTo(Math.log(tokenId === 1 ? 4 / 5 : 1 / 5), 5);

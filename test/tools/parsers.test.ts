@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { deepseekV3Parser } from '../../src/tools/parsers/deepseek-v3.js';
+import { graniteParser } from '../../src/tools/parsers/granite.js';
 import { hermesParser } from '../../src/tools/parsers/hermes.js';
+import { kimiK2Parser } from '../../src/tools/parsers/kimi-k2.js';
 import { llama3JsonParser } from '../../src/tools/parsers/llama3-json.js';
 import { mistralParser } from '../../src/tools/parsers/mistral.js';
 import { pythonicParser } from '../../src/tools/parsers/pythonic.js';
-import { parserReader } from '../../src/tools/tool-call-stream.js';
+import { qwen3CoderParser } from '../../src/tools/parsers/qwen3-coder.js';
+import { parserReader, readMessage } from '../../src/tools/tool-call-stream.js';
 import { expectSameStreamed, streamPieces } from './stream-helpers.js';
 
 const hermes = parserReader(hermesParser);
@@ -139,5 +143,117 @@ describe('pythonic', () => {
   it('is content when the output is not a list of calls', () => {
     expect(expectSameStreamed(pythonic, 'It is sunny.')).toEqual({ content: 'It is sunny.', calls: [] });
     expect(pythonicParser.read('[1, 2, 3]', true)).toEqual({ content: '[1, 2, 3]', calls: [] });
+  });
+});
+
+// vLLM's deepseek_v3, kimi_k2 and granite formats, as DeepSeek V3/R1's, Kimi K2's and
+// Granite 3.x's chat templates render an assistant's calls (and the models write them).
+describe('deepseek_v3', () => {
+  const deepseek = parserReader(deepseekV3Parser);
+  const call = (name: string, args: string) => `<｜tool▁call▁begin｜>function<｜tool▁sep｜>${name}\n\`\`\`json\n${args}\n\`\`\`<｜tool▁call▁end｜>`;
+  const TWO = `Checking.<｜tool▁calls▁begin｜>${call('get_weather', '{"city": "Paris"}')}\n${call('get_time', '{"zone": "CET"}')}<｜tool▁calls▁end｜>`;
+
+  it('reads the calls of the section and the content before it, the same streamed', () => {
+    const message = expectSameStreamed(deepseek, TWO);
+    expect(message.content).toBe('Checking.');
+    expect(message.calls).toEqual([
+      { name: 'get_weather', arguments: '{"city": "Paris"}' },
+      { name: 'get_time', arguments: '{"zone": "CET"}' },
+    ]);
+  });
+
+  it('is content without the section marker, or when the section holds no call', () => {
+    expect(expectSameStreamed(deepseek, 'Plain text.')).toEqual({ content: 'Plain text.', calls: [] });
+    const broken = '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\nnot a fence';
+    expect(deepseekV3Parser.read(broken, true)).toEqual({ content: broken, calls: [] });
+  });
+});
+
+describe('kimi_k2', () => {
+  const kimi = parserReader(kimiK2Parser);
+  const TWO =
+    'Let me look.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>' +
+    '<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>';
+
+  it('reads the calls with their ids, and the content before the section, the same streamed', () => {
+    const message = expectSameStreamed(kimi, TWO);
+    expect(message.content).toBe('Let me look.');
+    expect(message.calls).toEqual([
+      { name: 'get_weather', arguments: '{"city": "Paris"}' },
+      { name: 'get_time', arguments: '{}' },
+    ]);
+    // The id is the model's own "functions.name:index", which its template writes back.
+    expect(readMessage(kimi, TWO).toolCalls.map((c) => c.id)).toEqual(['functions.get_weather:0', 'functions.get_time:1']);
+    expect(streamPieces(kimi, [...TWO]).calls.map((c) => c.id)).toEqual(['functions.get_weather:0', 'functions.get_time:1']);
+  });
+
+  it('accepts the singular section marker and a bare name:index id', () => {
+    const text = '<|tool_call_section_begin|><|tool_call_begin|>search:0<|tool_call_argument_begin|>{"q": "x"}<|tool_call_end|><|tool_call_section_end|>';
+    expect(kimiK2Parser.read(text, true)).toEqual({ content: '', calls: [{ id: 'search:0', name: 'search', arguments: '{"q": "x"}' }] });
+  });
+});
+
+describe('granite', () => {
+  const granite = parserReader(graniteParser);
+
+  it('reads a list after <|tool_call|> (3.0), <tool_call> (3.1+) or bare, the same streamed; no content beside calls', () => {
+    for (const tag of ['<|tool_call|>', '<tool_call>', '']) {
+      const message = expectSameStreamed(granite, `${tag}[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}]`);
+      expect(message).toEqual({
+        content: null,
+        calls: [
+          { name: 'get_weather', arguments: '{"city": "Paris"}' },
+          { name: 'get_time', arguments: '{}' },
+        ],
+      });
+    }
+  });
+
+  it('is content when the output does not open with a call list', () => {
+    expect(expectSameStreamed(granite, 'The weather in Paris is sunny.')).toEqual({ content: 'The weather in Paris is sunny.', calls: [] });
+    expect(expectSameStreamed(granite, '[1, 2] are numbers.')).toEqual({ content: '[1, 2] are numbers.', calls: [] });
+  });
+});
+
+describe('qwen3_coder', () => {
+  const tools = [
+    {
+      name: 'search',
+      parameters: {
+        type: 'object',
+        properties: { query: { type: 'string' }, limit: { type: 'integer' }, score: { type: 'number' }, exact: { type: 'boolean' }, filters: { type: 'object' }, tags: { type: 'array' } },
+      },
+    },
+  ];
+  const parser = qwen3CoderParser.withTools!(tools);
+  const coder = parserReader(parser);
+  const param = (key: string, value: string) => `<parameter=${key}>\n${value}\n</parameter>\n`;
+
+  it('types each parameter by the tool\'s schema, as vLLM\'s _convert_param_value, and writes Python\'s JSON', () => {
+    const text =
+      'I will search.\n<tool_call>\n<function=search>\n' +
+      param('query', '42') + param('limit', '10') + param('score', '0.5') + param('exact', 'True') +
+      param('filters', '{"lang":"en","year":2024}') + param('tags', '["a","b"]') + param('other', '7') + param('missing', 'null') +
+      '</function>\n</tool_call>';
+    const message = expectSameStreamed(coder, text);
+    expect(message.content).toBe('I will search.\n');
+    expect(message.calls).toEqual([
+      {
+        name: 'search',
+        arguments: '{"query": "42", "limit": 10, "score": 0.5, "exact": true, "filters": {"lang": "en", "year": 2024}, "tags": ["a", "b"], "other": "7", "missing": null}',
+      },
+    ]);
+  });
+
+  it('streams parameter by parameter: the arguments so far are a prefix of the final ones', () => {
+    const streamed = streamPieces(coder, ['<tool_call>\n<function=search>\n', param('query', 'cats'), param('limit', '3'), '</function>\n</tool_call>']);
+    expect(streamed.deltas[0]!.toolCalls).toEqual([{ index: 0, id: 'call-0', type: 'function', function: { name: 'search', arguments: '' } }]);
+    expect(streamed.deltas[1]!.toolCalls).toEqual([{ index: 0, function: { arguments: '{"query": "cats"' } }]);
+    expect(streamed.deltas[2]!.toolCalls).toEqual([{ index: 0, function: { arguments: ', "limit": 3' } }]);
+    expect(streamed.calls[0]!.arguments).toBe('{"query": "cats", "limit": 3}');
+  });
+
+  it('is content without a call', () => {
+    expect(expectSameStreamed(coder, 'No tools needed: <b>bold</b>.')).toEqual({ content: 'No tools needed: <b>bold</b>.', calls: [] });
   });
 });

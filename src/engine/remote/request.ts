@@ -59,6 +59,7 @@ export const REMOTE_PARAMETER_HANDLING: { readonly [K in keyof Required<Sampling
   earlyStopping: { edge: 'read only with beam search, which is refused' },
   logprobs: { refused: 'the upstream\'s logprobs are not relayed' },
   promptLogprobs: { refused: 'the upstream\'s logprobs are not relayed' },
+  logprobsMode: { edge: 'read only with logprobs, which are refused (the upstream has its own --logprobs-mode)' },
 };
 
 /** vLLM disables top-k with -1; our params also allow 0 for "off". */

@@ -63,6 +63,7 @@ export const WEBLLM_PARAMETER_HANDLING: { readonly [K in keyof Required<Sampling
   earlyStopping: { edge: 'read only with beam search, which is refused' },
   logprobs: { config: 'logprobs (top_p < 1 refused)' },
   promptLogprobs: { refused: 'web-llm keeps no prefill logits' },
+  logprobsMode: { edge: 'not applied: web-llm reports the logprobs of its own sampling step whatever the mode' },
 };
 
 /** A request field web-llm cannot honour, as the serving layer's 400 names it. */

@@ -6,6 +6,7 @@ import { unsupportedChatFeatures } from '../../protocol/unsupported.js';
 import { buildChatPrompt } from '../chat-prompt.js';
 import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving/tools.js';
+import { chatReasoning, type ChatReasoning } from '../serving/reasoning.js';
 import { responseId } from '../ids.js';
 import { jsonResponse } from '../json-body.js';
 import { chatNonStreaming, chatStream } from '../serving/chat.js';
@@ -20,6 +21,8 @@ import { streamUsageOptions } from '../usage.js';
 interface PreparedChat {
   prompts: [PreparedPrompt];
   tools: ReturnType<typeof requestToolCalling>;
+  /** How the output splits into reasoning and content (the reasoningParser setting); null: all content. */
+  reasoning: ChatReasoning | null;
   media: Awaited<ReturnType<typeof prepareChatMedia>>;
 }
 
@@ -80,7 +83,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
       const params = { ...chatToSamplingParams(request, limits.sampling, promptTokenIds.length), guide };
       // A parser's tags are special tokens in the models that write them (vLLM does the same).
       if (tools?.keepSpecialTokens) params.skipSpecialTokens = false;
-      return { prompts: [{ promptTokenIds, params }], tools, media: chatMedia };
+      const reasoning = chatReasoning(ctx.config.reasoningParser, request, prompt.text, guide !== undefined);
+      return { prompts: [{ promptTokenIds, params }], tools, reasoning, media: chatMedia };
     },
 
     async encodeMedia(prepared) {
@@ -104,6 +108,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
         tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
         logprobs: params.logprobs,
         tools: prepared.tools,
+        reasoning: prepared.reasoning,
       };
       if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
       return chatNonStreaming(run, job).then(jsonResponse);

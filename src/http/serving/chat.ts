@@ -1,12 +1,14 @@
 import type { FinishReason, GenerationDelta } from '../../engine/types.js';
 import { GeneratedTokenReporter, chatLogprobContent, type ChatLogprobContent, type TokenNaming, type VllmLogprob } from '../../protocol/openai-logprobs.js';
 import { chatLogprobContentInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from '../logprob-chunks.js';
+import { ReasoningStream, readReasoning } from '../../reasoning/reasoning-stream.js';
 import { ToolCallStream, readMessage } from '../../tools/tool-call-stream.js';
 import type { ToolCalling } from '../../tools/tool-choice.js';
 import type { ToolCall, ToolCallDelta } from '../../tools/types.js';
 import { streamingErrorPayload } from '../errors.js';
 import { collectOutputs } from '../generation.js';
 import { unixSeconds } from '../ids.js';
+import type { ChatReasoning } from './reasoning.js';
 import { usageInfo, type StreamUsageOptions, type UsageInfo } from '../usage.js';
 
 /** The parts of a /v1/chat/completions request the response is built from (already validated). */
@@ -31,6 +33,12 @@ export interface ChatJob {
   echoText?: string;
   /** How tool calls are read out of the output; null or absent: the output is all content. */
   tools?: ToolCalling | null;
+  /**
+   * How a reasoning model's output splits into `reasoning` and content (the server's
+   * reasoningParser); tool calls are read from the content only. Null or absent: no
+   * `reasoning` field, the output is all content.
+   */
+  reasoning?: ChatReasoning | null;
 }
 
 /** vLLM's finish reasons, plus "tool_calls" for a choice that ended by calling tools. */
@@ -47,7 +55,8 @@ export interface ChatCompletionResponse {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: string; content: string | null; tool_calls: ToolCall[] };
+    /** `reasoning` (current vLLM's name; llama.cpp's is reasoning_content) is there when the server has a reasoning parser. */
+    message: { role: string; content: string | null; reasoning?: string | null; tool_calls: ToolCall[] };
     logprobs: ChatLogprobs | null;
     finish_reason: ChatFinishReason;
     stop_reason: string | number | null;
@@ -63,7 +72,7 @@ export interface ChatLogprobs {
 
 interface ChatStreamChoice {
   index: number;
-  delta: { role?: string; content?: string; tool_calls?: ToolCallDelta[] };
+  delta: { role?: string; content?: string; reasoning?: string; tool_calls?: ToolCallDelta[] };
   logprobs: ChatLogprobs | null;
   finish_reason: ChatFinishReason | null;
   stop_reason?: string | number | null;
@@ -88,7 +97,12 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
   const naming = job.tokens;
   const choices = [];
   for (const output of outputs) {
-    const message = job.tools ? readMessage(job.tools.reader, output.text, job.tools.newCallId) : { content: output.text, toolCalls: [] };
+    // The thought first; calls are read from what follows it only.
+    const parts = job.reasoning ? readReasoning(job.reasoning.parser, job.reasoning.promptEndsReasoning, output.text) : null;
+    const text = parts ? (parts.content ?? '') : output.text;
+    const message = job.tools ? readMessage(job.tools.reader, text, job.tools.newCallId) : { content: text, toolCalls: [] };
+    // Nothing after the thought: content null, as vLLM has it.
+    if (parts?.content === null && message.toolCalls.length === 0) message.content = null;
     const content = job.echoText ? job.echoText + (message.content ?? '') : message.content;
     // Each choice's logprobs can be thousands of entries: named and shaped in blocks.
     const logprobs =
@@ -97,7 +111,12 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
         : null;
     choices.push({
       index: output.index,
-      message: { role: job.role, content, tool_calls: message.toolCalls },
+      message: {
+        role: job.role,
+        content,
+        ...(parts ? { reasoning: job.reasoning!.include ? parts.reasoning : null } : {}),
+        tool_calls: message.toolCalls,
+      },
       logprobs,
       finish_reason: finishReason(output.finishReason ?? 'stop', message.toolCalls.length > 0, job.tools),
       stop_reason: output.stopReason,
@@ -138,6 +157,12 @@ export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: Chat
     if (stream === undefined) toolStreams.set(index, (stream = new ToolCallStream(tools.reader, tools.newCallId)));
     return stream;
   };
+  const reasoningStreams = new Map<number, ReasoningStream>();
+  const reasoningStream = (index: number, reasoning: ChatReasoning): ReasoningStream => {
+    let stream = reasoningStreams.get(index);
+    if (stream === undefined) reasoningStreams.set(index, (stream = new ReasoningStream(reasoning.parser, reasoning.promptEndsReasoning)));
+    return stream;
+  };
 
   let completionTokens = 0;
   try {
@@ -159,16 +184,28 @@ export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: Chat
         logprobs,
         finish_reason: delta.finishReason,
       };
+      const final = delta.finishReason !== null;
+      // The thought streams as `reasoning`; what follows it is content, read for calls.
+      let contentText = delta.text;
+      if (job.reasoning) {
+        const parts = reasoningStream(delta.index, job.reasoning).push(delta.text, final);
+        contentText = parts.content ?? '';
+        choice.delta = {};
+        if (parts.reasoning !== undefined && job.reasoning.include) choice.delta.reasoning = parts.reasoning;
+        if (parts.content !== undefined) choice.delta.content = parts.content;
+      }
       if (job.tools) {
         const stream = toolStream(delta.index, job.tools);
-        const message = stream.push(delta.text, delta.finishReason !== null);
-        choice.delta = {};
+        const message = stream.push(contentText, final);
+        const reasoning = choice.delta.reasoning;
+        choice.delta = reasoning !== undefined ? { reasoning } : {};
         if (message.content !== undefined) choice.delta.content = message.content;
         if (message.toolCalls !== undefined) choice.delta.tool_calls = message.toolCalls;
-        // A step whose text was all held back (a partial tag, a call's name not yet complete) sends nothing.
-        if (message.content === undefined && message.toolCalls === undefined && delta.finishReason === null && logprobs === null) continue;
-        if (delta.finishReason !== null) choice.finish_reason = finishReason(delta.finishReason, stream.calledTools, job.tools);
+        if (final) choice.finish_reason = finishReason(delta.finishReason!, stream.calledTools, job.tools);
       }
+      // A step whose text was all held back (a partial tag, a call's name not yet complete) sends nothing.
+      const empty = choice.delta.content === undefined && choice.delta.reasoning === undefined && choice.delta.tool_calls === undefined;
+      if ((job.tools || job.reasoning) && empty && !final && logprobs === null) continue;
       if (delta.finishReason !== null) choice.stop_reason = delta.stopReason;
       yield chunk([choice], continuous(completionTokens));
     }

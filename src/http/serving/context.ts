@@ -68,6 +68,7 @@ export function resolveServingLimits(engine: Engine, config: ServerConfig): Serv
       maxSeqLen: config.maxSeqLen,
       eosTokenIds: engine.tokenizer.eosTokenIds,
       vocabSize: engine.info.vocabSize,
+      logprobsMode: config.logprobsMode,
     },
     guided: { maxGuidedNestingDepth, maxGuidedProperties, maxGuidedRepetition, maxGrammarChars, maxGrammarWork },
     tokenizeCeiling: tokenizeCeiling(prompt),
