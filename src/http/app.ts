@@ -20,6 +20,7 @@ import { generateRoutes } from './routes/generate.js';
 import { healthRoutes } from './routes/health.js';
 import { loraRoutes } from './routes/lora.js';
 import { messagesRoutes } from './routes/messages.js';
+import { responsesRoutes } from './routes/responses.js';
 import { modelsRoutes } from './routes/models.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
 import { apiKeyAuth, hostCheck, jsonContentTypeRequired } from './security/middleware.js';
@@ -131,6 +132,7 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', completionsRoutes(ctx));
   app.route('/', chatRoutes(ctx));
   app.route('/', messagesRoutes(ctx));
+  app.route('/', responsesRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
   app.route('/', loraRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));
