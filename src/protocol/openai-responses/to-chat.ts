@@ -11,7 +11,7 @@
  * - function tools, tool_choice and parallel_tool_calls as chat's; text.format as
  *   response_format; max_output_tokens as max_tokens; temperature, top_p, top_k.
  */
-import { invalidRequest } from '../errors.js';
+import { invalidRequest } from '../../common/protocol-error.js';
 import type { InputContent, InputItem, ResponsesRequest } from './request.js';
 
 export type ChatMessageBody = Record<string, unknown> & { role: string };
