@@ -65,7 +65,7 @@ describe('POST /v1/messages', () => {
     expect(text).toBe(whole.content[0]!.text);
     expect(start.usage.input_tokens).toBe(whole.usage.input_tokens);
     const delta = events.at(-2)![1];
-    expect(delta).toEqual({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 12 } });
+    expect(delta).toEqual({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { input_tokens: whole.usage.input_tokens, output_tokens: 12 } });
   });
 
   it('a named tool streams as a tool_use block whose input_json_delta pieces add up to the arguments', async () => {

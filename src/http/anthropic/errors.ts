@@ -56,23 +56,29 @@ export function anthropicStreamError(error: unknown): AnthropicErrorBody {
   return anthropicErrorBody(status, body.message, body.param);
 }
 
-/** Rewrites the app's error responses on the routes it guards into Anthropic's shape (status and headers kept). */
+/** An error response of this server (its OpenAI / vLLM body) in Anthropic's shape, status and headers kept; any other response as it is. */
+export async function asAnthropicError(response: Response): Promise<Response> {
+  if (response.status < 400 || !(response.headers.get('content-type') ?? '').includes('json')) return response;
+  let body: { object?: unknown; message?: unknown; param?: unknown };
+  try {
+    body = (await response.clone().json()) as typeof body;
+  } catch {
+    return response;
+  }
+  if (body.object !== 'error' || typeof body.message !== 'string') return response;
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  const param = typeof body.param === 'string' ? body.param : null;
+  return Response.json(anthropicErrorBody(response.status, body.message, param), { status: response.status, headers });
+}
+
+/** Rewrites the app's error responses on the routes it guards into Anthropic's shape. */
 export function anthropicErrors(): MiddlewareHandler {
   return async (c, next) => {
     await next();
-    const response = c.res;
-    if (response.status < 400 || !(response.headers.get('content-type') ?? '').includes('json')) return;
-    let body: { object?: unknown; message?: unknown; param?: unknown };
-    try {
-      body = (await response.clone().json()) as typeof body;
-    } catch {
-      return;
-    }
-    if (body.object !== 'error' || typeof body.message !== 'string') return;
-    const headers = new Headers(response.headers);
-    headers.delete('content-length');
-    const param = typeof body.param === 'string' ? body.param : null;
+    const reshaped = await asAnthropicError(c.res);
+    if (reshaped === c.res) return;
     c.res = undefined;
-    c.res = Response.json(anthropicErrorBody(response.status, body.message, param), { status: response.status, headers });
+    c.res = reshaped;
   };
 }

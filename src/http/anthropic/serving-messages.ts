@@ -96,6 +96,7 @@ type OpenBlock = { kind: 'thinking' | 'text' } | { kind: 'tool_use'; call: numbe
  */
 export async function* messageStream(
   chunks: AsyncIterable<ChatCompletionChunk>,
+  /** inputTokens: the prompt's, when known before the output (a gateway translating a stream learns it at the end: message_delta carries it too). */
   start: { id: string; model: string; inputTokens: number },
 ): AsyncGenerator<string> {
   const event = (data: { type: string } & Record<string, unknown>) => namedSseEvent(data.type, JSON.stringify(data));
@@ -128,10 +129,14 @@ export async function* messageStream(
   let finish: ChatFinishReason | null = null;
   let stopReason: string | number | null | undefined = null;
   let calledTools = false;
+  let inputTokens = start.inputTokens;
   let outputTokens = 0;
   try {
     for await (const chunk of chunks) {
-      if (chunk.usage !== undefined && chunk.choices.length === 0) outputTokens = chunk.usage.completion_tokens;
+      if (chunk.usage !== undefined && chunk.choices.length === 0) {
+        inputTokens = chunk.usage.prompt_tokens;
+        outputTokens = chunk.usage.completion_tokens;
+      }
       const choice = chunk.choices[0];
       if (choice === undefined) continue;
       const delta = choice.delta as typeof choice.delta & { reasoning?: string; reasoning_content?: string };
@@ -164,6 +169,6 @@ export async function* messageStream(
     return;
   }
   yield* stop();
-  yield event({ type: 'message_delta', delta: stopReasonOf(finish, stopReason, calledTools), usage: { output_tokens: outputTokens } });
+  yield event({ type: 'message_delta', delta: stopReasonOf(finish, stopReason, calledTools), usage: { input_tokens: inputTokens, output_tokens: outputTokens } });
   yield event({ type: 'message_stop' });
 }
