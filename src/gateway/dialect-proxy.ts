@@ -23,7 +23,7 @@ import { messageFromChat, messageStream } from '../http/anthropic/serving-messag
 import { randomHex } from '../http/ids.js';
 import { newResponseJob, responseFromChat, responseStream, responsesStreamError, type ResponseObject } from '../http/responses/serving-responses.js';
 import { outputMessage, type ResponseStore } from '../http/responses/store.js';
-import type { ChatCompletionChunk, ChatCompletionResponse } from '../http/serving-chat.js';
+import type { ChatCompletionChunk, ChatCompletionResponse } from '../http/serving/chat.js';
 import { namedSseEvent, preFramed, sseResponse } from '../http/sse.js';
 import { CountTokensRequestSchema, MessagesRequestSchema, type MessagesRequest } from '../protocol/anthropic/messages.js';
 import { anthropicToChat } from '../protocol/anthropic/to-chat.js';

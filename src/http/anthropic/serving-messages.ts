@@ -9,7 +9,7 @@
  * blocks in the order the output writes them: thinking (when a reasoning parser gives
  * reasoning), text, one tool_use per call.
  */
-import type { ChatCompletionChunk, ChatCompletionResponse, ChatFinishReason } from '../serving-chat.js';
+import type { ChatCompletionChunk, ChatCompletionResponse, ChatFinishReason } from '../serving/chat.js';
 import { namedSseEvent } from '../sse.js';
 import { anthropicStreamError } from './errors.js';
 

@@ -14,7 +14,7 @@
 import type { ResponsesRequest } from '../../protocol/openai-responses/request.js';
 import { mapError } from '../errors.js';
 import { randomHex, unixSeconds } from '../ids.js';
-import type { ChatCompletionChunk, ChatCompletionResponse, ChatFinishReason } from '../serving-chat.js';
+import type { ChatCompletionChunk, ChatCompletionResponse, ChatFinishReason } from '../serving/chat.js';
 import { namedSseEvent } from '../sse.js';
 
 export interface OutputText {

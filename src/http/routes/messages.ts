@@ -9,14 +9,15 @@ import { prepareChatMedia } from '../chat-media.js';
 import { responseId } from '../ids.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { chatChunks, chatNonStreaming } from '../serving-chat.js';
-import { checkBounds, maxModelLen, templateBudget, templateOffLoop, tokenizeBound, type ServingContext } from '../serving-context.js';
-import { loadChatRequestMedia } from '../serving-media.js';
-import { checkModel } from '../serving-models.js';
-import { tokenizeChat } from '../serving-tokenization.js';
+import { chatChunks, chatNonStreaming } from '../serving/chat.js';
+import { checkBounds, templateOffLoop, tokenizeBound, type ServingContext } from '../serving/context.js';
+import { loadChatRequestMedia } from '../serving/media.js';
+import { checkModel } from '../serving/models.js';
+import { serveGenerating } from '../serving/spine.js';
+import { tokenizeChat } from '../serving/tokenization.js';
 import { TokenizeChatRequestSchema } from '../tokenization-schemas.js';
 import { namedSseEvent, preFramed, sseResponse } from '../sse.js';
-import { startChatCompletion } from './chat.js';
+import { chatDialectEndpoint } from './chat-dialect.js';
 
 /**
  * POST /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API, served as
@@ -28,19 +29,20 @@ export function messagesRoutes(ctx: ServingContext): Hono {
   const routes = new Hono();
   const { engine } = ctx;
 
-  routes.post('/v1/messages', async (c) => {
-    const request = parseRequest(MessagesRequestSchema, await readJsonBody(c.req.raw));
-    const chatRequest = parseRequest(ChatCompletionRequestSchema, anthropicToChat(request));
-    const record = c.get('requestRecord');
-    const { run, job } = await startChatCompletion(ctx, chatRequest, c.req.raw, record);
-    // Anthropic's ids are "msg_…"; the same base as the request log's.
-    const id = responseId('msg', c.req.raw, undefined, record?.id).replace(/^msg-/, 'msg_');
-    if (request.stream) {
-      const events = messageStream(chatChunks(run, job), { id, model: job.model, inputTokens: job.promptTokenCount });
-      return sseResponse(events, () => run.abort(), preFramed((error) => namedSseEvent('error', JSON.stringify(anthropicStreamError(error)))));
-    }
-    return jsonResponse(messageFromChat(await chatNonStreaming(run, job), id));
+  const endpoint = chatDialectEndpoint(ctx, {
+    schema: MessagesRequestSchema,
+    toChat: (request) => parseRequest(ChatCompletionRequestSchema, anthropicToChat(request)),
+    async respond(run, job, request, call) {
+      // Anthropic's ids are "msg_…"; the same base as the request log's.
+      const id = responseId('msg', call.c.req.raw, undefined, call.record?.id).replace(/^msg-/, 'msg_');
+      if (request.stream) {
+        const events = messageStream(chatChunks(run, job), { id, model: job.model, inputTokens: job.promptTokenCount });
+        return sseResponse(events, () => run.abort(), preFramed((error) => namedSseEvent('error', JSON.stringify(anthropicStreamError(error)))));
+      }
+      return jsonResponse(messageFromChat(await chatNonStreaming(run, job), id));
+    },
   });
+  routes.post('/v1/messages', serveGenerating(ctx, endpoint));
 
   // The prompt's tokens as /v1/messages would feed them to the model (its chat template, tools and media included).
   routes.post('/v1/messages/count_tokens', async (c) => {
@@ -51,8 +53,8 @@ export function messagesRoutes(ctx: ServingContext): Hono {
     const signal = c.req.raw.signal;
     const media = await loadChatRequestMedia(ctx, chat.messages, signal);
     const { expansion } = await prepareChatMedia(ctx, media, signal);
-    const options = { templateBudget: templateBudget(ctx), templateOffLoop: templateOffLoop(ctx, signal), multimodal: expansion, signal };
-    const { count } = await tokenizeChat(chat, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), options);
+    const options = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, signal), multimodal: expansion, signal };
+    const { count } = await tokenizeChat(chat, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), options);
     return c.json({ input_tokens: count });
   });
 
