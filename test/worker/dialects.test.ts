@@ -105,3 +105,27 @@ describe('/v1/messages and /v1/responses in workerd', () => {
     expect((await right.messages.create({ model: MODEL, messages: question, max_tokens: 2 })).usage.output_tokens).toBe(2);
   });
 });
+
+describe('the gateway in front of llama.cpp\'s server (its own /v1/messages, an implementation this project did not write)', () => {
+  function llamaServerUrl(): string {
+    const url = inject('llamaServerUrl');
+    if (url === '') throw new Error(inject('llamaServerError'));
+    return url;
+  }
+  const request = { model: MODEL, system: 'A story.', messages: [{ role: 'user' as const, content: 'Once upon a time' }], max_tokens: 16, ...GREEDY };
+
+  it('forwarded to llama.cpp\'s /v1/messages and translated to its chat completions: the same message, streamed and not', async () => {
+    const native = clients(gateway, workerEnv({ UPSTREAMS: JSON.stringify([{ name: 'llama', url: llamaServerUrl(), model: MODEL, dialect: 'llama.cpp' }]) })).anthropic;
+    const translated = clients(gateway, workerEnv({ UPSTREAMS: JSON.stringify([{ name: 'llama', url: llamaServerUrl(), model: MODEL, dialect: 'llama.cpp', speaks: [] }]) })).anthropic;
+    const direct = await native.messages.create(request);
+    expect(direct.content[0]!.type).toBe('text');
+    expect(direct.stop_reason).toBe('max_tokens');
+    const ours = await translated.messages.create(request);
+    expect(ours.content).toEqual(direct.content);
+    expect(ours.stop_reason).toBe(direct.stop_reason);
+    expect(ours.usage.output_tokens).toBe(direct.usage.output_tokens);
+    expect(ours.usage.input_tokens).toBe(direct.usage.input_tokens + (direct.usage.cache_read_input_tokens ?? 0));
+    expect((await translated.messages.stream(request).finalMessage()).content).toEqual(direct.content);
+    expect((await native.messages.stream(request).finalMessage()).content).toEqual(direct.content);
+  });
+});

@@ -75,15 +75,17 @@ export function messageFromChat(chat: ChatCompletionResponse, id: string): Anthr
   const reasoning = message.reasoning ?? message.reasoning_content;
   if (reasoning) content.push({ type: 'thinking', thinking: reasoning, signature: LOCAL_SIGNATURE });
   if (message.content) content.push({ type: 'text', text: message.content });
-  for (const call of message.tool_calls) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInput(call.function.arguments) });
+  // An upstream's chat completion (the gateway translating) may leave tool_calls out.
+  const calls = message.tool_calls ?? [];
+  for (const call of calls) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInput(call.function.arguments) });
   return {
     id,
     type: 'message',
     role: 'assistant',
     content,
     model: chat.model,
-    ...stopReasonOf(choice.finish_reason, choice.stop_reason, message.tool_calls.length > 0),
-    usage: usage(chat.usage.prompt_tokens, chat.usage.completion_tokens),
+    ...stopReasonOf(choice.finish_reason, choice.stop_reason, calls.length > 0),
+    usage: usage(chat.usage?.prompt_tokens ?? 0, chat.usage?.completion_tokens ?? 0),
   };
 }
 

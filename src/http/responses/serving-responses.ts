@@ -130,10 +130,11 @@ export function responseFromChat(chat: ChatCompletionResponse, job: ResponseJob)
   const reasoning = message.reasoning ?? message.reasoning_content;
   if (reasoning) output.push({ id: `rs_${randomHex()}`, type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: reasoning }] });
   if (message.content) output.push({ id: `msg_${randomHex()}`, type: 'message', status: 'completed', role: 'assistant', content: [outputText(message.content)] });
-  for (const call of message.tool_calls) {
+  // An upstream's chat completion (the gateway translating) may leave tool_calls out.
+  for (const call of message.tool_calls ?? []) {
     output.push({ id: `fc_${randomHex()}`, type: 'function_call', status: 'completed', call_id: call.id, name: call.function.name, arguments: call.function.arguments });
   }
-  return responseObject(job, statusOf(choice.finish_reason), output, usageOf(chat.usage.prompt_tokens, chat.usage.completion_tokens));
+  return responseObject(job, statusOf(choice.finish_reason), output, usageOf(chat.usage?.prompt_tokens ?? 0, chat.usage?.completion_tokens ?? 0));
 }
 
 /** The `error` event for a failure after the stream started: OpenAI's fields, and `error` so openai-node raises it as an APIError. */
