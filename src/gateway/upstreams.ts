@@ -9,7 +9,10 @@
  * `model` is the name clients ask for (one model per upstream; several upstreams may
  * serve the same one), `upstream_model` the name the server itself uses. Credentials are
  * never written in the list: `api_key_secret` names the Worker secret holding the key,
- * `service` a service binding to reach the server through. Without UPSTREAMS, the single
+ * `service` a service binding to reach the server through. `speaks` lists the other
+ * dialects the server serves itself ("messages": Anthropic's /v1/messages, "responses":
+ * /v1/responses); absent, its dialect's default (vllm and llama.cpp both, openai
+ * responses); the gateway translates the others into chat completions (dialect-proxy.ts). Without UPSTREAMS, the single
  * upstream of UPSTREAM_URL / UPSTREAM / UPSTREAM_API_KEY / UPSTREAM_MODEL is the fleet.
  * Deadlines (upstream-timeouts.ts): `connect_timeout_seconds`, `first_byte_timeout_seconds`
  * and `idle_timeout_seconds` per entry, over UPSTREAM_CONNECT_TIMEOUT_SECONDS,
@@ -36,6 +39,8 @@ export interface UpstreamTarget {
   timeouts: UpstreamTimeouts;
   /** llama.cpp: its chat template knows tools, so a required or named tool_choice is honoured. */
   toolCalls: boolean;
+  /** The routes beyond chat and completions it serves itself (`speaks`); absent: its dialect's default. */
+  speaks?: ReadonlySet<string>;
 }
 
 interface RawUpstream {
@@ -52,6 +57,7 @@ interface RawUpstream {
   first_byte_timeout_seconds?: unknown;
   idle_timeout_seconds?: unknown;
   tool_calls?: unknown;
+  speaks?: unknown;
 }
 
 export interface FleetEnv {
@@ -152,7 +158,18 @@ function fromEntry(raw: RawUpstream, index: number, env: FleetEnv, defaultModel:
     fetch: serviceName ? serviceFetch(env[serviceName], where) : globalFetch,
     timeouts: entryTimeouts(raw, where, fleetTimeouts(env)),
     toolCalls: raw.tool_calls === true,
+    speaks: speaksOf(raw.speaks, where),
   };
+}
+
+const SPOKEN_ROUTES = ['messages', 'responses'];
+
+function speaksOf(value: unknown, where: string): ReadonlySet<string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || !value.every((route) => SPOKEN_ROUTES.includes(route as string))) {
+    throw new Error(`${where}: speaks must be a list of ${SPOKEN_ROUTES.map((route) => JSON.stringify(route)).join(' and ')}, got ${JSON.stringify(value)}.`);
+  }
+  return new Set(value as string[]);
 }
 
 /** The fleet, or an empty list when no upstream is configured. Throws on invalid settings. */

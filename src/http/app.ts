@@ -7,6 +7,7 @@ import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
 import type { TemplateThread } from '../tokenizer/template-thread.js';
+import { anthropicErrors } from './anthropic/errors.js';
 import { bodySizeLimit } from './body-size-limit.js';
 import { corsMiddleware } from './cors.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
@@ -18,6 +19,8 @@ import { completionsRoutes } from './routes/completions.js';
 import { generateRoutes } from './routes/generate.js';
 import { healthRoutes } from './routes/health.js';
 import { loraRoutes } from './routes/lora.js';
+import { messagesRoutes } from './routes/messages.js';
+import { responsesRoutes } from './routes/responses.js';
 import { modelsRoutes } from './routes/models.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
 import { apiKeyAuth, hostCheck, jsonContentTypeRequired } from './security/middleware.js';
@@ -98,6 +101,9 @@ export function createApp(deps: AppDeps): Hono {
 
   const app = new Hono();
   app.use(observeRequests(activity));
+  // Anthropic's routes answer every refusal in Anthropic's error shape, the checks below included.
+  app.use('/v1/messages', anthropicErrors());
+  app.use('/v1/messages/*', anthropicErrors());
   // Before the checks, so that preflights are answered on every path and refusals carry the CORS headers too.
   app.use(corsMiddleware(deps.config));
   if (config.allowedHosts !== null) app.use(hostCheck(config.allowedHosts));
@@ -126,6 +132,8 @@ export function createApp(deps: AppDeps): Hono {
   app.route('/', generateRoutes(ctx));
   app.route('/', completionsRoutes(ctx));
   app.route('/', chatRoutes(ctx));
+  app.route('/', messagesRoutes(ctx));
+  app.route('/', responsesRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
   app.route('/', loraRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));

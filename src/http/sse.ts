@@ -12,6 +12,25 @@ export function sseEvent(data: string): string {
   return `data: ${data}\n\n`;
 }
 
+/** One named Server-Sent Event (`event: <name>`), as Anthropic's and the Responses API's streams send them. */
+export function namedSseEvent(name: string, data: string): string {
+  return `event: ${name}\ndata: ${data}\n\n`;
+}
+
+/** How a stream's payloads become events: OpenAI's chat and completions send `data:` lines; other dialects frame their own. */
+export interface SseFraming {
+  event(payload: string): string;
+  /** The last event when the source throws (the serving modules report their own errors; this is the backstop). */
+  error(error: unknown): string;
+}
+
+const DATA_EVENTS: SseFraming = { event: sseEvent, error: (error) => sseEvent(streamingErrorPayload(error)) };
+
+/** For payloads that are already whole events (namedSseEvent): sent as they are, with the dialect's error event. */
+export function preFramed(error: (error: unknown) => string): SseFraming {
+  return { event: (payload) => payload, error };
+}
+
 /**
  * The framed events of one SSE response, for a home that writes them to its socket itself
  * (Node: straight into the ServerResponse, without the web-stream layers between).
@@ -37,7 +56,7 @@ export function takeSseEvents(body: ReadableStream<Uint8Array> | null): SseEvent
   return events;
 }
 
-function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void): SseEvents {
+function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void, framing: SseFraming): SseEvents {
   const iterator = payloads[Symbol.asyncIterator]();
   let finished = false;
   return {
@@ -45,12 +64,12 @@ function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void): Ss
       if (finished) return undefined;
       try {
         const next = await iterator.next();
-        if (!next.done) return sseEvent(next.value);
+        if (!next.done) return framing.event(next.value);
       } catch (error) {
         finished = true;
         // The serving modules report their own errors in-stream; this is the backstop
         // so a failure never tears the connection down without a word.
-        return sseEvent(streamingErrorPayload(error));
+        return framing.error(error);
       }
       finished = true;
       return undefined;
@@ -68,8 +87,8 @@ function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void): Ss
  * taken the previous (backpressure). `onCancel` runs when the consumer goes away
  * before the end (client disconnect): it must stop the generation behind the stream.
  */
-export function sseResponse(payloads: AsyncIterable<string>, onCancel: () => void = () => {}): Response {
-  const events = framedEvents(payloads, onCancel);
+export function sseResponse(payloads: AsyncIterable<string>, onCancel: () => void = () => {}, framing: SseFraming = DATA_EVENTS): Response {
+  const events = framedEvents(payloads, onCancel, framing);
   const encoder = new TextEncoder();
   // After cancel() the controller is closed; a pull still waiting on the source must not touch it.
   let cancelled = false;

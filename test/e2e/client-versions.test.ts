@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const CLIENTS = ['openai', 'ai', '@ai-sdk/openai-compatible', '@langchain/openai', '@langchain/core'] as const;
+const CLIENTS = ['openai', 'ai', '@ai-sdk/openai-compatible', '@langchain/openai', '@langchain/core', '@anthropic-ai/sdk'] as const;
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, Record<string, string>>;
 

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { ChatCompletionRequestSchema, messageText } from '../../protocol/openai-chat.js';
+import { ChatCompletionRequestSchema, messageText, type ChatCompletionRequest } from '../../protocol/openai-chat.js';
 import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { unsupportedChatFeatures } from '../../protocol/unsupported.js';
@@ -9,16 +9,16 @@ import { requestToolCalling, toolCallGuide } from '../serving/tools.js';
 import { chatReasoning, type ChatReasoning } from '../serving/reasoning.js';
 import { responseId } from '../ids.js';
 import { jsonResponse } from '../json-body.js';
-import { chatNonStreaming, chatStream } from '../serving/chat.js';
+import { chatNonStreaming, chatStream, type ChatJob } from '../serving/chat.js';
 import { loadChatRequestMedia } from '../serving/media.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { encodePromptMedia } from '../serving/multimodal.js';
 import { inlinePieceBound, refuseOverTokenizeBound, templateOffLoop, type ServingContext } from '../serving/context.js';
-import { serveGenerating, type GeneratingEndpoint, type PreparedPrompt } from '../serving/spine.js';
+import { serveGenerating, type GeneratingEndpoint, type PreparedPrompt, type ServingCall } from '../serving/spine.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
 
-interface PreparedChat {
+export interface PreparedChat {
   prompts: [PreparedPrompt];
   tools: ReturnType<typeof requestToolCalling>;
   /** How the output splits into reasoning and content (the reasoningParser setting); null: all content. */
@@ -28,9 +28,19 @@ interface PreparedChat {
 
 /** POST /v1/chat/completions: messages rendered with the model's chat template, then generated from. */
 export function chatRoutes(ctx: ServingContext): Hono {
-  const { engine, limits } = ctx;
+  const routes = new Hono();
+  routes.post('/v1/chat/completions', serveGenerating(ctx, chatEndpoint(ctx)));
+  return routes;
+}
 
-  const endpoint: GeneratingEndpoint<typeof ChatCompletionRequestSchema, PreparedChat> = {
+/**
+ * The chat endpoint's hooks. The other dialects (/v1/messages, /v1/responses) translate
+ * their requests into a chat request and serve it through these same hooks, so what the
+ * chat route learns (templates, tools, reasoning, media), they learn.
+ */
+export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof ChatCompletionRequestSchema, PreparedChat> {
+  const { engine, limits } = ctx;
+  return {
     schema: ChatCompletionRequestSchema,
     warnIgnoredFields: true,
     model: (request) => request.model,
@@ -92,30 +102,32 @@ export function chatRoutes(ctx: ServingContext): Hono {
     },
 
     respond(run, prepared, request, call) {
-      const [{ promptTokenIds, params }] = prepared.prompts;
-      // vLLM: the generated message continues the final one unless a new assistant turn was opened.
-      const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
-      const last = request.messages.at(-1)!;
-      const job = {
-        id: responseId('chatcmpl', call.c.req.raw, request.request_id, call.record?.id),
-        model: call.adapter ?? engine.info.id,
-        promptTokenCount: promptTokenIds.length,
-        role,
-        // vLLM echoes the final message only when the reply continues it (same role).
-        echoText: request.echo ? (last.role === role ? messageText(last) : '') : undefined,
-        usage: streamUsageOptions(request.stream_options),
-        n: request.n,
-        tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
-        logprobs: params.logprobs,
-        tools: prepared.tools,
-        reasoning: prepared.reasoning,
-      };
+      const job = chatJob(ctx, prepared, request, call);
       if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
       return chatNonStreaming(run, job).then(jsonResponse);
     },
   };
+}
 
-  const routes = new Hono();
-  routes.post('/v1/chat/completions', serveGenerating(ctx, endpoint));
-  return routes;
+/** What the chat response is built from (serving/chat.ts), for a prepared chat request. */
+export function chatJob(ctx: ServingContext, prepared: PreparedChat, request: ChatCompletionRequest, call: ServingCall): ChatJob {
+  const { engine } = ctx;
+  const [{ promptTokenIds, params }] = prepared.prompts;
+  // vLLM: the generated message continues the final one unless a new assistant turn was opened.
+  const role = request.add_generation_prompt ? 'assistant' : request.messages.at(-1)!.role;
+  const last = request.messages.at(-1)!;
+  return {
+    id: responseId('chatcmpl', call.c.req.raw, request.request_id, call.record?.id),
+    model: call.adapter ?? engine.info.id,
+    promptTokenCount: promptTokenIds.length,
+    role,
+    // vLLM echoes the final message only when the reply continues it (same role).
+    echoText: request.echo ? (last.role === role ? messageText(last) : '') : undefined,
+    usage: streamUsageOptions(request.stream_options),
+    n: request.n,
+    tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
+    logprobs: params.logprobs,
+    tools: prepared.tools,
+    reasoning: prepared.reasoning,
+  };
 }

@@ -42,13 +42,31 @@ export function hostCheck(allowed: readonly string[]): MiddlewareHandler {
 }
 
 const UNAUTHORIZED = () =>
-  new HttpError(401, 'UnauthorizedError', 'Missing or invalid API key: send it as "Authorization: Bearer <key>".', null, {
+  new HttpError(401, 'UnauthorizedError', 'Missing or invalid API key: send it as "Authorization: Bearer <key>" (on /v1/messages also "x-api-key: <key>").', null, {
     'www-authenticate': 'Bearer',
   });
 
-/** null when the request's bearer token is one of the keys; otherwise the 401 to send. */
-export async function refuseUnauthorized(request: Request, checker: ApiKeyChecker): Promise<Response | null> {
-  const token = bearerToken(request.headers.get('authorization'));
+/** Anthropic's routes, whose clients send the key as `x-api-key`. */
+export function isAnthropicPath(path: string): boolean {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/');
+}
+
+/**
+ * The key a request presents: its bearer token, or on Anthropic's routes without an
+ * Authorization header, the `x-api-key` header Anthropic's clients send (llama.cpp's
+ * server reads both). Other routes keep OpenAI's one way, so a key in an unexpected
+ * header is refused there as before.
+ */
+export function presentedApiKey(headers: Headers, path: string): string | null {
+  const authorization = headers.get('authorization');
+  if (authorization !== null || !isAnthropicPath(path)) return bearerToken(authorization);
+  const key = headers.get('x-api-key')?.trim();
+  return key === undefined || key === '' ? null : key;
+}
+
+/** null when the request's bearer token (or x-api-key) is one of the keys; otherwise the 401 to send. */
+export async function refuseUnauthorized(request: Request, checker: ApiKeyChecker, path = new URL(request.url).pathname): Promise<Response | null> {
+  const token = presentedApiKey(request.headers, path);
   if (token !== null && (await checker.matches(token))) return null;
   return errorResponse(UNAUTHORIZED());
 }
@@ -60,7 +78,7 @@ export function apiKeyAuth(keys: readonly string[]): MiddlewareHandler {
     // reaches /v1/completions), so the check sees what the routes see. CORS preflights
     // carry no credentials by design.
     if (c.req.method !== 'OPTIONS' && isApiPath(c.req.path)) {
-      const refused = await refuseUnauthorized(c.req.raw, checker);
+      const refused = await refuseUnauthorized(c.req.raw, checker, c.req.path);
       if (refused !== null) return refused;
     }
     await next();
@@ -75,7 +93,16 @@ export function isJsonContentType(contentType: string | null | undefined): boole
 }
 
 /** The routes that take a JSON body (other paths get their 404 or 405 first). */
-const JSON_BODY_ROUTES: ReadonlySet<string> = new Set(['/generate', '/v1/completions', '/v1/chat/completions', '/tokenize', '/detokenize']);
+const JSON_BODY_ROUTES: ReadonlySet<string> = new Set([
+  '/generate',
+  '/v1/completions',
+  '/v1/chat/completions',
+  '/v1/messages',
+  '/v1/messages/count_tokens',
+  '/v1/responses',
+  '/tokenize',
+  '/detokenize',
+]);
 
 /** null when the request says its body is JSON; otherwise the 415 to send. */
 export function refuseNonJson(request: Request): Response | null {

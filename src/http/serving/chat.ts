@@ -70,7 +70,7 @@ export interface ChatLogprobs {
   content: ChatLogprobContent[];
 }
 
-interface ChatStreamChoice {
+export interface ChatStreamChoice {
   index: number;
   delta: { role?: string; content?: string; reasoning?: string; tool_calls?: ToolCallDelta[] };
   logprobs: ChatLogprobs | null;
@@ -135,18 +135,19 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
 }
 
 /**
- * The SSE payloads of a streamed chat completion, shaped as vLLM 0.6 sends them: a
- * first chunk per choice with the role and empty content, one content chunk per engine
- * step and choice, finish_reason and stop_reason on each choice's last, the optional
- * usage chunk, then [DONE].
+ * The chunks of a streamed chat completion, shaped as vLLM 0.6 sends them: a first chunk
+ * per choice with the role and empty content, one content chunk per engine step and
+ * choice, finish_reason and stop_reason on each choice's last, then the optional usage
+ * chunk. An error ends the iteration by throwing (the dialects built on chat chunks,
+ * /v1/messages and /v1/responses, report it in their own shape).
  */
-export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: ChatJob): AsyncGenerator<string> {
+export async function* chatChunks(run: AsyncIterable<GenerationDelta>, job: ChatJob): AsyncGenerator<ChatCompletionChunk> {
   const { id } = job;
   const created = unixSeconds();
-  const chunk = (choices: ChatStreamChoice[], usage?: UsageInfo): string => {
+  const chunk = (choices: ChatStreamChoice[], usage?: UsageInfo): ChatCompletionChunk => {
     const body: ChatCompletionChunk = { id, object: 'chat.completion.chunk', created, model: job.model, choices };
     if (usage) body.usage = usage;
-    return JSON.stringify(body);
+    return body;
   };
   const continuous = (completionTokens: number) =>
     job.usage.continuousUsage ? usageInfo(job.promptTokenCount, completionTokens) : undefined;
@@ -165,51 +166,56 @@ export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: Chat
   };
 
   let completionTokens = 0;
+  for (let index = 0; index < (job.n ?? 1); index++) {
+    yield chunk([{ index, delta: { role: job.role, content: '' }, logprobs: null, finish_reason: null }], continuous(0));
+    if (job.echoText) yield chunk([{ index, delta: { content: job.echoText }, logprobs: null, finish_reason: null }], continuous(0));
+  }
+  for await (const delta of run) {
+    completionTokens += delta.tokenIds.length;
+    let logprobs: ChatLogprobs | null = null;
+    if (job.logprobs !== undefined) {
+      let reporter = reporters.get(delta.index);
+      if (reporter === undefined) reporters.set(delta.index, (reporter = generatedReporter(job)));
+      logprobs = { content: chatLogprobContent(reporter.report(delta.tokenIds, delta.logprobs, delta.topLogprobs)) };
+    }
+    const choice: ChatStreamChoice = {
+      index: delta.index,
+      delta: { content: delta.text },
+      logprobs,
+      finish_reason: delta.finishReason,
+    };
+    const final = delta.finishReason !== null;
+    // The thought streams as `reasoning`; what follows it is content, read for calls.
+    let contentText = delta.text;
+    if (job.reasoning) {
+      const parts = reasoningStream(delta.index, job.reasoning).push(delta.text, final);
+      contentText = parts.content ?? '';
+      choice.delta = {};
+      if (parts.reasoning !== undefined && job.reasoning.include) choice.delta.reasoning = parts.reasoning;
+      if (parts.content !== undefined) choice.delta.content = parts.content;
+    }
+    if (job.tools) {
+      const stream = toolStream(delta.index, job.tools);
+      const message = stream.push(contentText, final);
+      const reasoning = choice.delta.reasoning;
+      choice.delta = reasoning !== undefined ? { reasoning } : {};
+      if (message.content !== undefined) choice.delta.content = message.content;
+      if (message.toolCalls !== undefined) choice.delta.tool_calls = message.toolCalls;
+      if (final) choice.finish_reason = finishReason(delta.finishReason!, stream.calledTools, job.tools);
+    }
+    // A step whose text was all held back (a partial tag, a call's name not yet complete) sends nothing.
+    const empty = choice.delta.content === undefined && choice.delta.reasoning === undefined && choice.delta.tool_calls === undefined;
+    if ((job.tools || job.reasoning) && empty && !final && logprobs === null) continue;
+    if (delta.finishReason !== null) choice.stop_reason = delta.stopReason;
+    yield chunk([choice], continuous(completionTokens));
+  }
+  if (job.usage.includeUsage) yield chunk([], usageInfo(job.promptTokenCount, completionTokens));
+}
+
+/** The SSE payloads of a streamed chat completion: chatChunks as JSON, an error as the last event, then [DONE]. */
+export async function* chatStream(run: AsyncIterable<GenerationDelta>, job: ChatJob): AsyncGenerator<string> {
   try {
-    for (let index = 0; index < (job.n ?? 1); index++) {
-      yield chunk([{ index, delta: { role: job.role, content: '' }, logprobs: null, finish_reason: null }], continuous(0));
-      if (job.echoText) yield chunk([{ index, delta: { content: job.echoText }, logprobs: null, finish_reason: null }], continuous(0));
-    }
-    for await (const delta of run) {
-      completionTokens += delta.tokenIds.length;
-      let logprobs: ChatLogprobs | null = null;
-      if (job.logprobs !== undefined) {
-        let reporter = reporters.get(delta.index);
-        if (reporter === undefined) reporters.set(delta.index, (reporter = generatedReporter(job)));
-        logprobs = { content: chatLogprobContent(reporter.report(delta.tokenIds, delta.logprobs, delta.topLogprobs)) };
-      }
-      const choice: ChatStreamChoice = {
-        index: delta.index,
-        delta: { content: delta.text },
-        logprobs,
-        finish_reason: delta.finishReason,
-      };
-      const final = delta.finishReason !== null;
-      // The thought streams as `reasoning`; what follows it is content, read for calls.
-      let contentText = delta.text;
-      if (job.reasoning) {
-        const parts = reasoningStream(delta.index, job.reasoning).push(delta.text, final);
-        contentText = parts.content ?? '';
-        choice.delta = {};
-        if (parts.reasoning !== undefined && job.reasoning.include) choice.delta.reasoning = parts.reasoning;
-        if (parts.content !== undefined) choice.delta.content = parts.content;
-      }
-      if (job.tools) {
-        const stream = toolStream(delta.index, job.tools);
-        const message = stream.push(contentText, final);
-        const reasoning = choice.delta.reasoning;
-        choice.delta = reasoning !== undefined ? { reasoning } : {};
-        if (message.content !== undefined) choice.delta.content = message.content;
-        if (message.toolCalls !== undefined) choice.delta.tool_calls = message.toolCalls;
-        if (final) choice.finish_reason = finishReason(delta.finishReason!, stream.calledTools, job.tools);
-      }
-      // A step whose text was all held back (a partial tag, a call's name not yet complete) sends nothing.
-      const empty = choice.delta.content === undefined && choice.delta.reasoning === undefined && choice.delta.tool_calls === undefined;
-      if ((job.tools || job.reasoning) && empty && !final && logprobs === null) continue;
-      if (delta.finishReason !== null) choice.stop_reason = delta.stopReason;
-      yield chunk([choice], continuous(completionTokens));
-    }
-    if (job.usage.includeUsage) yield chunk([], usageInfo(job.promptTokenCount, completionTokens));
+    for await (const chunk of chatChunks(run, job)) yield JSON.stringify(chunk);
   } catch (error) {
     yield streamingErrorPayload(error);
   }

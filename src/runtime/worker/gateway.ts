@@ -25,6 +25,10 @@ import { GatewayMetrics } from '../../gateway/gateway-metrics.js';
 import { writeJson } from '../../gateway/json-text.js';
 import { mergedModels } from '../../gateway/merged-models.js';
 import { forwardOpenAI, OPENAI_ROUTES, promptCharBound, type EdgeModel } from '../../gateway/openai-proxy.js';
+import { DIALECT_ROUTES, forwardDialect } from '../../gateway/dialect-proxy.js';
+import { asAnthropicError } from '../../http/anthropic/errors.js';
+import { ResponseStore } from '../../http/responses/store.js';
+import { isAnthropicPath } from '../../http/security/middleware.js';
 import { UpstreamPool } from '../../gateway/upstream-pool.js';
 import { tapUsage } from '../../gateway/usage-tap.js';
 import { upstreamsFromEnv } from '../../gateway/upstreams.js';
@@ -46,7 +50,7 @@ import { EMBEDDED_MODEL_DIR, embeddedTokenizerFiles } from './tokenizer-files.js
 export { KeyConcurrency } from './limits.js';
 
 /** POST routes the gateway forwards itself (the app checks the others). */
-const FORWARDED_JSON_ROUTES: ReadonlySet<string> = new Set(Object.keys(OPENAI_ROUTES));
+const FORWARDED_JSON_ROUTES: ReadonlySet<string> = new Set([...Object.keys(OPENAI_ROUTES), ...Object.keys(DIALECT_ROUTES)]);
 
 /** How often an isolate re-checks its upstreams' /health in the background of a request. */
 const DEFAULT_HEALTH_CHECK_SECONDS = 10;
@@ -230,6 +234,13 @@ function fleetRoutes(pool: UpstreamPool, edgeModel: EdgeModel, gateway: Gateway,
       forwardOpenAI(openAIRoute, await readJsonBody(c.req.raw), pool, edgeModel, { signal: c.req.raw.signal, exchange: currentExchange() }),
     );
   }
+  // Anthropic's Messages and OpenAI's Responses: forwarded to upstreams that speak them, translated to chat for the others.
+  const responses = new ResponseStore();
+  for (const [path, dialectRoute] of Object.entries(DIALECT_ROUTES)) {
+    routes.post(path, async (c) =>
+      forwardDialect(dialectRoute, await readJsonBody(c.req.raw), pool, edgeModel, responses, { signal: c.req.raw.signal, exchange: currentExchange() }),
+    );
+  }
   return routes;
 }
 
@@ -254,7 +265,7 @@ async function serve(request: Request, gateway: Gateway, exchange: GatewayExchan
     requireJsonContentType: gateway.config.requireJsonContentType,
     jsonRoutes: FORWARDED_JSON_ROUTES,
   });
-  if (refused !== null) return refused;
+  if (refused !== null) return isAnthropicPath(new URL(request.url).pathname) ? asAnthropicError(refused) : refused;
   exchange.keyName = (client as ClientKey | null)?.name ?? null;
   if (Date.now() - gateway.lastProbe >= gateway.healthCheckMs) {
     gateway.lastProbe = Date.now();
