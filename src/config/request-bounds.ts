@@ -46,8 +46,24 @@ export const REQUEST_BOUNDS_SHAPE = {
    * Node tokenizes such pieces on its tokenizer thread and ignores it.
    */
   maxInlinePieceChars: bound(1, 16 * 1024),
-  /** Strings in a request's stop list. */
+  /** Distinct strings in a request's stop list. */
   maxStopStrings: bound(0, 128),
+  /**
+   * Distinct token ids in stop_token_ids. Each sequence checks every sampled token against
+   * them, and min_tokens bans them from the logits each step: a model's stop ids are a handful.
+   */
+  maxStopTokenIds: bound(0, 1024),
+  /** Entries of logit_bias (each one a logits write per sequence per step). */
+  maxLogitBiasEntries: bound(0, 1024),
+  /** Tools of one chat request (OpenAI's own limit is 128). */
+  maxTools: bound(0, 128),
+  /**
+   * Values over every list and map of a request outside its prompt (stop lists, logit_bias,
+   * tools, messages and their parts, documents, chat_template_kwargs, ...), counted on the
+   * body before its schema runs: a 16 MiB body of millions of small values is refused
+   * before the server walks them.
+   */
+  maxRequestListItems: bound(1, 65_536),
   /** Characters over all of a request's stop strings (the /generate spec's 32 K). */
   maxStopChars: bound(1, 32 * 1024),
   /** Messages of one chat request. */

@@ -3,6 +3,7 @@ import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
 import { refuseLongInlinePiece, refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../protocol/prompt-limits.js';
+import { checkBodyListItems } from '../protocol/list-bounds.js';
 import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/request-bounds.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
@@ -63,6 +64,11 @@ export function checkBounds(ctx: ServingContext, request: BoundedRequest): void 
   // The engine may run fewer sequences than configured (its KV budget): one request's n / beams fit in those.
   const maxRunningSequences = Math.min(ctx.config.maxRunningSequences, ctx.engine.info.maxRunningSequences ?? Number.POSITIVE_INFINITY);
   checkRequestBounds(request, { bounds: requestBoundsOf(ctx.config), maxRunningSequences });
+}
+
+/** Refuses a body with more list and map values (outside its prompt) than maxRequestListItems, before its schema walks them. */
+export function checkBodyLists(ctx: ServingContext, body: unknown): void {
+  checkBodyListItems(body, requestBoundsOf(ctx.config));
 }
 
 /** Refuses a request whose logprobs could pass maxLogprobEntries, once its prompts are tokenized and its parameters resolved. */

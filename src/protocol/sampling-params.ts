@@ -6,6 +6,7 @@
  */
 import { GREEDY_TEMPERATURE_EPSILON, MAX_LOGPROBS, defaultSamplingParams, isGreedy, type SamplingParams } from '../sampling/params.js';
 import { invalidRequest } from './errors.js';
+import { withoutRepeats } from './list-bounds.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import { OPENAI_DEFAULT_MAX_TOKENS, guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
@@ -106,8 +107,8 @@ export function mindieToSamplingParams(
     maxTokens,
     minTokens: ctx.generationDefaults.minTokens ?? CONSTANTS.minTokens,
     seed: req.seed,
-    stop: req.stop,
-    stopTokenIds: req.stop_token_ids,
+    stop: withoutRepeats(req.stop),
+    stopTokenIds: withoutRepeats(req.stop_token_ids),
     includeStopStrInOutput: req.include_stop_str_in_output,
     ignoreEos: req.ignore_eos,
     skipSpecialTokens: req.skip_special_tokens,
@@ -237,8 +238,8 @@ function openAIToSamplingParams(
     maxTokens,
     minTokens: req.min_tokens,
     seed: openAISeed(req.seed),
-    stop: req.stop,
-    stopTokenIds: req.stop_token_ids,
+    stop: withoutRepeats(req.stop),
+    stopTokenIds: withoutRepeats(req.stop_token_ids),
     includeStopStrInOutput: req.include_stop_str_in_output,
     ignoreEos: req.ignore_eos,
     skipSpecialTokens: req.skip_special_tokens,

@@ -16,7 +16,7 @@ import { chatNonStreaming, chatStream } from '../serving-chat.js';
 import { loadChatRequestMedia } from '../serving-media.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { encodePromptMedia } from '../serving-multimodal.js';
-import { checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, templateBudget, templateOffLoop, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBodyLists, checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, templateBudget, templateOffLoop, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
 import { streamUsageOptions } from '../usage.js';
@@ -28,6 +28,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
 
   routes.post('/v1/chat/completions', async (c) => {
     const body = await readJsonBody(c.req.raw);
+    checkBodyLists(ctx, body);
     const request = parseRequest(ChatCompletionRequestSchema, body);
     warnIgnoredFields(ChatCompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);

@@ -11,7 +11,7 @@ import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
+import { checkBodyLists, checkBounds, checkLogprobs, guidedLimits, inlinePieceBound, promptLimits, samplingContext, tokenizeBound, type ServingContext } from '../serving-context.js';
 import { completeNonStreaming, completionStream, type CompletionJob } from '../serving-completion.js';
 import { checkModel } from '../serving-models.js';
 import { sseResponse } from '../sse.js';
@@ -24,6 +24,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
 
   routes.post('/v1/completions', async (c) => {
     const body = await readJsonBody(c.req.raw);
+    checkBodyLists(ctx, body);
     const request = parseRequest(CompletionRequestSchema, body);
     warnIgnoredFields(CompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);

@@ -9,7 +9,7 @@ import { encodePrompt } from '../prompt-tokens.js';
 import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, guidedLimits, inlinePieceBound, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
+import { checkBodyLists, checkBounds, guidedLimits, inlinePieceBound, promptLimits, samplingContext, type ServingContext } from '../serving-context.js';
 import { generateNonStreaming, generateStream } from '../serving-generate.js';
 import { loadGenerateMedia } from '../serving-media.js';
 import {
@@ -32,6 +32,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
 
   routes.post('/generate', async (c) => {
     const body = await readJsonBody(c.req.raw);
+    checkBodyLists(ctx, body);
     const request = parseRequest(MindieGenerateRequestSchema, body);
     // `model` is the LoRA id: an adapter's name, or none ("None", null, absent) for the base model.
     const adapter = checkModel(request.model, engine.info, engine.adapters);
