@@ -13,8 +13,8 @@
  * The prompt is left out of the total: token-id prompts are bounded by the context (checked
  * before any model work) and text by maxPromptChars.
  */
-import type { RequestBounds } from '../config/request-bounds.js';
-import { invalidRequest } from './errors.js';
+import type { RequestBounds } from '../config/bound-settings.js';
+import { invalidRequest } from '../common/protocol-error.js';
 
 /** Fields whose size other bounds already judge: the prompt (context, maxPromptChars). */
 const UNCOUNTED_FIELDS = new Set(['prompt']);

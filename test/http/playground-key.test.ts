@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
-import { playgroundRoutes } from '../../src/runtime/node-static.js';
+import { playgroundRoutes } from '../../src/runtime/node/static.js';
 import { MODEL_DIR, expectError, loadEngine, testApp } from './helpers.js';
 
 let engine: Engine;
