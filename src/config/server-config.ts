@@ -156,6 +156,17 @@ export const ServerConfigSchema = z.strictObject(
     requestTimeoutMs: int(1).default(30_000),
     /** Open connections per process; past it the oldest idle one is closed, a new one dropped only when all are busy (Node only). */
     maxConnections: int(1).default(1024),
+    /**
+     * Requests one connection may have waiting (received, not yet answered: HTTP/1.1
+     * pipelining); past it the connection is closed (Node only).
+     */
+    maxPipelinedRequests: int(1).default(16),
+    /**
+     * Bytes of request bodies the server takes in at once, over all connections: each request
+     * reserves its Content-Length (a chunked one maxRequestBytes) before its body is read; one
+     * that does not fit gets a 503 with Retry-After (Node only; at least maxRequestBytes).
+     */
+    maxRequestBytesInFlight: int(1).default(256 * 1024 * 1024),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
     keepAliveTimeoutMs: int(1).default(5000),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */

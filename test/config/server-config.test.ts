@@ -45,6 +45,8 @@ describe('server configuration', () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       maxConnections: 1024,
+      maxPipelinedRequests: 16,
+      maxRequestBytesInFlight: 268435456,
       keepAliveTimeoutMs: 5000,
       shutdownGraceMs: 5000,
       toolCallParser: undefined,

@@ -9,6 +9,9 @@
  * a 503, and lets running requests finish for shutdownGraceMs; then it cuts the rest (a
  * stream gets an error event, and [DONE] on the OpenAI routes) and exits with code 1.
  */
+import { requestBoundsOf } from '../../config/bound-settings.js';
+import { budgetRequestBytes } from './bytes-in-flight.js';
+import { capPipelinedRequests } from './pipelining.js';
 import { readFile } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -64,13 +67,17 @@ function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promis
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(config);
     // Without createServer, @hono/node-server makes a node:http server.
-    const server = serve({ fetch: writingSseDirectly(app.fetch), hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
+    // Request bodies in flight share one budget, at least one largest body (bytes-in-flight.ts).
+    const maxRequestBytes = requestBoundsOf(config).maxRequestBytes;
+    const budgeted = budgetRequestBytes(writingSseDirectly(app.fetch), Math.max(config.maxRequestBytesInFlight, maxRequestBytes), maxRequestBytes);
+    const server = serve({ fetch: budgeted.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       resolve({ server, url: `http://${host}:${info.port}` });
     }) as Server;
     // Past the cap the oldest idle connection makes room; a new one is dropped only when all are busy.
     capConnections(server, config);
+    capPipelinedRequests(server, config.maxPipelinedRequests);
     server.once('error', (error) =>
       reject(new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`)),
     );
