@@ -3,11 +3,12 @@
  * page): an adapter's path is a URL (absolute, or relative to `base`) of a folder serving
  * adapter_config.json and adapter_model.safetensors.
  */
+import { fileTooLarge } from './adapter-limits.js';
 import type { AdapterReader } from './lora-registry.js';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from './peft-adapter.js';
 
 export function fetchAdapterReader(fetchFn: typeof fetch = globalThis.fetch.bind(globalThis), base?: string): AdapterReader {
-  return async (path) => {
+  return async (path, limits) => {
     let folder: URL;
     try {
       folder = new URL(path.endsWith('/') ? path : `${path}/`, base);
@@ -22,14 +23,44 @@ export function fetchAdapterReader(fetchFn: typeof fetch = globalThis.fetch.bind
       if (!response.ok) throw new Error(`cannot download ${url}: HTTP ${response.status}`);
       return response;
     };
-    const configResponse = await get(ADAPTER_CONFIG_FILE);
+    const configBytes = await readCapped(await get(ADAPTER_CONFIG_FILE), ADAPTER_CONFIG_FILE, limits?.maxConfigBytes);
     let config: unknown;
     try {
-      config = await configResponse.json();
+      config = JSON.parse(new TextDecoder().decode(configBytes));
     } catch (error) {
       throw new Error(`${ADAPTER_CONFIG_FILE} is not valid JSON: ${(error as Error).message}`);
     }
-    const weights = new Uint8Array(await (await get(ADAPTER_WEIGHTS_FILE)).arrayBuffer());
+    const weights = await readCapped(await get(ADAPTER_WEIGHTS_FILE), ADAPTER_WEIGHTS_FILE, limits?.maxWeightsBytes);
     return { config, weights };
   };
+}
+
+/** A response's body, refused (and the download cancelled) once past `limit` bytes: the declared length first, then as it streams. */
+async function readCapped(response: Response, file: string, limit = Infinity): Promise<Uint8Array> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > limit) {
+    await response.body?.cancel();
+    throw fileTooLarge(file, declared, limit);
+  }
+  if (response.body === null) return new Uint8Array(0);
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      throw fileTooLarge(file, total, limit);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return out;
 }

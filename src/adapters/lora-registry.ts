@@ -6,9 +6,13 @@
  */
 import type { LoraGraphLayout } from './lora-graph.js';
 import { AdapterError, parsePeftAdapter, type AdapterFiles, type LoraAdapter } from './peft-adapter.js';
+import { adapterFileLimits, adapterNameProblem, MAX_LORA_PATH_CHARS, type AdapterFileLimits } from './adapter-limits.js';
 
-/** Reads an adapter folder (a path on disk, or a URL where the runtime fetches). */
-export type AdapterReader = (path: string) => Promise<AdapterFiles>;
+/**
+ * Reads an adapter folder (a path on disk, or a URL where the runtime fetches); a file past
+ * its limit is refused before it is read whole.
+ */
+export type AdapterReader = (path: string, limits?: AdapterFileLimits) => Promise<AdapterFiles>;
 
 /**
  * A run-time load the reader refused (outside the LoRA root, a symlink out, missing or
@@ -50,11 +54,14 @@ export class LoraRegistry {
 
   /** `reader`: where this load reads from (run-time loads: the reader confined to loraRoot). */
   async load(name: string, path: string, reader: AdapterReader = this.reader): Promise<LoraAdapter> {
+    const nameProblem = adapterNameProblem(name);
+    if (nameProblem !== null) throw new AdapterError(`LoRA adapter "${name.slice(0, 64)}${name.length > 64 ? '…' : ''}" cannot be loaded: ${nameProblem}.`);
+    if (path.length > MAX_LORA_PATH_CHARS) throw new AdapterError(`LoRA adapter "${name}" cannot be loaded: its path has ${path.length} characters, more than ${MAX_LORA_PATH_CHARS}.`);
     if (this.reserved.has(name) || name === 'None') throw new AdapterError(`"${name}" cannot name a LoRA adapter: it is the base model's name.`);
     this.checkRoom(name);
     let files: AdapterFiles;
     try {
-      files = await reader(path);
+      files = await reader(path, adapterFileLimits(this.layout, this.maxRank));
     } catch (error) {
       if (error instanceof AdapterPathRefused) throw new AdapterError(`LoRA adapter "${name}" cannot be loaded: ${error.message}.`);
       throw new AdapterError(`LoRA adapter "${name}" cannot be loaded from ${path}: ${(error as Error).message}`);

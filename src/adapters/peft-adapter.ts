@@ -6,7 +6,8 @@
  * fully retrained modules) is refused rather than approximated.
  */
 import type { LoraGraphLayout, LoraLane, LoraTarget } from './lora-graph.js';
-import { readSafetensors } from './safetensors.js';
+import { ModulePattern, ModulePatternError, PatternBudget } from './module-pattern.js';
+import { readSafetensorsHeader, readSafetensorsTensor, type SafetensorsEntry } from './safetensors.js';
 
 export const ADAPTER_CONFIG_FILE = 'adapter_config.json';
 export const ADAPTER_WEIGHTS_FILE = 'adapter_model.safetensors';
@@ -40,14 +41,10 @@ export interface LoraAdapter {
 
 export class AdapterError extends Error {}
 
-/** PEFT's pattern match for rank_pattern / alpha_pattern and string target_modules. */
-function patternMatches(pattern: string, key: string): boolean {
-  try {
-    return new RegExp(`^(.*\\.)?(${pattern})$`).test(key);
-  } catch {
-    return false;
-  }
-}
+/** Characters over all of an adapter's module patterns (target_modules, rank_pattern and alpha_pattern keys). */
+const MAX_PATTERN_CHARS_TOTAL = 64 * 1024;
+/** Characters of a tensor's name (PEFT's are ~70). */
+const MAX_TENSOR_NAME_CHARS = 512;
 
 const TENSOR_NAME = /^(?:.*\.)?layers\.(\d+)\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)\.lora_(A|B)(?:\.[A-Za-z0-9_]+)?\.weight$/;
 
@@ -96,9 +93,33 @@ export function parsePeftAdapter(files: AdapterFiles, options: ParseAdapterOptio
   }
   const rankPattern = objectOf(config.rank_pattern);
   const alphaPattern = objectOf(config.alpha_pattern);
+  // Patterns come from whoever wrote the file: compiled once, matched without backtracking, within one budget.
+  let patternChars = typeof config.target_modules === 'string' ? config.target_modules.length : 0;
+  for (const key of [...Object.keys(rankPattern), ...Object.keys(alphaPattern)]) patternChars += key.length;
+  if (patternChars > MAX_PATTERN_CHARS_TOTAL) fail(`its module patterns have ${patternChars} characters in all, more than the ${MAX_PATTERN_CHARS_TOTAL} accepted.`);
+  const compile = (pattern: string, field: string): ModulePattern => {
+    try {
+      return ModulePattern.compile(pattern);
+    } catch (error) {
+      if (error instanceof ModulePatternError) return fail(`${field} pattern ${JSON.stringify(pattern.slice(0, 80))}: ${error.message}.`);
+      throw error;
+    }
+  };
+  const rankPatterns = Object.keys(rankPattern).map((key) => [key, compile(key, 'rank_pattern')] as const);
+  const alphaPatterns = Object.keys(alphaPattern).map((key) => [key, compile(key, 'alpha_pattern')] as const);
+  const budget = new PatternBudget();
+  const matches = (pattern: ModulePattern, key: string): boolean => {
+    try {
+      return pattern.matches(key, budget);
+    } catch (error) {
+      if (error instanceof ModulePatternError) return fail(`${error.message}.`);
+      throw error;
+    }
+  };
 
   // target_modules: a list of module names (each must exist in the base), a regex, or "all-linear".
   const targetModules = config.target_modules;
+  const targetPattern = typeof targetModules === 'string' && targetModules !== 'all-linear' ? compile(targetModules, 'target_modules') : null;
   const known = [...layout.modules];
   if (Array.isArray(targetModules)) {
     for (const module of targetModules) {
@@ -110,12 +131,16 @@ export function parsePeftAdapter(files: AdapterFiles, options: ParseAdapterOptio
     fail(`target_modules must be a list or a string, got ${JSON.stringify(targetModules)}.`);
   }
 
-  const tensors = readSafetensors(files.weights, `${ADAPTER_WEIGHTS_FILE} of "${name}"`);
+  // Every tensor's name, range and shape is checked before any is copied (issue 41).
+  const tensors = readSafetensorsHeader(files.weights, `${ADAPTER_WEIGHTS_FILE} of "${name}"`);
   const lanes = new Map<string, { target: LoraTarget; lane: LoraLane }>();
   for (const target of layout.targets) for (const lane of target.lanes) lanes.set(`${target.layer}.${lane.module}`, { target, lane });
 
-  const pairs = new Map<string, { layer: number; module: string; fullName: string; a?: [string, Float32Array, number[]]; b?: [string, Float32Array, number[]] }>();
-  for (const [tensorName, tensor] of tensors) {
+  const pairs = new Map<string, { layer: number; module: string; fullName: string; a?: [string, SafetensorsEntry, number[]]; b?: [string, SafetensorsEntry, number[]] }>();
+  for (const tensor of tensors) {
+    const tensorName = tensor.name;
+    // Bounded before the name pattern runs: its (.*\.)? is quadratic on a hostile name.
+    if (tensorName.length > MAX_TENSOR_NAME_CHARS) fail(`a tensor name has ${tensorName.length} characters, more than the ${MAX_TENSOR_NAME_CHARS} accepted.`);
     const match = TENSOR_NAME.exec(tensorName);
     if (!match) fail(`tensor "${tensorName}" is not a lora_A / lora_B weight of a decoder layer's projection.`);
     const [, layerText, modulePath, kind] = match!;
@@ -125,12 +150,13 @@ export function parsePeftAdapter(files: AdapterFiles, options: ParseAdapterOptio
     if (!lanes.has(`${layer}.${module}`)) fail(`tensor "${tensorName}" targets "${module}", which the base model does not have (it has ${known.join(', ')}).`);
     const key = `${layer}.${module}`;
     const entry = pairs.get(key) ?? { layer, module, fullName: `model.layers.${layer}.${modulePath}` };
-    entry[kind === 'A' ? 'a' : 'b'] = [tensorName, tensor.data, tensor.shape];
+    if (entry[kind === 'A' ? 'a' : 'b'] !== undefined) fail(`module "${entry.fullName}" has two lora_${kind} tensors.`);
+    entry[kind === 'A' ? 'a' : 'b'] = [tensorName, tensor, tensor.shape];
     pairs.set(key, entry);
   }
   if (pairs.size === 0) fail(`${ADAPTER_WEIGHTS_FILE} holds no lora_A / lora_B tensors.`);
 
-  const modules: LoraModuleWeights[] = [];
+  const planned: { layer: number; module: string; rank: number; scale: number; a: SafetensorsEntry; b: SafetensorsEntry }[] = [];
   let largestRank = 0;
   for (const [key, entry] of pairs) {
     const { target, lane } = lanes.get(key)!;
@@ -145,25 +171,27 @@ export function parsePeftAdapter(files: AdapterFiles, options: ParseAdapterOptio
       fail(`tensor "${bName}" has shape [${bShape.join(', ')}], expected [${lane.width}, ${rank}] (the base's ${entry.module} outputs ${lane.width}; lora_A's rank is ${rank}).`);
     }
     if (rank > maxRank) fail(`module "${entry.fullName}" has rank ${rank}, above maxLoraRank ${maxRank}.`);
-    if (typeof targetModules === 'string' && targetModules !== 'all-linear' && !patternMatches(targetModules, entry.fullName)) {
+    if (targetPattern !== null && !matches(targetPattern, entry.fullName)) {
       fail(`tensor "${aName}" is for a module that target_modules ("${targetModules}") does not select.`);
     }
-    const rankKey = Object.keys(rankPattern).find((pattern) => patternMatches(pattern, entry.fullName));
+    const rankKey = rankPatterns.find(([, pattern]) => matches(pattern, entry.fullName))?.[0];
     const declaredRank = rankKey !== undefined ? rankPattern[rankKey] : configRank;
     if (declaredRank !== rank) fail(`tensor "${aName}" has rank ${rank}, but adapter_config.json gives ${String(declaredRank)} for it.`);
-    const alphaKey = Object.keys(alphaPattern).find((pattern) => patternMatches(pattern, entry.fullName));
+    const alphaKey = alphaPatterns.find(([, pattern]) => matches(pattern, entry.fullName))?.[0];
     const moduleAlpha = alphaKey !== undefined ? Number(alphaPattern[alphaKey]) : (alpha as number);
     const scale = rsLora ? moduleAlpha / Math.sqrt(rank) : moduleAlpha / rank;
-    modules.push({ layer: entry.layer, module: entry.module, rank, scale, a, b });
+    planned.push({ layer: entry.layer, module: entry.module, rank, scale, a, b });
     largestRank = Math.max(largestRank, rank);
   }
   if (Array.isArray(targetModules)) {
     const leaves = new Set((targetModules as string[]).map((module) => module.split('.').pop()!));
-    const present = new Set(modules.map((module) => module.module));
+    const present = new Set(planned.map((module) => module.module));
     for (const leaf of leaves) {
       if (!present.has(leaf)) fail(`target module "${leaf}" is listed in target_modules but ${ADAPTER_WEIGHTS_FILE} has no tensor for it.`);
     }
   }
+  const read = (entry: SafetensorsEntry): Float32Array => readSafetensorsTensor(files.weights, entry).data;
+  const modules: LoraModuleWeights[] = planned.map(({ a, b, ...module }) => ({ ...module, a: read(a), b: read(b) }));
   modules.sort((x, y) => x.layer - y.layer || x.module.localeCompare(y.module));
   return { name, path, rank: largestRank, modules, notes };
 }

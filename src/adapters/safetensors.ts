@@ -17,14 +17,34 @@ export class SafetensorsError extends Error {}
 
 const FLOAT_DTYPES: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
 
-/** Parses a whole .safetensors file; `label` names it in errors. */
-export function readSafetensors(bytes: Uint8Array, label: string): Map<string, SafetensorsTensor> {
+/** The reference reader's bound on a header (safetensors' MAX_HEADER_SIZE, 100 MB). */
+export const MAX_SAFETENSORS_HEADER_BYTES = 100_000_000;
+
+/** One tensor as its header entry describes it; nothing copied yet. */
+export interface SafetensorsEntry {
+  name: string;
+  dtype: string;
+  shape: number[];
+  count: number;
+  /** Byte range in the file (absolute). */
+  begin: number;
+  end: number;
+}
+
+/**
+ * Reads and checks a file's header without copying any tensor: each entry's dtype, shape and
+ * byte count, and, as the reference reader validates, the ranges sorted by offset tile the
+ * data section exactly (no overlap, no gap, nothing past its end). Issue 41: 40 tensors
+ * pointing at one 16 MiB range were each copied and widened to float32 (+1.3 GB) before any check.
+ */
+export function readSafetensorsHeader(bytes: Uint8Array, label: string, maxHeaderBytes = MAX_SAFETENSORS_HEADER_BYTES): SafetensorsEntry[] {
   const fail = (message: string): never => {
     throw new SafetensorsError(`${label}: ${message}`);
   };
   if (bytes.byteLength < 8) fail('too short for a safetensors file');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = Number(view.getBigUint64(0, true));
+  if (headerLength > Math.min(maxHeaderBytes, MAX_SAFETENSORS_HEADER_BYTES)) fail(`its header has ${headerLength} bytes, more than the ${Math.min(maxHeaderBytes, MAX_SAFETENSORS_HEADER_BYTES)} accepted`);
   if (headerLength > bytes.byteLength - 8) fail(`its header length (${headerLength}) runs past the end of the file`);
   let header: Record<string, unknown>;
   try {
@@ -35,7 +55,7 @@ export function readSafetensors(bytes: Uint8Array, label: string): Map<string, S
   if (header === null || typeof header !== 'object' || Array.isArray(header)) fail('its header is not a JSON object');
   const dataStart = 8 + headerLength;
   const dataLength = bytes.byteLength - dataStart;
-  const tensors = new Map<string, SafetensorsTensor>();
+  const entries: SafetensorsEntry[] = [];
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') continue;
     const { dtype, shape, data_offsets: offsets } = (entry ?? {}) as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
@@ -51,12 +71,29 @@ export function readSafetensors(bytes: Uint8Array, label: string): Map<string, S
     if (!Number.isSafeInteger(begin) || !Number.isSafeInteger(end) || begin < 0 || end > dataLength || end - begin !== count * width) {
       fail(`tensor "${name}": data_offsets [${begin}, ${end}] do not hold ${count} ${dtype as string} values`);
     }
-    tensors.set(name, {
-      dtype: dtype as string,
-      shape: dims as number[],
-      data: toFloat32(bytes.subarray(dataStart + begin, dataStart + end), dtype as string, count),
-    });
+    entries.push({ name, dtype: dtype as string, shape: dims as number[], count, begin: dataStart + begin, end: dataStart + end });
   }
+  const sorted = [...entries].sort((x, y) => x.begin - y.begin || x.end - y.end);
+  let at = dataStart;
+  for (const entry of sorted) {
+    if (entry.begin !== at) {
+      fail(`tensor "${entry.name}" starts at byte ${entry.begin - dataStart} of the data section, ${entry.begin < at ? 'inside the tensor before it (tensors may not overlap)' : `leaving a gap after byte ${at - dataStart}`}`);
+    }
+    at = entry.end;
+  }
+  if (at !== bytes.byteLength) fail(`its tensors end at byte ${at - dataStart} of a ${dataLength}-byte data section (the file must hold its tensors and nothing else)`);
+  return entries;
+}
+
+/** One tensor's values as float32 (a copy). */
+export function readSafetensorsTensor(bytes: Uint8Array, entry: SafetensorsEntry): SafetensorsTensor {
+  return { dtype: entry.dtype, shape: entry.shape, data: toFloat32(bytes.subarray(entry.begin, entry.end), entry.dtype, entry.count) };
+}
+
+/** Parses a whole .safetensors file (header checked before any tensor is copied); `label` names it in errors. */
+export function readSafetensors(bytes: Uint8Array, label: string): Map<string, SafetensorsTensor> {
+  const tensors = new Map<string, SafetensorsTensor>();
+  for (const entry of readSafetensorsHeader(bytes, label)) tensors.set(entry.name, readSafetensorsTensor(bytes, entry));
   return tensors;
 }
 

@@ -55,8 +55,24 @@ export const REQUEST_BOUNDS_SHAPE = {
    * Node tokenizes such pieces on its tokenizer thread and ignores it.
    */
   maxInlinePieceChars: bound(1, 16 * 1024, 'characters of a piece the tokenizer takes in one call on the request thread (workerd)'),
-  /** Strings in a request's stop list. */
-  maxStopStrings: bound(0, 128, 'strings in stop'),
+  /** Distinct strings in a request's stop list. */
+  maxStopStrings: bound(0, 128, 'distinct strings in stop'),
+  /**
+   * Distinct token ids in stop_token_ids. Each sequence checks every sampled token against
+   * them, and min_tokens bans them from the logits each step: a model's stop ids are a handful.
+   */
+  maxStopTokenIds: bound(0, 1024, 'distinct token ids in stop_token_ids'),
+  /** Entries of logit_bias (each one a logits write per sequence per step). */
+  maxLogitBiasEntries: bound(0, 1024, 'entries of logit_bias'),
+  /** Tools of one chat request (OpenAI's own limit is 128). */
+  maxTools: bound(0, 128, 'tools of one chat request'),
+  /**
+   * Values over every list and map of a request outside its prompt (stop lists, logit_bias,
+   * tools, messages and their parts, documents, chat_template_kwargs, ...), counted on the
+   * body before its schema runs: a 16 MiB body of millions of small values is refused
+   * before the server walks them.
+   */
+  maxRequestListItems: bound(1, 65_536, 'values over all lists and maps of a request outside its prompt'),
   /** Characters over all of a request's stop strings (the /generate spec's 32 K). */
   maxStopChars: bound(1, 32 * 1024, 'characters over all of stop'),
   /** Messages of one chat request. */

@@ -166,6 +166,17 @@ export const ServerConfigSchema = z.strictObject(
     requestTimeoutMs: setting(int(1).default(30_000), { group: "Authentication, hosts, logs, connections", help: "a connection must send its whole request within this long (ms)", text: 'int' }),
     /** Open connections per process; past it the oldest idle one is closed, a new one dropped only when all are busy (Node only). */
     maxConnections: setting(int(1).default(1024), { group: "Authentication, hosts, logs, connections", help: "open connections per process", text: 'int' }),
+    /**
+     * Requests one connection may have waiting (received, not yet answered: HTTP/1.1
+     * pipelining); past it the connection is closed (Node only).
+     */
+    maxPipelinedRequests: setting(int(1).default(16), { group: "Authentication, hosts, logs, connections", help: "requests one connection may have waiting unanswered (pipelining)", text: 'int' }),
+    /**
+     * Bytes of request bodies the server takes in at once, over all connections: each request
+     * reserves its Content-Length (a chunked one maxRequestBytes) before its body is read; one
+     * that does not fit gets a 503 with Retry-After (Node only; at least maxRequestBytes).
+     */
+    maxRequestBytesInFlight: setting(int(1).default(256 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "request-body bytes taken in at once over all connections", text: 'int' }),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
     keepAliveTimeoutMs: setting(int(1).default(5000), { group: "Authentication, hosts, logs, connections", help: "how long a keep-alive connection may sit idle (ms)", text: 'int' }),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */

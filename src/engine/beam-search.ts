@@ -1,3 +1,4 @@
+import { sharedStopIdSet } from '../sampling/shared-id-sets.js';
 import { promptLogprobs, topLogprobs, topTokenIds } from '../sampling/logprobs.js';
 import { promptLogprobsInSlices } from './prompt-logprobs-slices.js';
 import type { SamplingParams } from '../sampling/params.js';
@@ -107,7 +108,7 @@ export class BeamSearchGroup implements RequestGroup {
     this.width = Math.max(params.bestOf ?? this.n, this.n);
     this.lengthPenalty = params.lengthPenalty ?? 1;
     this.eosTokenIds = new Set(limits.eosTokenIds);
-    this.stopTokenIds = new Set(params.stopTokenIds);
+    this.stopTokenIds = sharedStopIdSet(params.stopTokenIds);
   }
 
   get needsPromptLogits(): boolean {

@@ -1,3 +1,4 @@
+import { sharedStopIdSet } from '../sampling/shared-id-sets.js';
 import type { Guide } from '../guided/guide.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { Sampler, tokenLogprobNeeded, type SampledToken } from '../sampling/sampler.js';
@@ -81,7 +82,7 @@ export class Sequence implements BatchRow {
       promptTokenIds,
     });
     this.stopChecker = new StopStringChecker(params.stop, params.includeStopStrInOutput);
-    this.stopTokenIds = new Set(params.stopTokenIds);
+    this.stopTokenIds = sharedStopIdSet(params.stopTokenIds);
     this.eosTokenIds = new Set(params.ignoreEos ? [] : limits.eosTokenIds);
   }
 

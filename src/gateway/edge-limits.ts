@@ -8,6 +8,9 @@
  * `wrangler dev` or without those bindings, the in-memory versions here count per isolate.
  */
 
+import { BoundedBuckets, MAX_LIMIT_KEYS } from './bounded-buckets.js';
+import { clientAddress, DEFAULT_TRUSTED_PROXY, type TrustedProxy } from './client-address.js';
+
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 export interface RateLimiter {
@@ -43,23 +46,21 @@ export interface EdgeLimits {
  * so Retry-After is exactly when the next request would pass.
  */
 export class MemoryRateLimiter implements RateLimiter {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  readonly buckets: BoundedBuckets;
   private readonly perMs: number;
 
   constructor(
-    private readonly requests: number,
+    requests: number,
     periodSeconds: number,
     private readonly now: () => number = Date.now,
+    maxKeys = MAX_LIMIT_KEYS,
   ) {
     this.perMs = requests / (periodSeconds * 1000);
+    this.buckets = new BoundedBuckets(requests, this.perMs, maxKeys);
   }
 
   async limit(key: string): Promise<RateDecision> {
-    const now = this.now();
-    const bucket = this.buckets.get(key) ?? { tokens: this.requests, at: now };
-    bucket.tokens = Math.min(this.requests, bucket.tokens + (now - bucket.at) * this.perMs);
-    bucket.at = now;
-    this.buckets.set(key, bucket);
+    const bucket = this.buckets.take(key, this.now());
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return { allowed: true };
@@ -75,23 +76,20 @@ export class MemoryRateLimiter implements RateLimiter {
  * the key then waits until the debt is refilled. Per isolate.
  */
 export class MemoryTokenBudget {
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  readonly buckets: BoundedBuckets;
   private readonly perMs: number;
 
   constructor(
-    private readonly perMinute: number,
+    perMinute: number,
     private readonly now: () => number = Date.now,
+    maxKeys = MAX_LIMIT_KEYS,
   ) {
     this.perMs = perMinute / 60_000;
+    this.buckets = new BoundedBuckets(perMinute, this.perMs, maxKeys);
   }
 
   private bucket(key: string) {
-    const now = this.now();
-    const bucket = this.buckets.get(key) ?? { tokens: this.perMinute, at: now };
-    bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * this.perMs);
-    bucket.at = now;
-    this.buckets.set(key, bucket);
-    return bucket;
+    return this.buckets.take(key, this.now());
   }
 
   admit(key: string): RateDecision {
@@ -174,10 +172,11 @@ export class KeyLeases {
  * did not verify never picks the budget: a client could otherwise invent a fresh one
  * per request.
  */
-export function limitKey(request: Request, keyName: string | null): string {
+export function limitKey(request: Request, keyName: string | null, trust: TrustedProxy = DEFAULT_TRUSTED_PROXY): string {
   if (keyName !== null) return `key:${keyName}`;
-  const ip = request.headers.get('cf-connecting-ip') ?? request.headers.get('x-forwarded-for')?.split(',')[0]?.trim();
-  return ip ? `ip:${ip}` : 'anonymous';
+  // Only from a header the platform or a trusted proxy set (client-address.ts).
+  const ip = clientAddress(request, trust);
+  return ip !== null ? `ip:${ip}` : 'anonymous';
 }
 
 /**

@@ -19,6 +19,7 @@ import { translateRequest, type OpenAIRoute } from './dialects.js';
 import type { GatewayExchange } from './exchange.js';
 import { translateResponse } from './response-dialects.js';
 import { tapUsage } from './usage-tap.js';
+import { capEventLines, readBoundedText, requireApiContentType } from './upstream-guard.js';
 import { writeJson } from './json-text.js';
 import type { UpstreamPool } from './upstream-pool.js';
 
@@ -62,9 +63,12 @@ function checkCompletionPrompts(request: { prompt: Parameters<typeof completionP
   }
 }
 
+/** The upstream's error body as JSON, read up to MAX_UPSTREAM_ERROR_BODY_BYTES (null past it or when not JSON). */
 async function errorBodyOf(response: Response): Promise<unknown> {
+  const text = await readBoundedText(response);
+  if (text === null) return null;
   try {
-    return JSON.parse(await response.text());
+    return JSON.parse(text);
   } catch {
     return null;
   }
@@ -124,9 +128,12 @@ export async function forwardOpenAI(
     throw upstreamFailure(response.status, upstreamErrorBody(await errorBodyOf(response)), response.headers.get('retry-after'));
   }
   if (response.body === null) throw new UpstreamError('The upstream answered without a body.');
-  const contentType = response.headers.get('content-type') ?? 'application/json';
+  requireApiContentType(response, target.name);
+  const contentType = response.headers.get('content-type')!;
   const headers = new Headers({ 'content-type': contentType });
-  const translated = translateResponse(response.body, contentType, route, target);
+  const streamed = contentType.toLowerCase().startsWith('text/event-stream');
+  const upstreamBody = streamed ? capEventLines(response.body, target.name) : response.body;
+  const translated = translateResponse(upstreamBody, contentType, route, target);
   const tapped = exchange === undefined ? translated : tapUsage(translated, contentType, exchange.usage);
   if (!contentType.startsWith('text/event-stream')) return new Response(tapped, { status: response.status, headers });
   headers.set('cache-control', 'no-cache');

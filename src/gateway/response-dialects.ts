@@ -110,7 +110,14 @@ export function translateResponse(
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
-        const lines = (partial + decoder.decode(chunk, { stream: true })).split('\n');
+        // Only the new text is searched for a line end (re-splitting a long open line on every chunk was quadratic).
+        const text = decoder.decode(chunk, { stream: true });
+        if (!text.includes('\n')) {
+          partial += text;
+          return;
+        }
+        const lines = text.split('\n');
+        lines[0] = partial + lines[0];
         partial = lines.pop() ?? '';
         if (lines.length > 0) controller.enqueue(encoder.encode(`${lines.map(rewriteLine).join('\n')}\n`));
       },

@@ -15,6 +15,7 @@
  * (passively from requests, actively from `probe`, which the gateway runs in the
  * background every `healthCheckIntervalMs` and from its Cron Trigger).
  */
+import { refuseRedirect } from './upstream-guard.js';
 import { UpstreamError, UpstreamTimeoutError } from '../engine/remote/errors.js';
 import { ProtocolError } from '../common/protocol-error.js';
 import { idleGuardedBody, timeoutError, withDeadline } from './upstream-timeouts.js';
@@ -259,7 +260,7 @@ export class UpstreamPool {
     for (let attempt = 0; attempt < 2 && response === null; attempt++) {
       try {
         const phase = options.stream || connectMs >= firstByteMs ? 'connect' : 'first byte';
-        response = await withDeadline(target.fetch(url, { method: 'POST', headers, body, signal: controller.signal }), headersMs - (this.now() - startedAt), () =>
+        response = await withDeadline(target.fetch(url, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' }), headersMs - (this.now() - startedAt), () =>
           timeoutError(target.name, phase, phase === 'connect' ? connectMs : firstByteMs),
         );
       } catch (error) {
@@ -272,6 +273,8 @@ export class UpstreamPool {
       }
     }
     if (response === null) return { kind: 'unreachable', error: connectError };
+    // Never followed: a redirect would send the client's prompt to another origin (upstream-guard.ts).
+    refuseRedirect(response, target.name);
     if (response.body === null) return { kind: 'response', response, firstByteMs: this.now() - startedAt };
     const reader = response.body.getReader();
     let first: ReadableStreamReadResult<Uint8Array>;
@@ -301,7 +304,7 @@ export class UpstreamPool {
     const ms = Math.min(this.healthCheckTimeoutMs, target.timeouts.connectMs);
     const controller = new AbortController();
     try {
-      return await withDeadline(target.fetch(upstreamUrl(target.url, path), { method: 'GET', headers: headersFor(target), signal: controller.signal }), ms, () =>
+      return await withDeadline(target.fetch(upstreamUrl(target.url, path), { method: 'GET', headers: headersFor(target), signal: controller.signal, redirect: 'manual' }), ms, () =>
         timeoutError(target.name, 'connect', ms),
       );
     } catch (error) {

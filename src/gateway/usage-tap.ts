@@ -65,7 +65,13 @@ export function tapUsage(body: ReadableStream<Uint8Array>, contentType: string, 
   const onChunk = (chunk: Uint8Array) => {
     const text = decoder.decode(chunk, { stream: true });
     if (streamed) {
-      const lines = (partial + text).split('\n');
+      // Only the new text is searched for a line end: re-splitting a long open line on every chunk was quadratic (issue 41).
+      if (!text.includes('\n')) {
+        partial += text;
+        return;
+      }
+      const lines = text.split('\n');
+      lines[0] = partial + lines[0];
       partial = lines.pop() ?? '';
       for (const line of lines) scanLine(line);
     } else if (!tooLong) {

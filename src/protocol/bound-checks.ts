@@ -14,6 +14,7 @@ import type { RequestBounds } from '../config/bound-settings.js';
 import { extraSequenceSlots } from '../engine/scheduler-limits.js';
 import { invalidRequest } from '../common/protocol-error.js';
 import { codePointLength } from './fields.js';
+import { checkListBounds, type BoundedLists } from './list-bounds.js';
 
 export interface RequestBoundsContext {
   bounds: RequestBounds;
@@ -50,12 +51,11 @@ function textChars(value: unknown, limit: number): number {
  * The fields the bounds read, as the schemas output them (numbers are numbers, stop is a
  * list). Every field is optional: each route's request has the ones it knows.
  */
-export interface BoundedRequest {
+export interface BoundedRequest extends BoundedLists {
   n?: number;
   best_of?: number;
   prompt?: unknown;
   messages?: readonly unknown[];
-  stop?: readonly string[];
   chat_template?: string;
   guided_json?: unknown;
   guided_regex?: unknown;
@@ -136,12 +136,9 @@ function checkPrompt(body: BoundedRequest, bounds: RequestBounds): void {
 }
 
 function checkStop(body: BoundedRequest, bounds: RequestBounds): void {
-  const list = body.stop ?? [];
-  if (list.length > bounds.maxStopStrings) {
-    throw invalidRequest(`stop must have at most ${bounds.maxStopStrings} strings (maxStopStrings), got ${list.length}.`, 'stop');
-  }
+  // Counted once per distinct string: the list's size was judged after de-duplication.
   let chars = 0;
-  for (const item of list) if (typeof item === 'string') chars += codePointLength(item);
+  for (const item of new Set(body.stop ?? [])) if (typeof item === 'string') chars += codePointLength(item);
   if (chars > bounds.maxStopChars) {
     throw invalidRequest(
       `stop must have at most ${bounds.maxStopChars} characters over all its strings (maxStopChars), got ${chars}.`,
@@ -211,6 +208,7 @@ function checkGuidedSource(body: BoundedRequest, bounds: RequestBounds): void {
 export function checkRequestBounds(request: BoundedRequest, ctx: RequestBoundsContext): void {
   checkSequences(request, ctx);
   checkPrompt(request, ctx.bounds);
+  checkListBounds(request, ctx.bounds);
   checkStop(request, ctx.bounds);
   checkTemplate(request, ctx.bounds);
   checkGuidedSource(request, ctx.bounds);

@@ -6,6 +6,7 @@
  */
 import { DEFAULT_LOGPROBS_MODE, GREEDY_TEMPERATURE_EPSILON, MAX_LOGPROBS, defaultSamplingParams, isGreedy, type LogprobsMode, type SamplingParams } from '../sampling/params.js';
 import { invalidRequest } from '../common/protocol-error.js';
+import { withoutRepeats } from './list-bounds.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import { OPENAI_DEFAULT_MAX_TOKENS, guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';
@@ -108,8 +109,8 @@ export function mindieToSamplingParams(
     maxTokens,
     minTokens: ctx.generationDefaults.minTokens ?? CONSTANTS.minTokens,
     seed: req.seed,
-    stop: req.stop,
-    stopTokenIds: req.stop_token_ids,
+    stop: withoutRepeats(req.stop),
+    stopTokenIds: withoutRepeats(req.stop_token_ids),
     includeStopStrInOutput: req.include_stop_str_in_output,
     ignoreEos: req.ignore_eos,
     skipSpecialTokens: req.skip_special_tokens,
@@ -241,8 +242,8 @@ function openAIToSamplingParams(
     maxTokens,
     minTokens: req.min_tokens,
     seed: openAISeed(req.seed),
-    stop: req.stop,
-    stopTokenIds: req.stop_token_ids,
+    stop: withoutRepeats(req.stop),
+    stopTokenIds: withoutRepeats(req.stop_token_ids),
     includeStopStrInOutput: req.include_stop_str_in_output,
     ignoreEos: req.ignore_eos,
     skipSpecialTokens: req.skip_special_tokens,

@@ -1,3 +1,4 @@
+import { sharedBannedIds } from './shared-id-sets.js';
 import type { TokenLogprob } from './logprobs.js';
 import type { LogitsMask } from '../guided/guide.js';
 import type { LogitsProcessor } from './logits-processor.js';
@@ -103,7 +104,7 @@ export class Sampler {
     }
     if (params.minTokens > 0) {
       this.processors.push(
-        new MinTokensProcessor(params.minTokens, [...options.eosTokenIds, ...params.stopTokenIds]),
+        new MinTokensProcessor(params.minTokens, sharedBannedIds(options.eosTokenIds, params.stopTokenIds, vocabSize)),
       );
     }
     if (params.repetitionPenalty !== 1) {

@@ -3,7 +3,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, templateOffLoop, tokenizeBound, type ServingContext } from '../serving/context.js';
+import { checkBodyLists, checkBounds, templateOffLoop, tokenizeBound, type ServingContext } from '../serving/context.js';
 import { loadChatRequestMedia } from '../serving/media.js';
 import { checkModel } from '../serving/models.js';
 import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving/tokenization.js';
@@ -20,6 +20,7 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
 
   routes.post('/tokenize', async (c) => {
     const body = await readJsonBody(c.req.raw);
+    checkBodyLists(ctx, body);
     // vLLM accepts either form; a "messages" field means the chat form.
     if (body !== null && typeof body === 'object' && 'messages' in body) {
       const request = parseRequest(TokenizeChatRequestSchema, body);

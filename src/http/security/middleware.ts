@@ -10,9 +10,28 @@ import { errorResponse, HttpError } from '../errors.js';
 import { hostAllowed, hostName } from './allowed-hosts.js';
 import { apiKeyChecker, bearerToken, type ApiKeyChecker } from './api-key.js';
 
-/** The routes behind the API key, as vLLM guards /v1 (plus the other inference routes). /health, /metrics, /version and the playground stay open. */
+/**
+ * The routes behind the API key, as vLLM guards /v1 (plus the other inference routes), and
+ * the served model's own files the playground's in-page engine reads (weights, tokenizer,
+ * config: with a key set they are the operator's, issue 41). /health, /metrics, /version and
+ * the playground page itself stay open.
+ */
 export function isApiPath(path: string): boolean {
-  return path === '/v1' || path.startsWith('/v1/') || path === '/generate' || path === '/tokenize' || path === '/detokenize';
+  return (
+    path === '/v1' ||
+    path.startsWith('/v1/') ||
+    path === '/generate' ||
+    path === '/tokenize' ||
+    path === '/detokenize' ||
+    isModelFilePath(path)
+  );
+}
+
+/** The playground's copy of the served model's files (the Node home serves them from the model folder). */
+export function isModelFilePath(path: string): boolean {
+  // Case-folded and with repeated slashes collapsed: a router or file system that is lenient about either must not open a way round the key.
+  const normal = path.replace(/\/+/g, '/').toLowerCase();
+  return normal === '/playground/model' || normal.startsWith('/playground/model/');
 }
 
 function preview(text: string): string {

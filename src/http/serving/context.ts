@@ -3,6 +3,7 @@ import type { ServerConfig } from '../../config/server-config.js';
 import type { Engine } from '../../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../../media/index.js';
 import { refuseLongInlinePiece, refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../../protocol/prompt-limits.js';
+import { checkBodyListItems } from '../../protocol/list-bounds.js';
 import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../../protocol/bound-checks.js';
 import type { SamplingContext } from '../../protocol/sampling-params.js';
 import type { GuidedLimits } from '../../guided/limits.js';
@@ -82,6 +83,11 @@ export function resolveServingLimits(engine: Engine, config: ServerConfig): Serv
  */
 export function checkBounds(ctx: ServingContext, request: BoundedRequest): void {
   checkRequestBounds(request, { bounds: ctx.limits.bounds, maxRunningSequences: ctx.limits.maxRunningSequences });
+}
+
+/** Refuses a body with more list and map values (outside its prompt) than maxRequestListItems, before its schema walks them. */
+export function checkBodyLists(ctx: ServingContext, body: unknown): void {
+  checkBodyListItems(body, ctx.limits.bounds);
 }
 
 /** Refuses a request whose logprobs could pass maxLogprobEntries, once its prompts are tokenized and its parameters resolved. */

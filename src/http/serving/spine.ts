@@ -19,7 +19,7 @@ import { warnIgnoredFields } from '../ignored-fields.js';
 import type { RequestRecord } from '../observability/activity.js';
 import { readJsonBody } from '../request-body.js';
 import { checkModel } from './models.js';
-import { checkBounds, checkLogprobs, type ServingContext } from './context.js';
+import { checkBodyLists, checkBounds, checkLogprobs, type ServingContext } from './context.js';
 
 /** One prompt ready for the engine. */
 export interface PreparedPrompt {
@@ -80,6 +80,7 @@ export function serveGenerating<Schema extends z.ZodObject, Prepared extends Pre
   const { engine } = ctx;
   return async (c) => {
     const body = await readJsonBody(c.req.raw);
+    checkBodyLists(ctx, body);
     const request = parseRequest(endpoint.schema, body);
     if (endpoint.warnIgnoredFields) warnIgnoredFields(endpoint.schema, body);
     const adapter = checkModel(endpoint.model(request), engine.info, engine.adapters);

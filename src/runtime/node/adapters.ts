@@ -6,11 +6,20 @@ import type { LoraOptions } from '../../engine/engine-lora.js';
 import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, type AdapterFiles } from '../../adapters/peft-adapter.js';
 import type { ServerConfig } from '../../config/server-config.js';
 import { loraOptionsOf } from '../lora-options.js';
+import { fileTooLarge, type AdapterFileLimits } from '../../adapters/adapter-limits.js';
 
-export async function readAdapterDir(path: string): Promise<AdapterFiles> {
+/** Refuses a file past `limit` from its size on disk, before reading it. */
+async function checkSize(file: string, name: string, limit: number | undefined): Promise<void> {
+  if (limit === undefined) return;
+  const { size } = await stat(file);
+  if (size > limit) throw fileTooLarge(name, size, limit);
+}
+
+export async function readAdapterDir(path: string, limits?: AdapterFileLimits): Promise<AdapterFiles> {
   const dir = resolve(path);
   let configText: string;
   try {
+    await checkSize(join(dir, ADAPTER_CONFIG_FILE), ADAPTER_CONFIG_FILE, limits?.maxConfigBytes);
     configText = await readFile(join(dir, ADAPTER_CONFIG_FILE), 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -24,6 +33,7 @@ export async function readAdapterDir(path: string): Promise<AdapterFiles> {
   }
   let weights: Buffer;
   try {
+    await checkSize(join(dir, ADAPTER_WEIGHTS_FILE), ADAPTER_WEIGHTS_FILE, limits?.maxWeightsBytes);
     weights = await readFile(join(dir, ADAPTER_WEIGHTS_FILE));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -45,17 +55,26 @@ function inside(root: string, path: string): boolean {
  * files read are the resolved ones (not the link a client might swap after the check).
  */
 export function confinedAdapterReader(root: string): AdapterReader {
-  return async (path) => {
+  return async (path, limits) => {
     let files: AdapterFiles;
+    let tooLarge: Error | null = null;
     try {
       const realRoot = await realpath(root);
       const dir = await realpath(resolve(realRoot, path));
       if (!inside(realRoot, dir)) throw new AdapterPathRefused();
       const real = await Promise.all([ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE].map((file) => realpath(join(dir, file))));
       for (const file of real) if (!inside(realRoot, file) || !(await stat(file)).isFile()) throw new AdapterPathRefused();
+      // Sizes judged before reading (the files are inside the root: their sizes tell a client nothing new).
+      const sizes = await Promise.all(real.map(async (file) => (await stat(file)).size));
+      const bounds = [limits?.maxConfigBytes ?? Infinity, limits?.maxWeightsBytes ?? Infinity];
+      for (const [i, name] of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE].entries()) {
+        if (sizes[i]! > bounds[i]!) tooLarge = fileTooLarge(name, sizes[i]!, bounds[i]!);
+      }
+      if (tooLarge !== null) throw tooLarge;
       const [configText, weights] = await Promise.all([readFile(real[0]!, 'utf8'), readFile(real[1]!)]);
       files = { config: JSON.parse(configText), weights: new Uint8Array(weights.buffer, weights.byteOffset, weights.byteLength) };
-    } catch {
+    } catch (error) {
+      if (error === tooLarge) throw error;
       throw new AdapterPathRefused();
     }
     return files;

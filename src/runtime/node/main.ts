@@ -15,6 +15,9 @@
  * a 503, and lets running requests finish for shutdownGraceMs; then it cuts the rest (a
  * stream gets an error event, and [DONE] on the OpenAI routes) and exits with code 1.
  */
+import { requestBoundsOf } from '../../config/bound-settings.js';
+import { budgetRequestBytes } from './bytes-in-flight.js';
+import { capPipelinedRequests } from './pipelining.js';
 import { readFile, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -182,13 +185,17 @@ function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<
     const serverOptions = nodeServerOptions(config);
     const fetch: NodeFetch = (request, env) => handler.current(request, env);
     // Without createServer, @hono/node-server makes a node:http server.
-    const server = serve({ fetch: writingSseDirectly(fetch), hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
+    // Request bodies in flight share one budget, at least one largest body (bytes-in-flight.ts).
+    const maxRequestBytes = requestBoundsOf(config).maxRequestBytes;
+    const budgeted = budgetRequestBytes(writingSseDirectly(fetch), Math.max(config.maxRequestBytesInFlight, maxRequestBytes), maxRequestBytes);
+    const server = serve({ fetch: budgeted.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       resolve({ server, url: `http://${host}:${info.port}` });
     }) as Server;
     // Past the cap the oldest idle connection makes room; a new one is dropped only when all are busy.
     capConnections(server, config);
+    capPipelinedRequests(server, config.maxPipelinedRequests);
     server.once('error', (error) => {
       const code = (error as NodeJS.ErrnoException).code;
       const why = code === 'EADDRINUSE' ? `the port is in use by another program (choose another with --port)` : (error as Error).message;

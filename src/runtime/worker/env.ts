@@ -18,6 +18,12 @@ export interface WorkerEnv {
   API_KEY?: string;
   VLLM_API_KEY?: string;
   API_TOKEN?: string;
+  /**
+   * Whose headers give a client's address for the per-address limits: "cloudflare" (the
+   * default: CF-Connecting-IP on requests Cloudflare delivered), "x-forwarded-for:N" (behind
+   * N proxies of your own) or "none" (src/gateway/client-address.ts).
+   */
+  GATEWAY_TRUSTED_PROXY?: string;
   /** Delegate generation to this OpenAI-compatible server (root or …/v1 URL). */
   UPSTREAM_URL?: string;
   /** Service binding to a Worker (or a Tunnel-backed service) that serves the upstream API; wins over UPSTREAM_URL's host. */

@@ -19,6 +19,7 @@ import { forwardingGuideCompiler } from '../../engine/remote/guides.js';
 import type { TokenIdSource } from '../../engine/remote/request.js';
 import { ClientKeys, type ClientKey } from '../../gateway/client-keys.js';
 import { translateRequest } from '../../gateway/dialects.js';
+import { trustedProxyFrom, type TrustedProxy } from '../../gateway/client-address.js';
 import { limitKey, MemoryRateLimiter, MemoryTokenBudget, onStreamEnd, type ConcurrencyLimiter, type EdgeLimits, type RateLimiter } from '../../gateway/edge-limits.js';
 import { currentExchange, newExchange, withExchange, type GatewayExchange } from '../../gateway/exchange.js';
 import { GatewayMetrics } from '../../gateway/gateway-metrics.js';
@@ -73,6 +74,8 @@ interface Gateway {
   metrics: GatewayMetrics;
   app: { fetch(request: Request): Response | Promise<Response> };
   healthCheckMs: number;
+  /** Whose headers name a client's address (GATEWAY_TRUSTED_PROXY). */
+  trustedProxy: TrustedProxy;
   lastProbe: number;
   /** The first health check, which /health waits for so readiness is never a guess. */
   firstProbe: Promise<void> | null;
@@ -193,6 +196,7 @@ async function build(env: WorkerEnv): Promise<Gateway> {
     metrics,
     app: null as unknown as Gateway['app'],
     healthCheckMs: seconds(env.HEALTH_CHECK_SECONDS, DEFAULT_HEALTH_CHECK_SECONDS) * 1000,
+    trustedProxy: trustedProxyFrom(env.GATEWAY_TRUSTED_PROXY),
     lastProbe: Date.now(),
     firstProbe: null,
   };
@@ -277,7 +281,7 @@ async function serve(request: Request, gateway: Gateway, exchange: GatewayExchan
   const forwarded = new Request(request, { headers });
   if (request.method !== 'POST') return gateway.app.fetch(forwarded);
   const limits = (exchange.keyName !== null ? gateway.keyLimits.get(exchange.keyName) : undefined) ?? gateway.defaultLimits;
-  const key = limitKey(request, exchange.keyName);
+  const key = limitKey(request, exchange.keyName, gateway.trustedProxy);
   if (limits.rate !== null) {
     const decision = await limits.rate.limit(key);
     if (!decision.allowed) return tooMany('Rate limit exceeded for this API key. Retry later.', decision.retryAfterSeconds);

@@ -7,18 +7,21 @@ import type { TokenHistory } from '../token-history.js';
  * stop_token_ids, and it includes EOS even under ignore_eos.
  */
 export class MinTokensProcessor implements LogitsProcessor {
-  private readonly bannedIds: readonly number[];
+  private readonly bannedIds: ArrayLike<number>;
 
+  /** `stopTokenIds`: an Int32Array is taken as it is (distinct, shared by a request's sequences: src/sampling/shared-id-sets.ts). */
   constructor(
     private readonly minTokens: number,
-    stopTokenIds: Iterable<number>,
+    stopTokenIds: Iterable<number> | Int32Array,
   ) {
-    this.bannedIds = [...new Set(stopTokenIds)];
+    this.bannedIds = stopTokenIds instanceof Int32Array ? stopTokenIds : [...new Set(stopTokenIds)];
   }
 
   process(logits: Float32Array, history: TokenHistory): void {
     if (history.outputLength >= this.minTokens) return;
-    for (const id of this.bannedIds) {
+    const banned = this.bannedIds;
+    for (let i = 0; i < banned.length; i++) {
+      const id = banned[i]!;
       if (id >= 0 && id < logits.length) logits[id] = -Infinity;
     }
   }
