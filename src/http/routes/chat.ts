@@ -4,7 +4,7 @@ import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from 
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
-import { buildChatPrompt } from '../chat-prompt.js';
+import { buildChatPrompt, chatTemplateVariables } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
@@ -45,10 +45,8 @@ export function chatRoutes(ctx: ServingContext): Hono {
     const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
     const chatMedia = await prepareChatMedia(ctx, media, c.req.raw.signal);
 
-    // Templates see tools and documents as transformers passes them.
-    const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
-    if (request.tools !== undefined) templateVariables.tools = request.tools;
-    if (request.documents !== undefined) templateVariables.documents = request.documents;
+    // Templates see tools and documents as vLLM passes them (null when absent).
+    const templateVariables = chatTemplateVariables(request);
     // Tokenizing can stop once the prompt (its last truncate_prompt_tokens, when truncating) is surely too long.
     const ceiling = promptTokenCeiling(promptLimits(ctx), 'openai');
     const truncating = request.truncate_prompt_tokens !== undefined;
