@@ -167,6 +167,12 @@ export const ServerConfigSchema = z.strictObject(
     toolCallParser: z
       .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
       .optional(),
+    /**
+     * Render a chat template sent in a request (`chat_template`, or `chat_template` in
+     * chat_template_kwargs) instead of refusing it (vLLM's --trust-request-chat-template). A
+     * request's template is code the server runs: off by default, as in vLLM.
+     */
+    trustRequestChatTemplate: z.boolean({ error: 'must be true or false' }).default(false),
     /** CORS: origins allowed to call the API from a browser ("*": any, as vLLM's default). */
     corsAllowedOrigins: nameList('origins').default(['*']),
     /** CORS: methods a cross-origin request may use. */
@@ -277,6 +283,7 @@ const ENV_VARIABLES = {
   ALLOWED_HOSTS: 'allowedHosts',
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
+  TRUST_REQUEST_CHAT_TEMPLATE: 'trustRequestChatTemplate',
   CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
   ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
   LORA_MODULES: 'loraModules',
@@ -290,7 +297,7 @@ const ENV_VARIABLES = {
 const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'maxSeqLen', 'kvCacheMemoryBytes', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxCpuLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
-const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);
+const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests', 'trustRequestChatTemplate']);
 
 /** Lists given as one variable: comma-separated. */
 const LIST_SETTINGS: ReadonlySet<string> = new Set(['allowedHosts']);

@@ -197,6 +197,24 @@ function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
   return { ...message, content: parts };
 }
 
+/**
+ * A request's own template is code the server would run: refused unless the operator trusts
+ * request templates (trustRequestChatTemplate, vLLM's --trust-request-chat-template), with
+ * vLLM's message. `chat_template` inside chat_template_kwargs counts too, as in vLLM.
+ */
+export function refuseUntrustedTemplate(
+  trusted: boolean,
+  request: { chat_template?: string; chat_template_kwargs?: Record<string, unknown> },
+): void {
+  if (trusted) return;
+  const inKwargs = request.chat_template_kwargs?.chat_template;
+  if (request.chat_template === undefined && (inKwargs === undefined || inKwargs === null)) return;
+  throw badRequest(
+    'Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template.',
+    request.chat_template !== undefined ? 'chat_template' : 'chat_template_kwargs',
+  );
+}
+
 /** chat_template_kwargs keys vLLM refuses: the template is chosen by the server, and rendering never tokenizes. */
 const UNEXPECTED_TEMPLATE_KWARGS = ['chat_template', 'tokenize'];
 
@@ -270,7 +288,7 @@ export async function buildChatPrompt(
     options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer, options.templateOffLoop) : modelChoice;
   if (template === null) {
     throw badRequest(
-      'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
+      'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field (the server must trust request templates: trustRequestChatTemplate).',
     );
   }
   const own = options.templateOverride !== undefined;

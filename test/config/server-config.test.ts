@@ -48,6 +48,7 @@ describe('server configuration', () => {
       keepAliveTimeoutMs: 5000,
       shutdownGraceMs: 5000,
       toolCallParser: undefined,
+      trustRequestChatTemplate: false,
       corsAllowedOrigins: ['*'],
       corsAllowedMethods: ['*'],
       corsAllowedHeaders: ['*'],
@@ -100,6 +101,8 @@ describe('server configuration', () => {
     expect(parseServerConfig({ toolCallParser: 'pythonic' }).toolCallParser).toBe('pythonic');
     expect(() => parseServerConfig({ toolCallParser: 'qwen' })).toThrow(/toolCallParser must be one of "hermes", "llama3_json", "mistral", "pythonic"/);
     expect(resolveServerConfig({ env: { TOOL_CALL_PARSER: 'mistral' } }).toolCallParser).toBe('mistral');
+    expect(resolveServerConfig({ env: { TRUST_REQUEST_CHAT_TEMPLATE: 'true' } }).trustRequestChatTemplate).toBe(true);
+    expect(() => parseServerConfig({ trustRequestChatTemplate: 'yes' })).toThrow(/trustRequestChatTemplate must be true or false/);
     expect(parseServerConfig({ corsAllowedOrigins: 'https://a.example, https://b.example' }).corsAllowedOrigins).toEqual(['https://a.example', 'https://b.example']);
     expect(resolveServerConfig({ env: { CORS_ALLOWED_ORIGINS: 'https://a.example' } }).corsAllowedOrigins).toEqual(['https://a.example']);
     expect(parseServerConfig({ corsAllowedMethods: ['GET', 'POST'] }).corsAllowedMethods).toEqual(['GET', 'POST']);

@@ -16,7 +16,7 @@ let engine: Engine;
 let app: Hono;
 beforeAll(async () => {
   engine = await loadEngine();
-  app = testApp(engine);
+  app = testApp(engine, { trustRequestChatTemplate: true });
 });
 afterAll(() => engine.dispose());
 
@@ -220,7 +220,7 @@ describe("a request's own chat template gets steps for its messages, not the who
     const messages = Array.from({ length: 128 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'Hello there' }));
     const template = JSON.parse(readFileSync(`${MODEL_DIR}/tokenizer_config.json`, 'utf8')).chat_template as string;
     // The messages' ~2 K tokens need a context past the embedded model's 512 for /tokenize to count them.
-    const wide = testApp(Object.create(engine, { info: { value: { ...engine.info, maxModelLen: 4096 } } }) as Engine);
+    const wide = testApp(Object.create(engine, { info: { value: { ...engine.info, maxModelLen: 4096 } } }) as Engine, { trustRequestChatTemplate: true });
     const own = await postJson(wide, '/tokenize', { model: MODEL, messages, chat_template: template });
     expect(own.status, await own.clone().text()).toBe(200);
     const model = await postJson(wide, '/tokenize', { model: MODEL, messages });

@@ -4,7 +4,7 @@ import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from 
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { refuseUnsupported, unsupportedChatFeatures, unsupportedByEngine } from '../../protocol/unsupported.js';
 import { parseRequest } from '../../protocol/validate.js';
-import { buildChatPrompt, chatTemplateVariables } from '../chat-prompt.js';
+import { buildChatPrompt, chatTemplateVariables, refuseUntrustedTemplate } from '../chat-prompt.js';
 import { GenerationRun } from '../generation.js';
 import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving-tools.js';
@@ -32,6 +32,7 @@ export function chatRoutes(ctx: ServingContext): Hono {
     warnIgnoredFields(ChatCompletionRequestSchema, body);
     const adapter = checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, request);
+    refuseUntrustedTemplate(ctx.config.trustRequestChatTemplate, request);
     refuseUnsupported(unsupportedChatFeatures(request));
     const tools = requestToolCalling(request, ctx.config.toolCallParser);
     // Structured output is compiled with the rest of validation: a constraint the server
