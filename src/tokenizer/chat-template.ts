@@ -1,4 +1,4 @@
-import { Template } from '@huggingface/jinja';
+import { Template } from './jinja/index.js';
 import { TemplateBudgetError, withTemplateBudget, type TemplateBudget } from './template-budget.js';
 import { detectContentFormat, type ContentFormat } from './template-content-format.js';
 

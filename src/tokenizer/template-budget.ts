@@ -1,4 +1,4 @@
-import { Environment, Interpreter } from '@huggingface/jinja';
+import { Environment, Interpreter } from './jinja/index.js';
 
 /**
  * A budget for one chat template rendering. Templates come from requests (vLLM's
