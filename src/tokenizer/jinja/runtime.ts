@@ -344,6 +344,12 @@ function emptyOperandFilter(operand: AnyRuntimeValue, name: string): AnyRuntimeV
 	return undefined;
 }
 
+/** Jinja2's string filters take str() of any other value first (`[1]|trim` is "[1]", `none|upper` "NONE"). */
+const TEXT_FILTERS = new Set(["trim", "upper", "lower", "capitalize", "title", "replace", "indent", "center", "striptags", "wordcount"]);
+function asFilterText(operand: AnyRuntimeValue, name: string): AnyRuntimeValue {
+	return TEXT_FILTERS.has(name) && !(operand instanceof StringValue) && !(operand instanceof UndefinedValue) ? new StringValue(operand.toString()) : operand;
+}
+
 /** Python's ==: no coercion between strings, numbers and None; booleans equal 0 and 1; lists and dicts by value. */
 function pythonEquals(a: AnyRuntimeValue, b: AnyRuntimeValue): boolean {
 	if (a instanceof UndefinedValue || b instanceof UndefinedValue) return a instanceof UndefinedValue && b instanceof UndefinedValue;
@@ -1372,6 +1378,7 @@ export class Interpreter {
 			}
 			const onEmpty = emptyOperandFilter(operand, filter.value);
 			if (onEmpty !== undefined) return onEmpty;
+			operand = asFilterText(operand, filter.value);
 
 			if (operand instanceof ArrayValue) {
 				switch (filter.value) {
@@ -1519,6 +1526,7 @@ export class Interpreter {
 			const filterName = (filter.callee as Identifier).value;
 			const onEmpty = emptyOperandFilter(operand, filterName);
 			if (onEmpty !== undefined) return onEmpty;
+			operand = asFilterText(operand, filterName);
 
 			if (filterName === "tojson") {
 				const [, kwargs] = this.evaluateArguments(filter.args, environment);
