@@ -93,7 +93,7 @@ function install(): void {
         `the chat template produced a text longer than ${running.budget.maxOutputChars} characters (maxPromptChars)`,
       );
     }
-    if (LOOKUPS.has((statement as { type?: string }).type ?? '')) return result;
+    if (LOOKUPS.has((statement as { type?: string } | undefined)?.type ?? 'Identifier')) return result;
     const items = Array.isArray(value) ? value.length : value instanceof Map ? value.size : -1;
     if (items >= 0) {
       const limit = running.budget.maxValueItems ?? TEMPLATE_VALUE_ITEMS;
