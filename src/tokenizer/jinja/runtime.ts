@@ -162,6 +162,10 @@ export class StringValue extends RuntimeValue<string> {
 				}),
 			],
 			[
+				"format",
+				new FunctionValue((args) => new StringValue(pythonStrFormat(this.value, args))),
+			],
+			[
 				"startswith",
 				new FunctionValue((args) => {
 					if (args.length === 0) {
@@ -348,6 +352,45 @@ function emptyOperandFilter(operand: AnyRuntimeValue, name: string): AnyRuntimeV
 const TEXT_FILTERS = new Set(["trim", "upper", "lower", "capitalize", "title", "replace", "indent", "center", "striptags", "wordcount"]);
 function asFilterText(operand: AnyRuntimeValue, name: string): AnyRuntimeValue {
 	return TEXT_FILTERS.has(name) && !(operand instanceof StringValue) && !(operand instanceof UndefinedValue) ? new StringValue(operand.toString()) : operand;
+}
+
+function pythonTypeName(value: AnyRuntimeValue): string {
+	if (value instanceof ArrayValue) return value instanceof TupleValue ? "tuple" : "list";
+	if (value instanceof ObjectValue) return "dict";
+	if (value instanceof IntegerValue) return "int";
+	if (value instanceof FloatValue) return "float";
+	if (value instanceof BooleanValue) return "bool";
+	if (value instanceof NullValue) return "NoneType";
+	return value.type;
+}
+
+/** Python's str.format for the fields templates use: {}, {0}, {name} (from keyword arguments), {{ and }}. */
+function pythonStrFormat(format: string, args: AnyRuntimeValue[]): string {
+	const last = args.at(-1);
+	const kwargs = last instanceof KeywordArgumentsValue ? last.value : new Map<string, AnyRuntimeValue>();
+	const positional = last instanceof KeywordArgumentsValue ? args.slice(0, -1) : args;
+	let next = 0;
+	return format.replace(/\{\{|\}\}|\{([^{}]*)\}/g, (match, field: string | undefined) => {
+		if (match === "{{") return "{";
+		if (match === "}}") return "}";
+		const name = (field ?? "").split(/[!:]/)[0];
+		const value = name === "" ? positional[next++] : /^\d+$/.test(name) ? positional[Number(name)] : kwargs.get(name);
+		if (value === undefined) throw new Error(`format(): no value for field {${name}}`);
+		return value.toString();
+	});
+}
+
+/** Python's %-formatting (the `format` filter): %s, %d, %i, %r and %%. */
+function pythonPercentFormat(format: string, args: AnyRuntimeValue[]): string {
+	let next = 0;
+	return format.replace(/%([sdir%])/g, (match, kind: string) => {
+		if (kind === "%") return "%";
+		const value = args[next++];
+		if (value === undefined) throw new Error("not enough arguments for format string");
+		if (kind === "r") return pythonRepr(value);
+		if (kind === "d" || kind === "i") return String(Math.trunc(Number(value.value)));
+		return value.toString();
+	});
 }
 
 /** Python's ==: no coercion between strings, numbers and None; booleans equal 0 and 1; lists and dicts by value. */
@@ -573,13 +616,16 @@ export class ObjectValue extends RuntimeValue<Map<string, AnyRuntimeValue>> {
 		]));
 	}
 
+	/** Keys a dict literal gave as integers (stored as their decimal text): iterated back as integers, as Python does. */
+	integerKeys?: Set<string>;
+	keyValue(key: string): AnyRuntimeValue {
+		return this.integerKeys?.has(key) ? new IntegerValue(Number(key)) : new StringValue(key);
+	}
 	items(): ArrayValue {
-		return new ArrayValue(
-			Array.from(this.value.entries()).map(([key, value]) => new ArrayValue([new StringValue(key), value])),
-		);
+		return new ArrayValue(Array.from(this.value.entries()).map(([key, value]) => new ArrayValue([this.keyValue(key), value])));
 	}
 	keys(): ArrayValue {
-		return new ArrayValue(Array.from(this.value.keys()).map((key) => new StringValue(key)));
+		return new ArrayValue(Array.from(this.value.keys()).map((key) => this.keyValue(key)));
 	}
 	values(): ArrayValue {
 		return new ArrayValue(Array.from(this.value.values()));
@@ -1275,12 +1321,11 @@ export class Interpreter {
 			}
 		}
 
-		if (left instanceof StringValue || right instanceof StringValue) {
-			// Support string concatenation as long as at least one operand is a string
-			switch (node.operator.value) {
-				case "+":
-					return new StringValue(left.value.toString() + right.value.toString());
-			}
+		if (node.operator.value === "+" && (left instanceof StringValue || right instanceof StringValue)) {
+			if (left instanceof StringValue && right instanceof StringValue) return new StringValue(left.value + right.value);
+			// Python: str + anything else is a TypeError (templates that rely on it fail in transformers too).
+			const other = left instanceof StringValue ? right : left;
+			throw new Error(`can only concatenate str (not "${pythonTypeName(other)}") to str`);
 		}
 
 		if (left instanceof StringValue && right instanceof StringValue) {
@@ -1481,9 +1526,7 @@ export class Interpreter {
 			} else if (operand instanceof ObjectValue) {
 				switch (filter.value) {
 					case "items":
-						return new ArrayValue(
-							Array.from(operand.value.entries()).map(([key, value]) => new ArrayValue([new StringValue(key), value])),
-						);
+						return operand.items();
 					case "length":
 						return new IntegerValue(operand.value.size);
 					case "string":
@@ -1528,6 +1571,10 @@ export class Interpreter {
 			if (onEmpty !== undefined) return onEmpty;
 			operand = asFilterText(operand, filterName);
 
+			if (filterName === "format" && operand instanceof StringValue) {
+				const [args] = this.evaluateArguments(filter.args, environment);
+				return new StringValue(pythonPercentFormat(operand.value, args));
+			}
 			if (filterName === "tojson") {
 				const [, kwargs] = this.evaluateArguments(filter.args, environment);
 
@@ -1931,6 +1978,8 @@ export class Interpreter {
 
 	private evaluateMemberExpression(expr: MemberExpression, environment: Environment): AnyRuntimeValue {
 		const object = this.evaluate(expr.object, environment);
+		// Jinja2's Undefined fails on any attribute or item access (UndefinedError).
+		if (object instanceof UndefinedValue) throw new Error("UndefinedError: an attribute or item of an undefined value was read");
 
 		let property;
 		if (expr.computed) {
@@ -1946,6 +1995,7 @@ export class Interpreter {
 		}
 
 		let value;
+		if (object instanceof ObjectValue && property instanceof IntegerValue) property = new StringValue(String(property.value));
 		if (isAttributeContainer(object)) {
 			if (!(property instanceof StringValue)) {
 				throw new Error(`Cannot access property with non-string: got ${property.type}`);
@@ -2278,14 +2328,19 @@ export class Interpreter {
 				return new TupleValue((statement as TupleLiteral).value.map((x) => this.evaluate(x, environment)));
 			case "ObjectLiteral": {
 				const mapping = new Map();
+				const integerKeys = new Set<string>();
 				for (const [key, value] of (statement as ObjectLiteral).value) {
 					const evaluatedKey = this.evaluate(key, environment);
-					if (!(evaluatedKey instanceof StringValue)) {
+					// An integer key is kept as its decimal text: lookups by the integer find it, tojson writes it as json.dumps does.
+					if (!(evaluatedKey instanceof StringValue || evaluatedKey instanceof IntegerValue)) {
 						throw new Error(`Object keys must be strings: got ${evaluatedKey.type}`);
 					}
-					mapping.set(evaluatedKey.value, this.evaluate(value, environment));
+					if (evaluatedKey instanceof IntegerValue) integerKeys.add(String(evaluatedKey.value));
+					mapping.set(String(evaluatedKey.value), this.evaluate(value, environment));
 				}
-				return new ObjectValue(mapping);
+				const object = new ObjectValue(mapping);
+				if (integerKeys.size > 0) object.integerKeys = integerKeys;
+				return object;
 			}
 			case "Identifier":
 				return this.evaluateIdentifier(statement as Identifier, environment);
