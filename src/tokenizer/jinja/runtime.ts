@@ -600,7 +600,7 @@ export class ObjectValue extends RuntimeValue<Map<string, AnyRuntimeValue>> {
 
 					// Convert to array of [key, value] pairs and sort
 					const items = Array.from(this.value.entries())
-						.map(([key, value]) => new ArrayValue([new StringValue(key), value]))
+						.map(([key, value]) => new ArrayValue([this.keyValue(key), value]))
 						.sort((a, b) => {
 							const index = by.value === "key" ? 0 : 1;
 							const aVal = a.value[index];
