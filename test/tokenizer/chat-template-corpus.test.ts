@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { Engine } from '../../src/engine/types.js';
 import { ChatTemplate } from '../../src/tokenizer/chat-template.js';
+import { MODEL, loadEngine, postJson, testApp } from '../http/helpers.js';
 import { loadCorpus, renderPair, sameOutcome, templateSource } from './chat-template-corpus.js';
 
 const corpus = loadCorpus();
@@ -47,5 +49,48 @@ describe('the chat-template corpus renders as transformers 5 with vLLM\'s prepar
     }
     expect(differing).toEqual(documentedDifferences());
     expect((pairs - differing.length) / pairs).toBeGreaterThanOrEqual(0.99);
+  });
+});
+
+describe('the same renderings through the HTTP routes (a sample: every 10th template, two conversations)', () => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await loadEngine();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date(corpus.now));
+  });
+  afterAll(() => vi.useRealTimers());
+
+  it('/tokenize with the template as the request\'s own gives the tokens of the reference text; a refused conversation is a 400', async () => {
+    // Long tool prompts pass the embedded model's 512-token context: /tokenize counts up to a wider one here.
+    const wide = Object.create(engine, { info: { value: { ...engine.info, maxModelLen: 1 << 16 } } }) as Engine;
+    const app = testApp(wide, { trustRequestChatTemplate: true, maxPromptChars: 1 << 20 });
+    const names = Object.keys(corpus.templates).filter((_, i) => i % 10 === 0);
+    // Conversations without tools: a request's own template gets 2000 + 200 steps a message, which
+    // Gemma 4's tool-schema macros pass with tools (the model's own template has the whole budget).
+    const conversations = corpus.conversations.filter((c) => ['system-multiturn', 'kwargs-no-generation-prompt'].includes(c.name));
+    let checked = 0;
+    for (const name of names) {
+      for (const conversation of conversations) {
+        const reference = corpus.templates[name].outcomes[conversation.name];
+        const response = await postJson(app, '/tokenize', {
+          model: MODEL,
+          messages: conversation.messages,
+          tools: conversation.tools,
+          chat_template: templateSource(name),
+          chat_template_kwargs: { ...conversation.chat_template_kwargs, bos_token: corpus.bosToken, eos_token: corpus.eosToken },
+          add_generation_prompt: conversation.add_generation_prompt ?? true,
+        });
+        if ('error' in reference) {
+          expect(response.status, `${name} :: ${conversation.name}`).toBe(400);
+          continue;
+        }
+        expect(response.status, `${name} :: ${conversation.name}: ${await response.clone().text()}`).toBe(200);
+        const { tokens } = (await response.json()) as { tokens: number[] };
+        expect(tokens, `${name} :: ${conversation.name}`).toEqual(engine.tokenizer.encode(reference.text, { addSpecialTokens: false }));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(15);
   });
 });
