@@ -208,6 +208,12 @@ export const ServerConfigSchema = z.strictObject(
      * model's (tokenizer_config.json / chat_template.jinja). A file path or the template itself
      * (the Node entry reads a path that exists; in a Worker it is the template's text).
      */
+    /**
+     * Render a chat template sent in a request (`chat_template`, or `chat_template` in
+     * chat_template_kwargs) instead of refusing it (vLLM's --trust-request-chat-template). A
+     * request's template is code the server runs: off by default, as in vLLM.
+     */
+    trustRequestChatTemplate: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Chat templates and tool calling", help: "render a chat template sent in a request (else 400, as vLLM)", text: 'bool', env: ["TRUST_REQUEST_CHAT_TEMPLATE"], flag: "trust-request-chat-template" }),
     chatTemplate: setting(nonEmpty.optional(), { group: "Chat templates and tool calling", help: "the chat template to use instead of the model's: a .jinja file or the template text", text: 'string', env: ["CHAT_TEMPLATE"], flag: "chat-template", valueName: "FILE|TEMPLATE" }),
     /** CORS: origins allowed to call the API from a browser ("*": any, as vLLM's default). */
     corsAllowedOrigins: setting(nameList('origins').default(['*']), { group: "CORS", help: "origins that may call the API from a browser", text: 'list', env: ["CORS_ALLOWED_ORIGINS"], flag: "allowed-origins", many: true }),

@@ -53,9 +53,16 @@ export interface ChatPrompt {
 }
 
 /**
- * Text parts are joined with newlines (vLLM's "string" content format). Media parts
- * have no place in a text-only template: /v1/chat/completions has already fetched and
- * refused them (serving-media.ts); /tokenize, which fetches nothing, is refused here.
+ * The conversation as vLLM's parse_chat_messages hands it to the template: each message
+ * rebuilt from the fields vLLM keeps (role, content, then tool_calls and reasoning for the
+ * assistant, tool_call_id for a tool result, name, tools for a developer message); content
+ * as a list of text parts, which ChatTemplate.render joins with newlines for a template
+ * that prints content as a string (vLLM's content format "auto"); a tool result made only
+ * of text parts becomes one string; tool-call arguments decoded from JSON ({} when they
+ * are not JSON), an empty tool_calls list dropped.
+ *
+ * Media parts have no place in a text-only template: /v1/chat/completions has already
+ * fetched and refused them (serving-media.ts); /tokenize, which fetches nothing, is refused here.
  */
 export function toTemplateMessages(
   messages: readonly ChatMessage[],
@@ -65,8 +72,9 @@ export function toTemplateMessages(
   if (stringContentPlaceholders !== undefined) return messages.map((message) => toStringMessage(message, stringContentPlaceholders));
   if (contentParts) return messages.map(toPartsMessage);
   return messages.map((message, i) => {
-    if (Array.isArray(message.content)) {
-      (message.content as { type: string }[]).forEach((part, j) => {
+    const content = message.content;
+    if (Array.isArray(content)) {
+      (content as { type: string }[]).forEach((part, j) => {
         if (part.type !== 'text' && part.type !== 'refusal') {
           throw badRequest(
             `This model accepts text only; content parts of type "${part.type}" are not supported.`,
@@ -75,7 +83,74 @@ export function toTemplateMessages(
         }
       });
     }
-    return { ...message, content: messageText(message) };
+    const parts = textParts(content);
+    const conversationMessage: ChatTemplateMessage = {
+      role: message.role,
+      content: message.role === 'tool' ? parts.map((part) => part.text).join('\n') : parts,
+    };
+    return withKeptFields(conversationMessage, message);
+  });
+}
+
+function textParts(content: ChatMessage['content']): Array<{ type: 'text'; text: string }> {
+  if (content === undefined || content === null) return [];
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  return (content as Array<{ type: string; text?: string; refusal?: string }>).map((part) => ({
+    type: 'text',
+    text: (part.type === 'refusal' ? part.refusal : part.text) ?? '',
+  }));
+}
+
+/** The fields besides role and content that vLLM's ConversationMessage carries, in its order. */
+function withKeptFields(target: ChatTemplateMessage, message: ChatMessage): ChatTemplateMessage {
+  const source = message as Record<string, unknown>;
+  if (message.role === 'assistant') {
+    const calls = source.tool_calls;
+    if (Array.isArray(calls) && calls.length > 0) target.tool_calls = calls.map(templateToolCall);
+    // vLLM reads `reasoning` (and hands it on under both names); `reasoning_content` is the older spelling clients still send.
+    const reasoning = typeof source.reasoning === 'string' ? source.reasoning : typeof source.reasoning_content === 'string' ? source.reasoning_content : undefined;
+    if (reasoning !== undefined) {
+      target.reasoning = reasoning;
+      target.reasoning_content = reasoning;
+    }
+  } else if (message.role === 'tool' && 'tool_call_id' in source) {
+    target.tool_call_id = source.tool_call_id ?? null;
+  }
+  if (typeof source.name === 'string') target.name = source.name;
+  if (message.role === 'developer') target.tools = source.tools ?? null;
+  return target;
+}
+
+interface RequestToolCall {
+  id: string;
+  type: string;
+  function: { name: string; arguments: string };
+}
+
+/** A tool call as templates expect it: arguments as the object the JSON string encodes (vLLM's _postprocess_messages). */
+function templateToolCall(call: RequestToolCall): Record<string, unknown> {
+  return { id: call.id, type: call.type, function: { name: call.function.name, arguments: decodedArguments(call.function.arguments) } };
+}
+
+function decodedArguments(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Tool definitions as vLLM hands them to the template (its pydantic model dumped): each
+ * tool's declared fields first, `description` and `parameters` null when omitted, then any
+ * other keys the client sent (`strict`, ...) as given. Absent tools: null, not undefined.
+ */
+export function templateTools(tools: readonly Record<string, unknown>[] | undefined): Record<string, unknown>[] | null {
+  if (tools === undefined) return null;
+  return tools.map((tool) => {
+    const { type, function: fn, ...otherTool } = tool as { type: string; function: Record<string, unknown> };
+    const { name, description, parameters, ...otherFunction } = fn;
+    return { type, function: { name, description: description ?? null, parameters: parameters ?? null, ...otherFunction }, ...otherTool };
   });
 }
 
@@ -123,6 +198,44 @@ function toPartsMessage(message: ChatMessage): ChatTemplateMessage {
 }
 
 /**
+ * A request's own template is code the server would run: refused unless the operator trusts
+ * request templates (trustRequestChatTemplate, vLLM's --trust-request-chat-template), with
+ * vLLM's message. `chat_template` inside chat_template_kwargs counts too, as in vLLM.
+ */
+export function refuseUntrustedTemplate(
+  trusted: boolean,
+  request: { chat_template?: string; chat_template_kwargs?: Record<string, unknown> },
+): void {
+  if (trusted) return;
+  const inKwargs = request.chat_template_kwargs?.chat_template;
+  if (request.chat_template === undefined && (inKwargs === undefined || inKwargs === null)) return;
+  throw badRequest(
+    'Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template.',
+    request.chat_template !== undefined ? 'chat_template' : 'chat_template_kwargs',
+  );
+}
+
+/** chat_template_kwargs keys vLLM refuses: the template is chosen by the server, and rendering never tokenizes. */
+const UNEXPECTED_TEMPLATE_KWARGS = ['chat_template', 'tokenize'];
+
+/**
+ * The template's variables besides the conversation, as vLLM passes them: the request's
+ * chat_template_kwargs, then `tools` and `documents` (null when absent).
+ */
+export function chatTemplateVariables(request: {
+  chat_template_kwargs?: Record<string, unknown>;
+  tools?: readonly Record<string, unknown>[];
+  documents?: readonly Record<string, string>[];
+}): Record<string, unknown> {
+  const kwargs = request.chat_template_kwargs ?? {};
+  const unexpected = UNEXPECTED_TEMPLATE_KWARGS.filter((key) => key in kwargs);
+  if (unexpected.length > 0) {
+    throw badRequest(`Found unexpected chat template kwargs from request: {${unexpected.map((key) => `'${key}'`).join(', ')}}`, 'chat_template_kwargs');
+  }
+  return { ...kwargs, tools: templateTools(request.tools), documents: request.documents ?? null };
+}
+
+/**
  * A request's own template, parsed here; or, when it is long and a thread renders long
  * templates, left as source for the thread to parse with its rendering (parsing a 64 K
  * template held the loop 80–360 ms).
@@ -131,9 +244,10 @@ function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tok
   const token = (id: number | null | undefined) => (id === null || id === undefined ? '' : (tokenizer.idToToken(id) ?? ''));
   const bosToken = modelTemplate?.bosToken ?? token(tokenizer.bosTokenId);
   const eosToken = modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]);
-  if (offLoop !== undefined && source.length > INLINE_TEMPLATE_SOURCE_CHARS) return { source, bosToken, eosToken };
+  const otherTokens = modelTemplate?.otherTokens;
+  if (offLoop !== undefined && source.length > INLINE_TEMPLATE_SOURCE_CHARS) return { source, bosToken, eosToken, otherTokens };
   try {
-    return new ChatTemplate(source, bosToken, eosToken);
+    return new ChatTemplate(source, bosToken, eosToken, otherTokens);
   } catch (error) {
     throw invalidTemplate((error as Error).message);
   }
@@ -169,12 +283,12 @@ export async function buildChatPrompt(
   options: ChatPromptOptions,
 ): Promise<ChatPrompt> {
   // As transformers' get_chat_template: a request with tools gets the model's "tool_use" template when it has one.
-  const modelChoice = options.templateVariables?.tools !== undefined && modelTemplate?.toolUse ? modelTemplate.toolUse : modelTemplate;
+  const modelChoice = options.templateVariables?.tools != null && modelTemplate?.toolUse ? modelTemplate.toolUse : modelTemplate;
   const template =
     options.templateOverride !== undefined ? requestTemplate(options.templateOverride, modelTemplate, tokenizer, options.templateOffLoop) : modelChoice;
   if (template === null) {
     throw badRequest(
-      'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field.',
+      'This model has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); pass one in the request\'s "chat_template" field (the server must trust request templates: trustRequestChatTemplate).',
     );
   }
   const own = options.templateOverride !== undefined;
@@ -185,6 +299,8 @@ export async function buildChatPrompt(
       addGenerationPrompt: options.addGenerationPrompt,
       continueFinalMessage: options.continueFinalMessage,
       kwargs: options.templateVariables,
+      // A multimodal model's messages are already in the shape its processor wants.
+      fitContent: options.multimodal === undefined,
       budget: own ? requestTemplateBudget(options.templateBudget, messages.length) : options.templateBudget,
     };
     rendered = await renderChatTemplate(template, templateMessages, renderOptions, options.templateOffLoop);

@@ -63,9 +63,10 @@ export const ChatMessageSchema = z.discriminatedUnion('role', [
 ]);
 export type ChatMessage = z.output<typeof ChatMessageSchema>;
 
-export const ToolSchema = z.object({
+// Loose: keys the schema does not know (`strict`, ...) reach the chat template as vLLM passes them.
+export const ToolSchema = z.looseObject({
   type: z.literal('function'),
-  function: z.object({
+  function: z.looseObject({
     name: requiredString,
     description: optional(str),
     parameters: optional(z.record(z.string(), z.unknown())),

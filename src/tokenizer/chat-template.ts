@@ -1,10 +1,7 @@
-import { Template } from '@huggingface/jinja';
+import { Template } from './jinja/index.js';
 import { TemplateBudgetError, withTemplateBudget, type TemplateBudget } from './template-budget.js';
+import { detectContentFormat, type ContentFormat } from './template-content-format.js';
 
-/**
- * One chat message as the template sees it: content already flattened to text; other
- * fields (name, tool_calls, tool_call_id) pass through for templates that read them.
- */
 /** A content part as multimodal templates iterate them: {"type": "text", "text": ...} or {"type": "image"}. */
 export interface ChatTemplateContentPart {
   type: string;
@@ -12,9 +9,13 @@ export interface ChatTemplateContentPart {
   [field: string]: unknown;
 }
 
+/**
+ * One chat message as the template sees it (vLLM's ConversationMessage): content a string
+ * or a list of parts; other fields (name, tool_calls, tool_call_id, reasoning) for
+ * templates that read them.
+ */
 export interface ChatTemplateMessage {
   role: string;
-  /** A string, or (for a multimodal model's template) the list of parts. */
   content: string | ChatTemplateContentPart[];
   [field: string]: unknown;
 }
@@ -28,8 +29,14 @@ export interface ChatTemplateOptions {
    * (EOS, end-of-turn markers). Same rule as transformers' apply_chat_template.
    */
   continueFinalMessage: boolean;
-  /** Extra template variables (vLLM's chat_template_kwargs). */
+  /** Extra template variables (vLLM's chat_template_kwargs); they may not replace messages or add_generation_prompt. */
   kwargs?: Record<string, unknown>;
+  /**
+   * Messages whose content is a list of parts get it in the shape the template wants
+   * (contentFormat): joined into one string (text parts, newline-separated) for a "string"
+   * template, as vLLM prepares it. False: content reaches the template as given.
+   */
+  fitContent?: boolean;
   /** Steps and output the rendering may take; past it, a ChatTemplateError naming the bound. */
   budget?: TemplateBudget;
 }
@@ -58,14 +65,19 @@ export class ChatTemplate {
   private readonly compiled: Template;
   /** The model's "tool_use" template (transformers' named templates): rendered instead when a request passes tools. */
   toolUse: ChatTemplate | null = null;
+  /** How message content reaches this template (vLLM's `--chat-template-content-format auto`). */
+  readonly contentFormat: ContentFormat;
 
   constructor(
     readonly source: string,
     readonly bosToken: string,
     readonly eosToken: string,
+    /** The tokenizer's other special tokens by transformers' names (unk_token, pad_token, ...): templates read them too. */
+    readonly otherTokens: Readonly<Record<string, string>> = {},
   ) {
     // Parse now so a broken template fails at startup, not on the first chat request.
     this.compiled = new Template(source);
+    this.contentFormat = detectContentFormat(this.compiled.parsed);
   }
 
   render(messages: readonly ChatTemplateMessage[], options: ChatTemplateOptions): string {
@@ -76,14 +88,17 @@ export class ChatTemplate {
     if (options.continueFinalMessage && finalMessage === undefined) {
       throw new ChatTemplateError('`continue_final_message` needs at least one message to continue.');
     }
+    const fit = options.fitContent !== false && this.contentFormat === 'string';
     let rendered: string;
     try {
       rendered = withTemplateBudget(options.budget ?? DEFAULT_TEMPLATE_BUDGET, () =>
+        // As transformers' render_jinja_template: the special tokens, then the caller's variables, then the conversation.
         this.compiled.render({
+          ...this.otherTokens,
           bos_token: this.bosToken,
           eos_token: this.eosToken,
           ...options.kwargs,
-          messages: messages.map((message) => ({ ...message })),
+          messages: messages.map((message) => (fit && Array.isArray(message.content) ? { ...message, content: contentText(message.content) } : { ...message })),
           add_generation_prompt: options.addGenerationPrompt,
         }),
       );
@@ -114,6 +129,9 @@ function cutAfterFinalMessage(rendered: string, content: string): string {
     '`continue_final_message` is set but the final message does not appear in the chat after applying the chat template.',
   );
 }
+
+/** transformers' special_tokens_map names besides BOS and EOS, all passed to the template. */
+const OTHER_SPECIAL_TOKENS = ['unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'] as const;
 
 /** A token given as a plain string or as an AddedToken object ({"content": "<s>", ...}). */
 function tokenString(value: unknown): string | undefined {
@@ -154,7 +172,12 @@ export function chatTemplateFromTokenizerConfig(
   if (main === undefined) return null;
   const bosToken = tokenString(tokenizerConfig.bos_token) ?? fallbackTokens.bosToken ?? '';
   const eosToken = tokenString(tokenizerConfig.eos_token) ?? fallbackTokens.eosToken ?? '';
-  const template = new ChatTemplate(main, bosToken, eosToken);
-  if (toolUse !== undefined) template.toolUse = new ChatTemplate(toolUse, bosToken, eosToken);
+  const otherTokens: Record<string, string> = {};
+  for (const name of OTHER_SPECIAL_TOKENS) {
+    const token = tokenString(tokenizerConfig[name]);
+    if (token !== undefined) otherTokens[name] = token;
+  }
+  const template = new ChatTemplate(main, bosToken, eosToken, otherTokens);
+  if (toolUse !== undefined) template.toolUse = new ChatTemplate(toolUse, bosToken, eosToken, otherTokens);
   return template;
 }

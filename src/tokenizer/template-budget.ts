@@ -1,4 +1,4 @@
-import { Environment, Interpreter } from '@huggingface/jinja';
+import { Environment, Interpreter } from './jinja/index.js';
 
 /**
  * A budget for one chat template rendering. Templates come from requests (vLLM's
@@ -15,7 +15,25 @@ export interface TemplateBudget {
   maxOutputChars: number;
   /** What the steps message names as the bound (default: the maxChatTemplateSteps setting). */
   stepsBound?: string;
+  /** Most items one list or dict the template builds may hold (default TEMPLATE_VALUE_ITEMS). */
+  maxValueItems?: number;
 }
+
+/**
+ * Items one list or dict a template builds may hold: real templates build lists of messages or
+ * tools (thousands at most); `ns.a = ns.a + ns.a` doubling (a list grows 2^n in n steps) is
+ * stopped here, at ~8 MB of references, before it can take the heap.
+ */
+export const TEMPLATE_VALUE_ITEMS = 1 << 20;
+/**
+ * Building values costs steps in proportion to their size, so the steps bound the memory and
+ * CPU a rendering spends on them, not only the statements it runs: a list or dict one step
+ * per VALUE_ITEMS_PER_STEP items, a string one per VALUE_CHARS_PER_STEP characters. Looking a
+ * value up (a name, an attribute, an index) builds nothing and costs nothing more.
+ */
+export const VALUE_ITEMS_PER_STEP = 8;
+export const VALUE_CHARS_PER_STEP = 1024;
+const LOOKUPS: ReadonlySet<string> = new Set(['Identifier', 'MemberExpression', 'StringLiteral']);
 
 /** The rendering went past its budget; the message names the bound, `bound` says which. */
 export class TemplateBudgetError extends Error {
@@ -68,10 +86,21 @@ function install(): void {
   prototype.evaluate = function (this: unknown, statement, environment) {
     spend(1);
     const result = evaluate.call(this, statement, environment);
-    if (running !== null && typeof result?.value === 'string' && result.value.length > running.budget.maxOutputChars) {
+    if (running === null) return result;
+    const value = result?.value;
+    if (typeof value === 'string' && value.length > running.budget.maxOutputChars) {
       throw new TemplateBudgetError(
         `the chat template produced a text longer than ${running.budget.maxOutputChars} characters (maxPromptChars)`,
       );
+    }
+    if (LOOKUPS.has((statement as { type?: string } | undefined)?.type ?? 'Identifier')) return result;
+    const items = Array.isArray(value) ? value.length : value instanceof Map ? value.size : -1;
+    if (items >= 0) {
+      const limit = running.budget.maxValueItems ?? TEMPLATE_VALUE_ITEMS;
+      if (items > limit) throw new TemplateBudgetError(`the chat template built a list or dict of more than ${limit} items`);
+      spend(Math.floor(items / VALUE_ITEMS_PER_STEP));
+    } else if (typeof value === 'string') {
+      spend(Math.floor(value.length / VALUE_CHARS_PER_STEP));
     }
     return result;
   };

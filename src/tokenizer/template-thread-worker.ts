@@ -24,11 +24,11 @@ const compiled = new Map<string, ChatTemplate>();
 const KEPT_TEMPLATES = 8;
 
 function templateFor(job: TemplateRenderJob): ChatTemplate {
-  const key = `${job.bosToken}\u0000${job.eosToken}\u0000${job.source}`;
+  const key = `${job.bosToken}\u0000${job.eosToken}\u0000${JSON.stringify(job.otherTokens ?? {})}\u0000${job.source}`;
   let template = compiled.get(key);
   if (template === undefined) {
     try {
-      template = new ChatTemplate(job.source, job.bosToken, job.eosToken);
+      template = new ChatTemplate(job.source, job.bosToken, job.eosToken, job.otherTokens);
     } catch (error) {
       throw new SyntaxFailure(error instanceof Error ? error.message : String(error));
     }

@@ -18,6 +18,8 @@ export interface TemplateSource {
   source: string;
   bosToken: string;
   eosToken: string;
+  /** unk_token, pad_token, ... (ChatTemplate.otherTokens). */
+  otherTokens?: Readonly<Record<string, string>>;
 }
 
 /** One rendering for the thread: the template by its source and tokens (it compiles and keeps it), and render()'s arguments. */
@@ -99,13 +101,13 @@ export async function renderChatTemplate(
       if (!movesToThread) throw error;
     }
   }
-  const job: TemplateRenderJob = { source: template.source, bosToken: template.bosToken, eosToken: template.eosToken, messages, options: { ...options, budget } };
+  const job: TemplateRenderJob = { source: template.source, bosToken: template.bosToken, eosToken: template.eosToken, otherTokens: template.otherTokens, messages, options: { ...options, budget } };
   return offLoop.thread.render(job, { timeoutMs: offLoop.timeoutMs, signal: offLoop.signal });
 }
 
-function parseHere({ source, bosToken, eosToken }: TemplateSource): ChatTemplate {
+function parseHere({ source, bosToken, eosToken, otherTokens }: TemplateSource): ChatTemplate {
   try {
-    return new ChatTemplate(source, bosToken, eosToken);
+    return new ChatTemplate(source, bosToken, eosToken, otherTokens);
   } catch (error) {
     throw new TemplateSyntaxError(error instanceof Error ? error.message : String(error));
   }

@@ -52,6 +52,7 @@ describe('server configuration', () => {
       toolCallParser: undefined,
       reasoningParser: undefined,
       logprobsMode: 'raw_logprobs',
+      trustRequestChatTemplate: false,
       corsAllowedOrigins: ['*'],
       corsAllowedMethods: ['*'],
       corsAllowedHeaders: ['*'],
@@ -110,6 +111,8 @@ describe('server configuration', () => {
     expect(() => parseServerConfig({ reasoningParser: "qwq" })).toThrow(/reasoningParser must be one of "deepseek_r1", "deepseek_v3", "qwen3"/);
     expect(parseServerConfig({ reasoningParser: "qwen3" }).reasoningParser).toBe("qwen3");
     expect(resolveServerConfig({ env: { TOOL_CALL_PARSER: 'mistral' } }).toolCallParser).toBe('mistral');
+    expect(resolveServerConfig({ env: { TRUST_REQUEST_CHAT_TEMPLATE: 'true' } }).trustRequestChatTemplate).toBe(true);
+    expect(() => parseServerConfig({ trustRequestChatTemplate: 'yes' })).toThrow(/trustRequestChatTemplate must be true or false/);
     expect(parseServerConfig({ corsAllowedOrigins: 'https://a.example, https://b.example' }).corsAllowedOrigins).toEqual(['https://a.example', 'https://b.example']);
     expect(resolveServerConfig({ env: { CORS_ALLOWED_ORIGINS: 'https://a.example' } }).corsAllowedOrigins).toEqual(['https://a.example']);
     expect(parseServerConfig({ corsAllowedMethods: ['GET', 'POST'] }).corsAllowedMethods).toEqual(['GET', 'POST']);

@@ -22,8 +22,8 @@ beforeAll(async () => {
   engine = await loadEngine();
   const real = createNodeTemplateThread();
   thread = { jobs: 0, render: (...args) => ((thread.jobs += 1), real.render(...args)), close: () => real.close() };
-  app = testApp(engine, {}, { templateThread: thread });
-  inlineApp = testApp(engine);
+  app = testApp(engine, { trustRequestChatTemplate: true }, { templateThread: thread });
+  inlineApp = testApp(engine, { trustRequestChatTemplate: true });
   // The thread starts with its first job (~30–60 ms of this thread's time, once): started here, outside the probes.
   expect((await postJson(app, '/v1/chat/completions', { model: MODEL, messages: messages(40), max_tokens: 1 })).status).toBe(200);
   expect(thread.jobs).toBe(1);
@@ -98,7 +98,7 @@ describe('1000-message chat requests render off the event loop', () => {
   });
 
   it('a rendering past maxChatTemplateMs is stopped: a 400 naming it (messages for the model\'s template, chat_template for a request\'s own)', async () => {
-    const hurried = testApp(engine, { maxChatTemplateMs: 1 }, { templateThread: thread });
+    const hurried = testApp(engine, { maxChatTemplateMs: 1, trustRequestChatTemplate: true }, { templateThread: thread });
     const model = await postJson(hurried, '/v1/chat/completions', { model: MODEL, messages: messages(1000), max_tokens: 4 });
     expect(model.status).toBe(400);
     const modelBody = await model.json();

@@ -46,7 +46,7 @@ describe('chat prompt rendering', () => {
     const template = '{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}';
     const messages = [{ role: 'user', content: 'Tell me a story.' }, { role: 'assistant', content: golden.prompt }];
     const tokenize = async (extra: object) =>
-      ((await (await postJson(testApp(engine), '/tokenize', { messages, chat_template: template, ...extra })).json()) as { tokens: number[] })
+      ((await (await postJson(testApp(engine, { trustRequestChatTemplate: true }), '/tokenize', { messages, chat_template: template, ...extra })).json()) as { tokens: number[] })
         .tokens;
     const closed = await tokenize({ add_generation_prompt: false });
     const open = await tokenize({ add_generation_prompt: false, continue_final_message: true });
@@ -95,7 +95,7 @@ describe('POST /v1/chat/completions, non-streaming', () => {
 
   it('passes chat_template_kwargs to the template', async () => {
     const body = await (
-      await postJson(testApp(engine), '/v1/chat/completions', {
+      await postJson(testApp(engine, { trustRequestChatTemplate: true }), '/v1/chat/completions', {
         ...greedy,
         max_tokens: 3,
         messages: [{ role: 'user', content: 'ignored' }],
@@ -108,7 +108,7 @@ describe('POST /v1/chat/completions, non-streaming', () => {
 
   it("refuses a conversation the template rejects, with the template's reason", async () => {
     const message = await expectError(
-      postJson(testApp(engine), '/v1/chat/completions', {
+      postJson(testApp(engine, { trustRequestChatTemplate: true }), '/v1/chat/completions', {
         ...greedy,
         chat_template: "{{ raise_exception('Conversation roles must alternate') }}",
       }),
@@ -122,16 +122,28 @@ describe('POST /v1/chat/completions, non-streaming', () => {
 
 describe('POST /v1/chat/completions without a usable template', () => {
   it('refuses chat for a model without a chat template, unless the request brings one', async () => {
-    const app = createApp({ engine, config: parseServerConfig({ servedModelName: MODEL }), chatTemplate: null });
+    const app = createApp({ engine, config: parseServerConfig({ servedModelName: MODEL, trustRequestChatTemplate: true }), chatTemplate: null });
     const message = await expectError(postJson(app, '/v1/chat/completions', greedy), 400, 'BadRequestError');
     expect(message).toMatch(/no chat template/);
     const own = await postJson(app, '/v1/chat/completions', { ...greedy, max_tokens: 3, chat_template: '{{ bos_token }}{{ messages[0].content }}' });
     expect((await own.json()).choices[0].message.content).toBe(', there was');
   });
 
+  it("refuses a request's own chat_template unless trustRequestChatTemplate is set (vLLM's --trust-request-chat-template), on /tokenize too", async () => {
+    const refusal = /^Chat template is passed with request, but --trust-request-chat-template is not set\. Refused request with untrusted chat template\.$/;
+    const own = { ...greedy, max_tokens: 3, chat_template: '{{ bos_token }}{{ messages[0].content }}' };
+    expect(await expectError(postJson(testApp(engine), '/v1/chat/completions', own), 400, 'BadRequestError', 'chat_template')).toMatch(refusal);
+    const viaKwargs = { ...greedy, chat_template_kwargs: { chat_template: '{{ bos_token }}' } };
+    expect(await expectError(postJson(testApp(engine), '/v1/chat/completions', viaKwargs), 400, 'BadRequestError', 'chat_template_kwargs')).toMatch(refusal);
+    expect(await expectError(postJson(testApp(engine), '/tokenize', { messages: own.messages, chat_template: own.chat_template }), 400, 'BadRequestError', 'chat_template')).toMatch(refusal);
+    // The model's own template still serves the same request without the field.
+    expect((await postJson(testApp(engine), '/v1/chat/completions', { ...greedy, max_tokens: 3 })).status).toBe(200);
+    expect((await (await postJson(testApp(engine, { trustRequestChatTemplate: true }), '/v1/chat/completions', own)).json()).choices[0].message.content).toBe(', there was');
+  });
+
   it('refuses a request chat_template that is not valid Jinja', async () => {
     await expectError(
-      postJson(testApp(engine), '/v1/chat/completions', { ...greedy, chat_template: '{% for m in %}' }),
+      postJson(testApp(engine, { trustRequestChatTemplate: true }), '/v1/chat/completions', { ...greedy, chat_template: '{% for m in %}' }),
       400,
       'BadRequestError',
       'chat_template',

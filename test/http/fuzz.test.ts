@@ -21,7 +21,7 @@ let app: Hono;
 beforeAll(async () => {
   engine = await loadEngine();
   // Short sequences keep each generation to a few steps, so thousands of bodies run in seconds.
-  app = testApp(engine, { maxSeqLen: 40, maxInputTokenLen: 39, maxIterTimes: 24 });
+  app = testApp(engine, { maxSeqLen: 40, maxInputTokenLen: 39, maxIterTimes: 24, trustRequestChatTemplate: true });
 });
 afterAll(() => engine.dispose());
 

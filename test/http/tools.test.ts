@@ -171,18 +171,19 @@ describe('tool_choice "auto"', () => {
 describe('tool calls and results in the history', () => {
   it('reach the chat template: assistant tool_calls, then the tool message with its tool_call_id', async () => {
     const template =
-      "{% for m in messages %}{% if m.tool_calls %}{% for c in m.tool_calls %}CALL {{ c.id }} {{ c.function.name }} {{ c.function.arguments }}\n{% endfor %}{% elif m.role == 'tool' %}RESULT {{ m.tool_call_id }} {{ m.content }}\n{% else %}{{ m.content }}\n{% endif %}{% endfor %}";
+      "{% for m in messages %}{% if m.tool_calls %}{% for c in m.tool_calls %}CALL {{ c.id }} {{ c.function.name }} {{ c.function.arguments|tojson }}\n{% endfor %}{% elif m.role == 'tool' %}RESULT {{ m.tool_call_id }} {{ m.content }}\n{% else %}{{ m.content }}\n{% endif %}{% endfor %}";
     const messages = [
       { role: 'user', content: 'Weather in Paris?' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris","days":1}' } }] },
       { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
     ];
-    const expected = 'Weather in Paris?\nCALL call_1 get_weather {"city":"Paris","days":1}\nRESULT call_1 sunny\n';
+    // Arguments reach the template decoded (vLLM's preparation), so tojson writes them in Python's json.dumps spacing.
+    const expected = 'Weather in Paris?\nCALL call_1 get_weather {"city": "Paris", "days": 1}\nRESULT call_1 sunny\n';
     const body = await (
-      await postJson(testApp(engine), '/v1/chat/completions', { model: MODEL, messages, tools, tool_choice: 'none', chat_template: template, max_tokens: 1 })
+      await postJson(testApp(engine, { trustRequestChatTemplate: true }), '/v1/chat/completions', { model: MODEL, messages, tools, tool_choice: 'none', chat_template: template, max_tokens: 1 })
     ).json();
     expect(body.usage.prompt_tokens).toBe(engine.tokenizer.encode(expected, { addSpecialTokens: false }).length);
-    const tokenized = await (await postJson(testApp(engine), '/tokenize', { model: MODEL, messages, chat_template: template, add_generation_prompt: false })).json();
+    const tokenized = await (await postJson(testApp(engine, { trustRequestChatTemplate: true }), '/tokenize', { model: MODEL, messages, chat_template: template, add_generation_prompt: false })).json();
     expect(tokenized.count ?? tokenized.tokens.length).toBe(body.usage.prompt_tokens);
   });
 });

@@ -3,7 +3,7 @@ import { ChatCompletionRequestSchema, messageText, type ChatCompletionRequest } 
 import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from '../../protocol/prompt-limits.js';
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { unsupportedChatFeatures } from '../../protocol/unsupported.js';
-import { buildChatPrompt } from '../chat-prompt.js';
+import { buildChatPrompt, chatTemplateVariables, refuseUntrustedTemplate } from '../chat-prompt.js';
 import { requestGuide } from '../guided-decoding.js';
 import { requestToolCalling, toolCallGuide } from '../serving/tools.js';
 import { chatReasoning, type ChatReasoning } from '../serving/reasoning.js';
@@ -48,6 +48,7 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
     logprobParam: (request) => (request.prompt_logprobs !== undefined ? 'prompt_logprobs' : 'top_logprobs'),
 
     async prepare(request, call) {
+      refuseUntrustedTemplate(ctx.config.trustRequestChatTemplate, request);
       const tools = requestToolCalling(request, ctx.config.toolCallParser);
       // Structured output is compiled with the rest of validation: a constraint the server
       // cannot serve is refused before any prompt work. Named and "required" tool calls are
@@ -60,10 +61,8 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
       const media = await loadChatRequestMedia(ctx, request.messages, call.signal);
       const chatMedia = await prepareChatMedia(ctx, media, call.signal);
 
-      // Templates see tools and documents as transformers passes them.
-      const templateVariables: Record<string, unknown> = { ...request.chat_template_kwargs };
-      if (request.tools !== undefined) templateVariables.tools = request.tools;
-      if (request.documents !== undefined) templateVariables.documents = request.documents;
+      // Templates see tools and documents as vLLM passes them (null when absent).
+      const templateVariables = chatTemplateVariables(request);
       // Tokenizing can stop once the prompt (its last truncate_prompt_tokens, when truncating) is surely too long.
       const ceiling = promptTokenCeiling(limits.prompt, 'openai');
       const truncating = request.truncate_prompt_tokens !== undefined;

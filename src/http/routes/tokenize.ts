@@ -1,3 +1,4 @@
+import { refuseUntrustedTemplate } from '../chat-prompt.js';
 import { Hono } from 'hono';
 import { parseRequest } from '../../protocol/validate.js';
 import { prepareChatMedia } from '../chat-media.js';
@@ -26,6 +27,7 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       const request = parseRequest(TokenizeChatRequestSchema, body);
       checkModel(request.model, engine.info, engine.adapters);
       checkBounds(ctx, request);
+      refuseUntrustedTemplate(ctx.config.trustRequestChatTemplate, request);
       // Media parts are fetched and processed as the chat route does, so the count includes their tokens.
       const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
       const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);

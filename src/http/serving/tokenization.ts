@@ -1,6 +1,6 @@
 import type { ChatTemplate } from '../../tokenizer/chat-template.js';
 import type { Tokenizer } from '../../tokenizer/types.js';
-import { buildChatPrompt, type ChatPromptOptions } from '../chat-prompt.js';
+import { buildChatPrompt, chatTemplateVariables, type ChatPromptOptions } from '../chat-prompt.js';
 import { badRequest } from '../errors.js';
 import { encodePrompt, type InlinePieceBound } from '../prompt-tokens.js';
 import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from '../tokenization-schemas.js';
@@ -63,7 +63,7 @@ export async function tokenizeChat(
   const { tokenIds } = await buildChatPrompt(template, tokenizer, request.messages, {
     addGenerationPrompt: request.add_generation_prompt,
     continueFinalMessage: request.continue_final_message,
-    templateVariables: request.tools === undefined ? request.chat_template_kwargs : { ...request.chat_template_kwargs, tools: request.tools },
+    templateVariables: chatTemplateVariables(request),
     addSpecialTokens: request.add_special_tokens,
     templateOverride: request.chat_template,
     stopAfter: bound.ceiling,
