@@ -12,6 +12,7 @@ import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from '
 import type { ModelFiles } from './model-files.js';
 import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
 import type { GpuKvStore } from './kv/gpu-kv-cache.js';
+import type { KvPadding } from './kv/types.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
 import { NO_PIPELINE, type PipelineSettings } from './model-thread/lanes.js';
@@ -42,6 +43,11 @@ export interface ModelLoadReport {
   contract: string;
   inputNames: readonly string[];
   batching: BatchingMode;
+  /**
+   * The batching self-test's largest relative logit difference, batched vs alone, per padding
+   * side tried: what decided `batching` and the warning (batching-self-test.ts' tolerances).
+   */
+  batchingDifferences: Partial<Record<KvPadding, number>>;
   /** Prompts waiting together share a prefill call (the batching self-test's check). */
   prefillTogether: boolean;
   /** Session creation + self-test (warm-up), in ms. */
@@ -266,6 +272,7 @@ export class LocalEngine implements Engine {
       contract: describeContract(decoder.contract),
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
+      batchingDifferences: check.differences,
       prefillTogether: check.prefillTogether,
       loadMs: Date.now() - started,
       notes,
