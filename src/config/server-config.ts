@@ -95,6 +95,18 @@ export const ServerConfigSchema = z.strictObject(
      * that many full-context rows fit.
      */
     kvCacheMemoryBytes: int(1).default(8 * 1024 ** 3),
+    /**
+     * Keep prompts' KV cache and reuse it for later prompts that start with the same tokens
+     * (a chat's earlier turns, a shared system prompt), as vLLM's --enable-prefix-caching
+     * (on by default) and llama.cpp's cache_prompt. Kept prefixes use the KV budget the
+     * running sequences leave, least recently used evicted first.
+     */
+    enablePrefixCaching: z.boolean({ error: 'must be true or false' }).default(true),
+    /**
+     * Report usage.prompt_tokens_details.cached_tokens when a request reused cached prompt
+     * tokens (vLLM's --enable-prompt-tokens-details, off by default).
+     */
+    enablePromptTokensDetails: z.boolean({ error: 'must be true or false' }).default(false),
     /** Longest prompt in tokens. */
     maxInputTokenLen: int(1).default(511),
     /** Most tokens one request may generate; /generate's max_tokens default. */
@@ -218,6 +230,7 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     crossRequestBatching: config.crossRequestBatching,
     maxSeqLen: config.maxSeqLen ?? null,
     kvCacheMemoryBytes: config.kvCacheMemoryBytes,
+    enablePrefixCaching: config.enablePrefixCaching,
   };
 }
 
@@ -274,6 +287,8 @@ const ENV_VARIABLES = {
   MODEL_THREAD: 'modelThread',
   MAX_SEQ_LEN: 'maxSeqLen',
   KV_CACHE_MEMORY_BYTES: 'kvCacheMemoryBytes',
+  ENABLE_PREFIX_CACHING: 'enablePrefixCaching',
+  ENABLE_PROMPT_TOKENS_DETAILS: 'enablePromptTokensDetails',
   ALLOWED_HOSTS: 'allowedHosts',
   LOG_REQUESTS: 'logRequests',
   TOOL_CALL_PARSER: 'toolCallParser',
@@ -290,7 +305,7 @@ const ENV_VARIABLES = {
 const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'maxSeqLen', 'kvCacheMemoryBytes', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxCpuLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
 
 /** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
-const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);
+const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests', 'enablePrefixCaching', 'enablePromptTokensDetails']);
 
 /** Lists given as one variable: comma-separated. */
 const LIST_SETTINGS: ReadonlySet<string> = new Set(['allowedHosts']);

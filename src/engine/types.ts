@@ -65,6 +65,13 @@ export interface GenerationDelta {
    * distribution: no sampling processor applies to the prompt.
    */
   promptLogprobs?: Array<PromptTokenLogprob | null>;
+  /**
+   * On the request's first delta (local engine): prompt tokens whose KV was reused from the
+   * prefix cache (vLLM's num_cached_tokens, usage.prompt_tokens_details.cached_tokens).
+   */
+  cachedPromptTokens?: number;
+  /** On the request's first delta (local engine): seconds it waited in the queue before its prefill. */
+  queueSeconds?: number;
 }
 
 export interface ModelInfo {
