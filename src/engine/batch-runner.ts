@@ -5,7 +5,7 @@ import { promptInput, type Decoder, type DecoderInput } from './onnx-decoder.js'
 import { freeReplacedKvBuffers } from './kv/free-kv-buffers.js';
 import { localInPlaceKv, type InPlaceKvOps } from './kv/in-place-step.js';
 import { rowRoom } from './kv/in-place-kv.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 import type { PrefixCache } from './prefix-cache/prefix-cache.js';
 

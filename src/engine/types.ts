@@ -5,7 +5,7 @@ import type { MediaKind } from '../media/types.js';
 import type { VideoSampling } from '../media/decode/frame-sampling.js';
 import type { VisionLanguageModel } from '../multimodal/model.js';
 import type { AudioLanguageModel } from '../multimodal/audio-model.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 
 /** Why a sequence ended. vLLM's finish_reason values plus our own for aborts. */
 export type FinishReason = 'stop' | 'length' | 'abort';

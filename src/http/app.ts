@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { methodNotAllowed } from 'hono/method-not-allowed';
-import { requestBoundsOf } from '../config/request-bounds.js';
+import { requestBoundsOf } from '../config/bound-settings.js';
 import type { ServerConfig } from '../config/server-config.js';
 import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { Engine, ModelInfo } from '../engine/types.js';

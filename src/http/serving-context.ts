@@ -1,9 +1,9 @@
-import { requestBoundsOf } from '../config/request-bounds.js';
+import { requestBoundsOf } from '../config/bound-settings.js';
 import type { ServerConfig } from '../config/server-config.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
 import { refuseLongInlinePiece, refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../protocol/prompt-limits.js';
-import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/request-bounds.js';
+import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/bound-checks.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';

@@ -16,13 +16,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomLlamaCheckpoint } from '../../scripts/convert/random-checkpoint.js';
 import { convertCheckpoint, convertLlama2cModel, writeConvertedFiles } from '../../src/convert/convert-llama2c-model.js';
 import * as ort from 'onnxruntime-node';
-import { checkBatching, DYNAMIC_INT8_TOLERANCE, EXACT_TOLERANCE, int8ActivationsOf } from '../../src/engine/batching-self-test.js';
-import { readModelDir } from '../../src/runtime/model-dir.js';
-import { modelSpecFromConfig } from '../../src/engine/model-spec.js';
+import { checkBatching, DYNAMIC_INT8_TOLERANCE, EXACT_TOLERANCE, int8ActivationsOf } from '../../src/engine/loading/batching-self-test.js';
+import { readModelDir } from '../../src/runtime/node/model-dir.js';
+import { modelSpecFromConfig } from '../../src/onnx/model-spec.js';
 import { OnnxDecoder, type Decoder } from '../../src/engine/onnx-decoder.js';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { sharedModelFile } from '../convert/model-paths.js';
 import { collectGeneration, collectJoiningMidway, REPO_ROOT } from '../helpers/model.js';
 

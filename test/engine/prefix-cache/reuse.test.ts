@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertLlama2cModel, writeConvertedFiles } from '../../../src/convert/convert-llama2c-model.js';
-import type { GraphOps } from '../../../src/convert/llama-onnx-graph.js';
+import type { GraphOps } from '../../../src/graph/llama-onnx-graph.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import type { GenerationDelta } from '../../../src/engine/types.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { sharedModelFile } from '../../convert/model-paths.js';
 
 const GREEDY = { temperature: 0, maxTokens: 16, ignoreEos: true };
