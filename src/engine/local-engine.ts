@@ -358,8 +358,17 @@ export class LocalEngine implements Engine {
   }
 
   stats(): EngineStats {
-    const { counters, waiting } = this.scheduler;
-    return { ...counters, running: this.scheduler.rowsRunning() + waiting.length };
+    const { counters, waiting, prefixCache } = this.scheduler;
+    const stats: EngineStats = {
+      ...counters,
+      running: this.scheduler.rowsRunning() + waiting.length,
+      kvCacheUsage: Math.min(1, this.scheduler.kvBytesRunning() / this.limits.kvCacheMemoryBytes),
+    };
+    if (prefixCache !== null) {
+      const { queries, hits } = prefixCache.stats();
+      stats.prefixCache = { queries, hits };
+    }
+    return stats;
   }
 
   async dispose(): Promise<void> {

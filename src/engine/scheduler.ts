@@ -454,9 +454,14 @@ export class Scheduler {
     this.prefixCache?.fit(this.prefixCapacity());
   }
 
+  /** KV bytes the lanes' batches hold now (kept prefixes not counted: they give way to running sequences, as vLLM's cached free blocks). */
+  kvBytesRunning(): number {
+    return this.kvSlotsRunning() * this.kvBytesPerToken;
+  }
+
   /** Bytes the prefix cache may hold: the KV budget less what the running batches hold. */
   prefixCapacity(): number {
-    return this.limits.kvCacheMemoryBytes - this.kvSlotsRunning() * this.kvBytesPerToken;
+    return this.limits.kvCacheMemoryBytes - this.kvBytesRunning();
   }
 
   /**

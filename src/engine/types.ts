@@ -95,6 +95,13 @@ export interface EngineStats {
   running: number;
   /** Tokens generated since start, over all sequences. */
   generatedTokens: number;
+  /**
+   * Prefix caching (local engine with it on): prompt tokens looked up and, of those, reused
+   * since start (vllm:prefix_cache_queries / _hits).
+   */
+  prefixCache?: { queries: number; hits: number };
+  /** Share of the KV budget the running sequences hold, 0..1 (vllm:kv_cache_usage_perc); absent: not known. */
+  kvCacheUsage?: number;
 }
 
 /**

@@ -86,7 +86,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
       id: responseId('cmpl', c.req.raw, undefined, c.get('requestRecord')?.id),
       model: adapter ?? engine.info.id,
       promptTokenCount: inputs.reduce((sum, input) => sum + input.promptTokenIds.length, 0),
-      usage: streamUsageOptions(request.stream_options),
+      usage: streamUsageOptions(request.stream_options, ctx.config.enablePromptTokensDetails),
       tokens: first.tokens,
       logprobs: request.logprobs,
       echoText: first.echoText,
