@@ -101,6 +101,8 @@ export class PrefixCache {
   insert(namespace: string, tokens: readonly number[], cache: KvCache, row: number): void {
     if (tokens.length < BLOCK_TOKENS + 1) return;
     const bytes = tokens.length * this.bytesPerToken;
+    // Larger than all the room there is: evicting the others would not make it fit.
+    if (bytes > this.capacity()) return;
     for (const entry of this.entries.keys()) {
       if (entry.namespace !== namespace) continue;
       const common = commonPrefix(entry.tokens, tokens);

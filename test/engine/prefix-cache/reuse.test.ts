@@ -38,6 +38,15 @@ async function run(engine: LocalEngine, prompt: number[], params: object = GREED
   return { tokenIds, cached };
 }
 
+/** Every sequence's tokens, by index (n, best_of, beams). */
+async function sequences(engine: LocalEngine, prompt: number[], params: object): Promise<number[][]> {
+  const out: number[][] = [];
+  for await (const delta of engine.generate({ promptTokenIds: prompt, params: defaultSamplingParams(params) }) as AsyncIterable<GenerationDelta>) {
+    (out[delta.index] ??= []).push(...delta.tokenIds);
+  }
+  return out;
+}
+
 /** A chat of three turns: each prompt is the last one, its answer, and a new question. */
 async function growingChat(engine: LocalEngine): Promise<Run[]> {
   const runs: Run[] = [];
@@ -117,5 +126,15 @@ describe.each(FLAVOURS)('prefix caching on the $name graph', (flavour) => {
     await long;
     expect(together.map((each) => each.tokenIds)).toEqual(alone.map((each) => each.tokenIds));
     expect(together.every((each) => each.cached === 48)).toBe(true);
+  });
+
+  it('gives beam search and seeded n / best_of sequences their output without reuse', async () => {
+    const prompt = [...SYSTEM, ...ids(11, 8)];
+    const beams = { temperature: 0, maxTokens: 8, ignoreEos: true, useBeamSearch: true, n: 2, bestOf: 3 };
+    const sampled = { temperature: 0.8, maxTokens: 8, ignoreEos: true, n: 2, bestOf: 3, seed: 11n };
+    await run(cached, prompt);
+    expect((await run(cached, prompt)).cached).toBe(48);
+    expect(await sequences(cached, prompt, beams)).toEqual(await sequences(plain, prompt, beams));
+    expect(await sequences(cached, prompt, sampled)).toEqual(await sequences(plain, prompt, sampled));
   });
 });
