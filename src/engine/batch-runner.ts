@@ -466,13 +466,13 @@ export class BatchRunner {
  * Whether prompts may be prefilled together in one model call (BatchRunner.prefillTogether):
  * the converter's in-place graphs, whose mask sees key slot k from query slot q when k <= q
  * and the slot is real, so a right-padded row's real positions compute what they would alone;
- * with the cache in this thread (a worker's cache takes its prompts one by one), token ids in,
- * and a num_logits_to_keep input (else every position's logits come back, rows × the longest
+ * in this thread or in the model's worker (the shared call's rows join the batch by row, as
+ * any cache's rows do, there too); token ids in, and a num_logits_to_keep input (else every position's logits come back, rows × the longest
  * prompt × the vocabulary). The batching self-test probes only such graphs.
  */
 export function graphPrefillsTogether(decoder: Decoder): boolean {
   const { contract } = decoder;
-  return contract.kvOutputs === 'new' && decoder.inPlaceKv === undefined && contract.input === 'ids' && contract.logitsToKeepInput !== null;
+  return contract.kvOutputs === 'new' && contract.input === 'ids' && contract.logitsToKeepInput !== null;
 }
 
 /** Logits a shared prefill may return (rows × kept positions × vocabulary), in floats: 16 MB. */
