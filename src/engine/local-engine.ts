@@ -365,8 +365,8 @@ export class LocalEngine implements Engine {
       kvCacheUsage: Math.min(1, this.scheduler.kvBytesRunning() / this.limits.kvCacheMemoryBytes),
     };
     if (prefixCache !== null) {
-      const { queries, hits } = prefixCache.stats();
-      stats.prefixCache = { queries, hits };
+      const { queries, hits, entries } = prefixCache.stats();
+      stats.prefixCache = { queries, hits, keptSequences: entries };
     }
     return stats;
   }

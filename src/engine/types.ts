@@ -99,7 +99,7 @@ export interface EngineStats {
    * Prefix caching (local engine with it on): prompt tokens looked up and, of those, reused
    * since start (vllm:prefix_cache_queries / _hits).
    */
-  prefixCache?: { queries: number; hits: number };
+  prefixCache?: { queries: number; hits: number; keptSequences: number };
   /** Share of the KV budget the running sequences hold, 0..1 (vllm:kv_cache_usage_perc); absent: not known. */
   kvCacheUsage?: number;
 }
