@@ -9,7 +9,7 @@ import { byId, h } from './dom.js';
 import { createInspectPanel } from './inspect-panel.js';
 import { createParamsPanel } from './params-panel.js';
 import { createPromptEditor } from './prompt-editor.js';
-import { buildRequestBody, curlCommand, toJson, type RequestDraft } from './request.js';
+import { buildRequestBody, curlCommand, inPageCurlNote, toJson, type RequestDraft } from './request.js';
 import { createResultsView } from './results-view.js';
 import { RunState } from './run-state.js';
 import { defaultState, loadState, saveState, type PlaygroundState, type TargetId } from './store.js';
@@ -256,9 +256,7 @@ export function startPlayground(options: PlaygroundOptions): void {
     const body = buildRequestBody(draft());
     const json = toJson(body, 2);
     const url = targets.url(APIS[state.api].path);
-    const note = state.target === 'server'
-      ? undefined
-      : 'In-page mode: this request runs inside this page, not over the network. The same command works against the server (npm start).';
+    const note = state.target === 'server' ? undefined : inPageCurlNote(targets.model(state.target)?.id ?? null, targets.model('server')?.id ?? null);
     inspect.set('curl', curlCommand(url, state.api, toJson(body), state.stream), note);
     inspect.set('request', `POST ${APIS[state.api].path}\n\n${json}`);
 
@@ -328,6 +326,12 @@ export function startPlayground(options: PlaygroundOptions): void {
     const ticker = setInterval(renderSoon, 100);
     try {
       results.render(run, true);
+      // One column (a phone, a narrow window): the answer is below the request and its buttons,
+      // out of sight; bring it into view as it starts.
+      if (window.matchMedia('(max-width: 900px)').matches) {
+        const smooth = !window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+        document.querySelector('.results')?.scrollIntoView({ behavior: smooth ? 'smooth' : 'auto', block: 'start' });
+      }
       let apiFetch;
       try {
         apiFetch = await targets.fetchFor(target);
@@ -413,3 +417,4 @@ export function startPlayground(options: PlaygroundOptions): void {
     schedulePreview();
   });
 }
+

@@ -61,3 +61,14 @@ export function curlCommand(baseUrl: string, api: ApiId, bodyJson: string, strea
   const lines = [`curl${stream ? ' -N' : ''} ${shellQuote(url)}`, `-H 'Content-Type: application/json'`, `-d ${shellQuote(bodyJson)}`];
   return lines.join(' \\\n  ');
 }
+
+/**
+ * What the curl tab says in in-page mode: the command reaches the server only when the
+ * server serves the page's model (a .gguf picked in the page is not on the server).
+ */
+export function inPageCurlNote(pageModel: string | null, serverModel: string | null): string {
+  if (pageModel !== null && serverModel !== null && pageModel !== serverModel) {
+    return `In-page mode: this request runs inside this page on "${pageModel}", which the server does not serve (it serves "${serverModel}"): the command works against a server started with that model (npx edge-llm serve <its folder or .gguf>).`;
+  }
+  return 'In-page mode: this request runs inside this page, not over the network. The same command works against the server (npx edge-llm serve).';
+}

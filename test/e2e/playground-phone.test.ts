@@ -1,10 +1,11 @@
 /**
  * The playground on a phone-sized screen (390 px, an iPhone 12–15's CSS width): the header
- * (title, engine switch, status) and the page fit without scrolling sideways.
+ * (title, engine switch, status) and the page fit without scrolling sideways, and Send
+ * brings the answer (below the request in one column) into view.
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BROWSER_TEST_TIMEOUT, closeContexts, launchChromium, openPlayground, OUTPUT_DIR, startPlaygroundServer, type PlaygroundServer } from './playground-harness.js';
+import { BROWSER_TEST_TIMEOUT, closeContexts, finishedText, launchChromium, openPlayground, OUTPUT_DIR, startPlaygroundServer, type PlaygroundServer } from './playground-harness.js';
 
 const PHONE = { width: 390, height: 844 };
 
@@ -55,6 +56,23 @@ describe('playground on a 390 px phone', { timeout: BROWSER_TEST_TIMEOUT }, () =
       expect(box.x + box.width).toBeLessThanOrEqual(PHONE.width);
       expect(box.height).toBeGreaterThanOrEqual(24);
     }
+    expect(errors).toEqual([]);
+  });
+
+  it('scrolls to the answer when Send is tapped', async () => {
+    const { page, errors } = await openPlayground(browser, server.baseUrl, PHONE);
+    const resultsTop = () => page.evaluate(() => document.querySelector('.results')!.getBoundingClientRect().top);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    // In one column the answer sits below the request and its buttons.
+    expect(await resultsTop()).toBeGreaterThan(100);
+    await page.locator('#send').click();
+    expect((await finishedText(page)).length).toBeGreaterThan(0);
+    // Scrolled down to the answer: its text is on the screen.
+    await page.waitForFunction(() => {
+      const box = document.querySelector('.choice .output')!.getBoundingClientRect();
+      return box.top >= 0 && box.top < window.innerHeight;
+    });
+    expect(await page.evaluate(() => window.scrollY)).toBeGreaterThan(100);
     expect(errors).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parseJsonBody } from '../../src/protocol/json.js';
-import { buildRequestBody, curlCommand, shellQuote, toJson, type RequestDraft } from '../../public/src/request.js';
+import { buildRequestBody, curlCommand, inPageCurlNote, shellQuote, toJson, type RequestDraft } from '../../public/src/request.js';
 import { defaultState } from '../../public/src/store.js';
 
 function draft(overrides: Partial<RequestDraft> = {}): RequestDraft {
@@ -80,5 +80,17 @@ describe('curlCommand', () => {
 
   it('shellQuote survives single quotes', () => {
     expect(execFileSync('sh', ['-c', `printf %s ${shellQuote("a'b''c")}`], { encoding: 'utf8' })).toBe("a'b''c");
+  });
+});
+
+describe("the curl tab's note in in-page mode", () => {
+  it('does not claim the server serves a model only the page runs (a .gguf picked in the page)', () => {
+    const gguf = inPageCurlNote('tiny-llama-Q4_K_M.gguf', 'stories260k');
+    expect(gguf).toContain('which the server does not serve (it serves "stories260k")');
+    expect(gguf).not.toContain('The same command works against the server');
+    expect(inPageCurlNote('stories260k', 'stories260k')).toContain('The same command works against the server');
+    // No server answered /v1/models (a static host), or the page's model is still loading.
+    expect(inPageCurlNote('stories260k', null)).toContain('runs inside this page');
+    expect(inPageCurlNote(null, 'stories260k')).toContain('runs inside this page');
   });
 });
