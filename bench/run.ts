@@ -3,7 +3,7 @@
  * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
  * machines are noisy, so the load average is printed with them.
  *
- * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway|homes to run one part;
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway|homes|conversation to run one part;
  * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts; `homes`
  * (every home against its peers in one run, one Markdown table: bench/results/latest.md) is bench/homes.ts.
  */
@@ -18,6 +18,7 @@ import { benchLora, loraTable, type LoraBenchResult } from './lora.js';
 import { sizeSection } from './size-section.js';
 import { benchStepGrowth, stepGrowthTable, type StepGrowthResult } from './step-growth.js';
 import { benchGateway, gatewayTable, type GatewayBenchRow } from './gateway.js';
+import { conversationSection } from './conversation.js';
 
 const modelDir = fileURLToPath(new URL('../models/stories260k/', import.meta.url));
 const runs = Number(process.env.BENCH_RUNS ?? 5);
@@ -154,6 +155,10 @@ async function main() {
     await sizeSection();
     return;
   }
+  if (only === 'conversation') {
+    await conversationSection();
+    return;
+  }
   if (only === 'homes') {
     // Imported here: it loads transformers.js and Playwright, which no other part needs.
     const { benchHomes } = await import('./homes.js');
@@ -191,6 +196,7 @@ async function main() {
     console.log(loraTable(lora));
   }
   if (only === undefined) await sizeSection();
+  if (only === undefined) await conversationSection();
   let stepGrowth: StepGrowthResult[] | null = null;
   if (only === undefined || only === 'step-growth') {
     const stepRuns = Number(process.env.STEP_GROWTH_ROUNDS ?? 3);

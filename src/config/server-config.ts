@@ -105,6 +105,18 @@ export const ServerConfigSchema = z.strictObject(
      * that many full-context rows fit.
      */
     kvCacheMemoryBytes: setting(int(1).default(8 * 1024 ** 3), { group: "Scheduling and batching", help: "bytes the KV cache may take", text: 'int', env: ["KV_CACHE_MEMORY_BYTES"], flag: "kv-cache-memory-bytes" }),
+    /**
+     * Keep prompts' KV cache and reuse it for later prompts that start with the same tokens
+     * (a chat's earlier turns, a shared system prompt), as vLLM's --enable-prefix-caching
+     * (on by default) and llama.cpp's cache_prompt. Kept prefixes use the KV budget the
+     * running sequences leave, least recently used evicted first.
+     */
+    enablePrefixCaching: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Scheduling and batching", help: "reuse the KV cache of earlier prompts' shared prefixes", text: 'bool', env: ["ENABLE_PREFIX_CACHING"], flag: "enable-prefix-caching", negation: "no-enable-prefix-caching" }),
+    /**
+     * Report usage.prompt_tokens_details.cached_tokens when a request reused cached prompt
+     * tokens (vLLM's --enable-prompt-tokens-details, off by default).
+     */
+    enablePromptTokensDetails: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Scheduling and batching", help: "usage.prompt_tokens_details.cached_tokens on /v1 responses", text: 'bool', env: ["ENABLE_PROMPT_TOKENS_DETAILS"], flag: "enable-prompt-tokens-details" }),
     /** Longest prompt in tokens. */
     maxInputTokenLen: setting(int(1).default(511), { group: "Context and output limits", help: "longest /generate prompt, in tokens (MindIE)", text: 'int' }),
     /** Most tokens one request may generate; /generate's max_tokens default. */
@@ -267,6 +279,7 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     crossRequestBatching: config.crossRequestBatching,
     maxSeqLen: config.maxSeqLen ?? null,
     kvCacheMemoryBytes: config.kvCacheMemoryBytes,
+    enablePrefixCaching: config.enablePrefixCaching,
   };
 }
 

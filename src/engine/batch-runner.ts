@@ -4,8 +4,10 @@ import type { KvCache, KvPadding, KvRowSource } from './kv/types.js';
 import { promptInput, type Decoder, type DecoderInput } from './onnx-decoder.js';
 import { freeReplacedKvBuffers } from './kv/free-kv-buffers.js';
 import { localInPlaceKv, type InPlaceKvOps } from './kv/in-place-step.js';
+import { rowRoom } from './kv/in-place-kv.js';
 import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
+import type { PrefixCache } from './prefix-cache/prefix-cache.js';
 
 /** When the runner feeds guessed tokens (speculative decoding). */
 export interface SpeculationOptions {
@@ -19,6 +21,13 @@ export interface SpeculationOptions {
    * batch already fills the step with useful work, and guesses would multiply it.
    */
   maxRows: number;
+}
+
+/** Where a prefill looks for a kept prefix of its prompt and keeps its own KV (prefix-cache.ts). */
+export interface PrefixReuse {
+  cache: PrefixCache;
+  /** What else the KV depends on than the tokens: the LoRA adapter. */
+  namespace: string;
 }
 
 /** A row entering the batch: its KV cache is row `cacheRow` of `cache`. */
@@ -70,6 +79,12 @@ export class BatchRunner {
     this.speculation = speculation;
   }
 
+  /** KV slots the batch's cache holds (rows allocated × slots per row): what the prefix cache leaves room for. */
+  get kvSlots(): number {
+    const { cache } = this;
+    return cache.length * (this.inPlace ? rowRoom(cache.batch) : cache.batch);
+  }
+
   /** Rows in the batch, those forked for the next step included. */
   get size(): number {
     return this.rows.length + this.forks.length;
@@ -86,15 +101,40 @@ export class BatchRunner {
     allPositions = true,
     placeholders?: readonly PlaceholderEmbeds[],
     loraSlot = -1,
-  ): Promise<{ logits: Float32Array; cache: KvCache }> {
-    const { logits, present } = await this.decoder.run({
-      ...promptInput(promptTokenIds, this.emptyCache(1)),
-      placeholders,
-      logitsToKeep: allPositions ? promptTokenIds.length : 1,
-      loraSlots: loraSlot >= 0 ? [loraSlot] : undefined,
-    });
+    reuse?: PrefixReuse,
+  ): Promise<{ logits: Float32Array; cache: KvCache; cachedTokens: number }> {
+    // A prompt with media features is neither matched nor kept (prefix-cache.ts); one whose
+    // every position's logits are wanted (prompt logprobs) is kept, not matched.
+    const keyed = reuse !== undefined && (placeholders === undefined || placeholders.length === 0);
+    const hit = keyed && !allPositions ? reuse.cache.lookup(reuse.namespace, promptTokenIds) : null;
+    const start = hit?.tokens ?? 0;
+    const length = promptTokenIds.length;
+    const input: DecoderInput =
+      hit === null
+        ? promptInput(promptTokenIds, this.emptyCache(1))
+        : {
+            batch: 1,
+            seqLen: length - start,
+            inputIds: BigInt64Array.from(promptTokenIds.slice(start), (id) => BigInt(id)),
+            positionIds: BigInt64Array.from({ length: length - start }, (_, i) => BigInt(start + i)),
+            attentionMask: new BigInt64Array(length).fill(1n),
+            past: hit.past,
+          };
+    let ran;
+    try {
+      ran = await this.decoder.run({
+        ...input,
+        placeholders,
+        logitsToKeep: allPositions ? length : 1,
+        loraSlots: loraSlot >= 0 ? [loraSlot] : undefined,
+      });
+    } finally {
+      if (hit !== null) releaseKvCache(hit.past);
+    }
+    const { logits, present } = ran;
     this.prefilled.push(present);
-    return { logits, cache: present };
+    if (keyed) reuse.cache.insert(reuse.namespace, promptTokenIds, present, 0);
+    return { logits, cache: present, cachedTokens: start };
   }
 
   /** Whether this runner's graph may prefill prompts together (graphPrefillsTogether). */
@@ -110,17 +150,24 @@ export class BatchRunner {
    * join the batch with, and the calls made. With 64 requests arriving together, their
    * one-row prefills were a quarter of the embedded model's time.
    */
-  async prefillTogether(prompts: ReadonlyArray<readonly number[]>): Promise<{ prefills: Array<{ logits: Float32Array; cache: KvCache; cacheRow: number }>; calls: number }> {
+  async prefillTogether(
+    prompts: ReadonlyArray<readonly number[]>,
+    reuse?: PrefixReuse,
+  ): Promise<{ prefills: Array<{ logits: Float32Array; cache: KvCache; cacheRow: number }>; calls: number }> {
     const prefills: Array<{ logits: Float32Array; cache: KvCache; cacheRow: number }> = new Array(prompts.length);
     const bunches = promptBunches(prompts, this.decoder.spec.vocabSize);
     for (const bunch of bunches) {
       if (bunch.length === 1) {
-        const { logits, cache } = await this.prefill(prompts[bunch[0]], false);
+        const { logits, cache } = await this.prefill(prompts[bunch[0]], false, undefined, -1, reuse);
         prefills[bunch[0]] = { logits: logits.subarray(logits.length - this.decoder.spec.vocabSize), cache, cacheRow: 0 };
         continue;
       }
+      for (const index of bunch) reuse?.cache.countMiss(prompts[index]);
       const rows = await this.prefillRows(bunch.map((index) => prompts[index]));
-      bunch.forEach((index, row) => (prefills[index] = rows[row]));
+      bunch.forEach((index, row) => {
+        prefills[index] = rows[row];
+        reuse?.cache.insert(reuse.namespace, prompts[index], rows[row].cache, rows[row].cacheRow);
+      });
     }
     return { prefills, calls: bunches.length };
   }
@@ -419,13 +466,13 @@ export class BatchRunner {
  * Whether prompts may be prefilled together in one model call (BatchRunner.prefillTogether):
  * the converter's in-place graphs, whose mask sees key slot k from query slot q when k <= q
  * and the slot is real, so a right-padded row's real positions compute what they would alone;
- * with the cache in this thread (a worker's cache takes its prompts one by one), token ids in,
- * and a num_logits_to_keep input (else every position's logits come back, rows × the longest
+ * in this thread or in the model's worker (the shared call's rows join the batch by row, as
+ * any cache's rows do, there too); token ids in, and a num_logits_to_keep input (else every position's logits come back, rows × the longest
  * prompt × the vocabulary). The batching self-test probes only such graphs.
  */
 export function graphPrefillsTogether(decoder: Decoder): boolean {
   const { contract } = decoder;
-  return contract.kvOutputs === 'new' && decoder.inPlaceKv === undefined && contract.input === 'ids' && contract.logitsToKeepInput !== null;
+  return contract.kvOutputs === 'new' && contract.input === 'ids' && contract.logitsToKeepInput !== null;
 }
 
 /** Logits a shared prefill may return (rows × kept positions × vocabulary), in floats: 16 MB. */

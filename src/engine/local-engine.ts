@@ -5,7 +5,8 @@ import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { HfTokenizerSource, TokenizerThread } from '../tokenizer/tokenizer-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BeamSearchGroup } from './beam-search.js';
-import { checkBatching, int8ActivationsOf, type BatchingMode } from './loading/batching-self-test.js';
+import { checkBatching, DYNAMIC_INT8_TOLERANCE, EXACT_TOLERANCE, int8ActivationsOf, type BatchingMode } from './loading/batching-self-test.js';
+import { checkPrefixReuse } from './prefix-cache/reuse-self-test.js';
 import { kvBytesPerToken, planContext, type ContextPlan } from './context-length.js';
 import { describeContract } from './loading/decoder-contract.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
@@ -13,6 +14,7 @@ import type { ModelFiles } from '../onnx/model-files.js';
 import { modelSpecFromFiles, type ModelSpec } from '../onnx/model-spec.js';
 import { generationDefaultsFromConfig } from './loading/generation-defaults.js';
 import type { GpuKvStore } from './kv/gpu-kv-cache.js';
+import type { KvPadding } from './kv/types.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
 import { NO_PIPELINE, type PipelineSettings } from './model-thread/lanes.js';
@@ -43,8 +45,15 @@ export interface ModelLoadReport {
   contract: string;
   inputNames: readonly string[];
   batching: BatchingMode;
+  /**
+   * The batching self-test's largest relative logit difference, batched vs alone, per padding
+   * side tried: what decided `batching` and the warning (batching-self-test.ts' tolerances).
+   */
+  batchingDifferences: Partial<Record<KvPadding, number>>;
   /** Prompts waiting together share a prefill call (the batching self-test's check). */
   prefillTogether: boolean;
+  /** Prompts' KV is kept and reused by later prompts starting the same way (prefix-cache/); why not, when off. */
+  prefixCaching: { on: true } | { on: false; reason: string };
   /** Session creation + self-test (warm-up), in ms. */
   loadMs: number;
   /** Facts worth a line at startup (a context cut by the tokenizer's limit). */
@@ -144,6 +153,7 @@ export class LocalEngine implements Engine {
       limits,
       batching: loadReport.batching,
       prefillTogether: loadReport.prefillTogether,
+      prefixCaching: loadReport.prefixCaching.on,
       modelThread: loadReport.modelThread,
       pipeline,
       adapters: this.adapters,
@@ -201,6 +211,7 @@ export class LocalEngine implements Engine {
     let multimodal: VisionLanguageModel | null = null;
     let audio: AudioLanguageModel | null = null;
     let check: Awaited<ReturnType<typeof checkBatching>>;
+    let prefixCaching: ModelLoadReport['prefixCaching'] = { on: false, reason: 'the enable_prefix_caching setting is false' };
     let lora: EngineLora | null = null;
     const { visionEncoder, audioEncoder } = files.companions ?? {};
     const needsEmbeds = (encoderFile: string, media: string) => {
@@ -233,13 +244,26 @@ export class LocalEngine implements Engine {
         needsEmbeds(audioEncoder.file, 'audio');
         audio = await AudioLanguageModel.load({ ...companionLoad, files: { ...configs, audioEncoder } });
       }
+      const int8Activations = int8ActivationsOf(files.onnx);
       try {
-        check = await checkBatching(decoder, {
-          int8Activations: int8ActivationsOf(files.onnx),
-          crossRequestBatching: limits.crossRequestBatching,
-        });
+        check = await checkBatching(decoder, { int8Activations, crossRequestBatching: limits.crossRequestBatching });
       } catch (error) {
         throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
+      }
+      if (limits.enablePrefixCaching) {
+        // A graph rounding activations to int8 moves its logits as much between a prompt run whole and
+        // continued as between a row alone and batched (batching-self-test.ts).
+        const tolerance = int8Activations === null ? EXACT_TOLERANCE[decoder.contract.kvType] : DYNAMIC_INT8_TOLERANCE;
+        const reuse = await checkPrefixReuse(decoder, tolerance);
+        prefixCaching = reuse.ok
+          ? { on: true }
+          : {
+              on: false,
+              reason: `a prompt continued from its first tokens' KV gave logits different from the prompt run whole (${
+                Number.isFinite(reuse.difference) ? `${(reuse.difference * 100).toFixed(2)}% relative difference` : 'the graph refused the feeds'
+              })`,
+            };
+        if (!reuse.ok) notes.push(`Prefix caching is off for this graph: ${prefixCaching.on ? '' : prefixCaching.reason}.`);
       }
       if (options.lora) {
         lora = await EngineLora.create(decoder, files, spec, options.servedModelName, options.lora, sessionOptions, {
@@ -267,7 +291,9 @@ export class LocalEngine implements Engine {
       contract: describeContract(decoder.contract),
       inputNames: decoder.contract.inputNames,
       batching: check.mode,
+      batchingDifferences: check.differences,
       prefillTogether: check.prefillTogether,
+      prefixCaching,
       loadMs: Date.now() - started,
       notes,
       warnings: check.warnings,
@@ -308,7 +334,16 @@ export class LocalEngine implements Engine {
     return {
       async *[Symbol.asyncIterator]() {
         try {
-          yield* group.deltas;
+          let first = true;
+          for await (const delta of group.deltas) {
+            if (first) {
+              first = false;
+              const queueSeconds = group.admittedAt === undefined ? undefined : Math.max(0, group.admittedAt - group.enqueuedAt) / 1000;
+              yield { ...delta, cachedPromptTokens: group.cachedPromptTokens ?? 0, queueSeconds };
+            } else {
+              yield delta;
+            }
+          }
         } finally {
           signal?.removeEventListener('abort', onAbort);
           // A consumer that stops reading (client gone, error downstream) ends the request.
@@ -323,8 +358,17 @@ export class LocalEngine implements Engine {
   }
 
   stats(): EngineStats {
-    const { counters, waiting } = this.scheduler;
-    return { ...counters, running: this.scheduler.rowsRunning() + waiting.length };
+    const { counters, waiting, prefixCache } = this.scheduler;
+    const stats: EngineStats = {
+      ...counters,
+      running: this.scheduler.rowsRunning() + waiting.length,
+      kvCacheUsage: Math.min(1, this.scheduler.kvBytesRunning() / this.limits.kvCacheMemoryBytes),
+    };
+    if (prefixCache !== null) {
+      const { queries, hits, entries } = prefixCache.stats();
+      stats.prefixCache = { queries, hits, keptSequences: entries };
+    }
+    return stats;
   }
 
   async dispose(): Promise<void> {

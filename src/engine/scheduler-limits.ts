@@ -38,8 +38,13 @@ export interface SchedulerLimits {
   crossRequestBatching: boolean;
   /** The server's maxSeqLen: the served context, below the model's (null: the model's). */
   maxSeqLen: number | null;
-  /** Most bytes the KV cache may take (context-length.ts). */
+  /** Most bytes the KV cache may take (context-length.ts); kept prompt prefixes live in what the running batches leave. */
   kvCacheMemoryBytes: number;
+  /**
+   * Keep prompts' KV and reuse it for later prompts that start the same way (vLLM's
+   * --enable-prefix-caching, on by default; prefix-cache/).
+   */
+  enablePrefixCaching: boolean;
 }
 
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
@@ -55,6 +60,7 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   crossRequestBatching: true,
   maxSeqLen: null,
   kvCacheMemoryBytes: 8 * 1024 ** 3,
+  enablePrefixCaching: true,
 };
 
 /** Rows the requests' extra sequences may hold together (maxExtraSequenceSlotPercent of the batch), at least 1. */

@@ -1,4 +1,6 @@
-import { BatchRunner, type JoiningRow } from './batch-runner.js';
+import { BatchRunner, type JoiningRow, type PrefixReuse } from './batch-runner.js';
+import { kvBytesPerToken } from './context-length.js';
+import { PrefixCache } from './prefix-cache/prefix-cache.js';
 import type { BatchingMode } from './loading/batching-self-test.js';
 import type { Decoder } from './onnx-decoder.js';
 import type { EngineLora } from './engine-lora.js';
@@ -57,7 +59,12 @@ export interface SchedulerOptions {
   adapters?: EngineLora;
   /** Waiting prompts may share a prefill call (the batching self-test's prefillTogether). */
   prefillTogether?: boolean;
+  /** Keep prompts' KV for later prompts that start the same way (prefix-cache/). */
+  prefixCaching?: boolean;
 }
+
+/** The prefix cache's namespace for KV computed without an adapter. */
+const BASE_MODEL_NAMESPACE = 'base';
 
 export class Scheduler {
   readonly waiting: RequestGroup[] = [];
@@ -76,14 +83,22 @@ export class Scheduler {
   private readonly oneRequestPerStep: boolean;
   /** Whether waiting prompts may share a prefill call (SchedulerOptions.prefillTogether). */
   private readonly sharesPrefills: boolean;
+  /** The prefix cache (SchedulerOptions.prefixCache), null when off. */
+  readonly prefixCache: PrefixCache | null;
+  /** Namespaces of the prefix cache per adapter: KV computed with one adapter is not another's. */
+  private readonly adapterNamespaces = new WeakMap<LoraAdapter, string>();
   /** Media features of waiting requests, handed to their prefill. */
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
 
+  private readonly kvBytesPerToken: number;
+
   constructor(decoder: Decoder, options: SchedulerOptions) {
+    this.kvBytesPerToken = kvBytesPerToken(decoder.spec, decoder.contract.kvType);
     const { limits, batching, modelThread, pipeline } = options;
     this.limits = limits;
     this.sharesPrefills = options.prefillTogether ?? false;
     this.adapters = options.adapters;
+    this.prefixCache = options.prefixCaching ? new PrefixCache(this.kvBytesPerToken, () => this.prefixCapacity()) : null;
     this.oneRequestPerStep = batching.kind !== 'batched';
     const laneCount = this.oneRequestPerStep || modelThread !== 'worker' ? 1 : Math.max(1, pipeline.lanes);
     this.pipelineMinRows = pipeline.minRows;
@@ -113,6 +128,7 @@ export class Scheduler {
     for (const group of [...this.waiting, ...this.running]) this.abort(group);
     this.signalChange();
     await Promise.all(this.lanes.map((lane) => lane.loop));
+    this.prefixCache?.clear();
   }
 
   /** Takes a waiting request out of the queue, or has the loop end a running one before its next step. */
@@ -340,17 +356,27 @@ export class Scheduler {
         next.loraSlot = slot;
       }
       this.waiting.splice(index, 1);
+      next.admittedAt = Date.now();
       extra.rowsByRequest.set(key, keyRows + next.width);
       extra.total += addsExtra;
       budget -= next.promptTokenIds.length;
       // Counted while its prefill runs, so the other lanes balance against it.
       lane.joining += next.width;
-      if (this.sharesPrefills && runner.prefillsTogether && !next.needsPromptLogits && !this.placeholders.has(next) && (next.loraSlot ?? -1) < 0) {
+      const reuse = this.prefixReuse(next);
+      if (
+        this.sharesPrefills &&
+        runner.prefillsTogether &&
+        !next.needsPromptLogits &&
+        !this.placeholders.has(next) &&
+        (next.loraSlot ?? -1) < 0 &&
+        (reuse === undefined || reuse.cache.peek(reuse.namespace, next.promptTokenIds) === 0)
+      ) {
         together.push(next);
         continue;
       }
       try {
-        const { logits, cache } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1);
+        const { logits, cache, cachedTokens } = await runner.prefill(next.promptTokenIds, next.needsPromptLogits, this.placeholders.get(next), next.loraSlot ?? -1, reuse);
+        next.cachedPromptTokens = cachedTokens;
         this.placeholders.delete(next);
         this.counters.steps += 1;
         const preparation = next.prepare?.(logits) ?? null;
@@ -376,7 +402,10 @@ export class Scheduler {
   private async prefillTogether(lane: Lane, groups: readonly RequestGroup[], joining: JoiningRow[]): Promise<void> {
     let prefills;
     try {
-      const done = await lane.runner.prefillTogether(groups.map((group) => group.promptTokenIds));
+      const done = await lane.runner.prefillTogether(
+        groups.map((group) => group.promptTokenIds),
+        this.prefixCache === null ? undefined : { cache: this.prefixCache, namespace: BASE_MODEL_NAMESPACE },
+      );
       this.counters.steps += done.calls;
       prefills = done.prefills;
     } catch (error) {
@@ -394,6 +423,45 @@ export class Scheduler {
         group.fail(error);
       }
     });
+  }
+
+  /** Where `group`'s prefill looks for and keeps prompt KV; undefined when prefix caching is off. */
+  private prefixReuse(group: RequestGroup): PrefixReuse | undefined {
+    if (this.prefixCache === null) return undefined;
+    this.fitPrefixCache();
+    const { adapter } = group;
+    if (adapter === undefined || adapter === null) return { cache: this.prefixCache, namespace: BASE_MODEL_NAMESPACE };
+    let namespace = this.adapterNamespaces.get(adapter);
+    if (namespace === undefined) {
+      // The adapter object, not its name: an adapter loaded again under the same name is another.
+      namespace = `lora:${this.nextAdapterNamespace++}`;
+      this.adapterNamespaces.set(adapter, namespace);
+    }
+    return { cache: this.prefixCache, namespace };
+  }
+
+  private nextAdapterNamespace = 1;
+
+  /** KV slots the lanes' batches hold now. */
+  kvSlotsRunning(): number {
+    let slots = 0;
+    for (const lane of this.lanes) slots += lane.runner.kvSlots;
+    return slots;
+  }
+
+  /** Evicts kept prefixes the running batches now need the memory of. */
+  private fitPrefixCache(): void {
+    this.prefixCache?.fit(this.prefixCapacity());
+  }
+
+  /** KV bytes the lanes' batches hold now (kept prefixes not counted: they give way to running sequences, as vLLM's cached free blocks). */
+  kvBytesRunning(): number {
+    return this.kvSlotsRunning() * this.kvBytesPerToken;
+  }
+
+  /** Bytes the prefix cache may hold: the KV budget less what the running batches hold. */
+  prefixCapacity(): number {
+    return this.limits.kvCacheMemoryBytes - this.kvBytesRunning();
   }
 
   /**

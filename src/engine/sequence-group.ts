@@ -33,6 +33,10 @@ export interface RequestGroup extends RowGroup {
   /** The LoRA adapter the request runs with (null or absent: the base model), and its slot once admitted. */
   adapter?: LoraAdapter | null;
   loraSlot?: number;
+  /** Prompt tokens whose KV came from the prefix cache (set at its prefill; vLLM's num_cached_tokens). */
+  cachedPromptTokens?: number;
+  /** When the scheduler admitted it (Date.now()): the end of its time in the queue. */
+  admittedAt?: number;
   /**
    * Takes the prefill's logits (the group may overwrite them) and picks the first tokens:
    * [promptLength, vocab] when `needsPromptLogits`, else at least the last position's row,

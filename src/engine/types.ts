@@ -65,6 +65,13 @@ export interface GenerationDelta {
    * distribution: no sampling processor applies to the prompt.
    */
   promptLogprobs?: Array<PromptTokenLogprob | null>;
+  /**
+   * On the request's first delta (local engine): prompt tokens whose KV was reused from the
+   * prefix cache (vLLM's num_cached_tokens, usage.prompt_tokens_details.cached_tokens).
+   */
+  cachedPromptTokens?: number;
+  /** On the request's first delta (local engine): seconds it waited in the queue before its prefill. */
+  queueSeconds?: number;
 }
 
 export interface ModelInfo {
@@ -88,6 +95,13 @@ export interface EngineStats {
   running: number;
   /** Tokens generated since start, over all sequences. */
   generatedTokens: number;
+  /**
+   * Prefix caching (local engine with it on): prompt tokens looked up and, of those, reused
+   * since start (vllm:prefix_cache_queries / _hits).
+   */
+  prefixCache?: { queries: number; hits: number; keptSequences: number };
+  /** Share of the KV budget the running sequences hold, 0..1 (vllm:kv_cache_usage_perc); absent: not known. */
+  kvCacheUsage?: number;
 }
 
 /**

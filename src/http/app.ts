@@ -74,6 +74,7 @@ export function serverActivity(engine: Engine, config: ServerConfig, log?: (line
     maxModelLen: servedMaxModelLen({ maxSeqLen: config.maxSeqLen, maxModelLen: engine.info.maxModelLen }),
     log: config.logRequests ? log : undefined,
     logPrompts: config.logPrompts,
+    engineStats: () => engine.stats(),
   });
 }
 

@@ -111,6 +111,8 @@ export interface FinalOutput {
   cumulativeLogprob: number | null;
   finishReason: FinishReason | null;
   stopReason: string | number | null;
+  /** Prompt tokens the engine reused from its prefix cache, counted on the output that got the run's first delta. */
+  cachedPromptTokens: number;
 }
 
 /** Runs a request to the end: one output per returned sequence, in index order. */
@@ -129,6 +131,7 @@ export async function collectOutputs(run: AsyncIterable<GenerationDelta>): Promi
         cumulativeLogprob: null,
         finishReason: null,
         stopReason: null,
+        cachedPromptTokens: 0,
       };
       outputs.set(delta.index, output);
     }
@@ -137,6 +140,7 @@ export async function collectOutputs(run: AsyncIterable<GenerationDelta>): Promi
     output.logprobs.push(...delta.logprobs);
     if (delta.topLogprobs !== undefined) (output.topLogprobs ??= []).push(...delta.topLogprobs);
     if (delta.promptLogprobs !== undefined) output.promptLogprobs = delta.promptLogprobs;
+    output.cachedPromptTokens += delta.cachedPromptTokens ?? 0;
     if (delta.cumulativeLogprob !== undefined) output.cumulativeLogprob = delta.cumulativeLogprob;
     if (delta.finishReason !== null) {
       output.finishReason = delta.finishReason;

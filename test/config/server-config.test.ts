@@ -25,6 +25,8 @@ describe('server configuration', () => {
       modelDir: 'models/stories260k',
       servedModelName: 'stories260k',
       kvCacheMemoryBytes: 8 * 1024 ** 3,
+      enablePrefixCaching: true,
+      enablePromptTokensDetails: false,
       maxInputTokenLen: 511,
       maxIterTimes: 512,
       fullTextEnabled: false,
@@ -139,8 +141,10 @@ describe('server configuration', () => {
       crossRequestBatching: true,
       maxSeqLen: null,
       kvCacheMemoryBytes: 8 * 1024 ** 3,
+      enablePrefixCaching: true,
     });
     expect(schedulerLimitsOf(parseServerConfig({ maxSeqLen: 1024 })).maxSeqLen).toBe(1024);
+    expect(schedulerLimitsOf(parseServerConfig({ enablePrefixCaching: false })).enablePrefixCaching).toBe(false);
     expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
     expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
   });
@@ -207,6 +211,11 @@ describe('configuration precedence: defaults < file < environment', () => {
       kvCacheMemoryBytes: 1024 ** 3,
     });
     expect(DEFAULT_SERVER_CONFIG.maxSeqLen).toBeUndefined();
+    // vLLM's --no-enable-prefix-caching and --enable-prompt-tokens-details as environment variables.
+    expect(resolveServerConfig({ env: { ENABLE_PREFIX_CACHING: 'false', ENABLE_PROMPT_TOKENS_DETAILS: 'true' } })).toMatchObject({
+      enablePrefixCaching: false,
+      enablePromptTokensDetails: true,
+    });
   });
 
   it('derives the served name from the winning modelDir', () => {

@@ -40,6 +40,26 @@ describe('prefilling waiting prompts together', () => {
   });
 });
 
+describe('prefilling waiting prompts together in the model worker', () => {
+  it('gives every request the tokens it gets alone, in fewer model calls than prompts', async () => {
+    const engine = await createNodeEngine({ modelDir: MODEL_DIR, modelThread: 'worker', limits: { enablePrefixCaching: false } });
+    try {
+      expect(engine.loadReport.modelThread).toBe('worker');
+      expect(engine.loadReport.prefillTogether).toBe(true);
+      const prompts = [ids(16, 21), ids(9, 22), ids(16, 23), ids(12, 24), ids(5, 25), ids(60, 26), ids(14, 27)];
+      const alone = [];
+      for (const prompt of prompts) alone.push(await collectGeneration(engine, prompt, { temperature: 0, maxTokens: 24, ignoreEos: true }));
+      const batched = await together(engine, prompts, 24);
+      for (const [index, result] of batched.entries()) expect(result.tokenIds, `prompt ${index}`).toEqual(alone[index]!.tokenIds);
+      const before = engine.stats().steps;
+      await together(engine, [ids(16, 31), ids(16, 32), ids(15, 33), ids(14, 34), ids(16, 35)], 1);
+      expect(engine.stats().steps - before).toBeLessThanOrEqual(2);
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
+
 describe('which graphs share prefills', () => {
   it('the embedded in-place graph passes the load-time check; the present.* graph of the same weights is not tried', async () => {
     expect((await embeddedEngine('native')).loadReport.prefillTogether).toBe(true);

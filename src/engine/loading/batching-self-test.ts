@@ -47,7 +47,7 @@ export interface BatchingCheckOptions {
 }
 
 /** Batched logits may differ from solo ones by float rounding of a different kernel blocking. */
-const EXACT_TOLERANCE = { float32: 1e-3, float16: 1e-2 } as const;
+export const EXACT_TOLERANCE = { float32: 1e-3, float16: 1e-2 } as const;
 /**
  * Graphs that round activations to int8: a row moves a little when batched, not a lot. With
  * DynamicQuantizeLinear the scale is the batch's; with MatMulNBits at accuracy_level 4 each
@@ -55,7 +55,7 @@ const EXACT_TOLERANCE = { float32: 1e-3, float16: 1e-2 } as const;
  * and many-row kernels sum in different orders: 2.4e-7 relative, measured) flip some roundings,
  * which 30 layers grow to ~2% of the logits on the bench's 135M-shaped q4 model.
  */
-const DYNAMIC_INT8_TOLERANCE = 0.1;
+export const DYNAMIC_INT8_TOLERANCE = 0.1;
 
 export type Int8Activations = 'DynamicQuantizeLinear' | 'MatMulNBits accuracy_level 4';
 

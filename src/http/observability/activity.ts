@@ -7,7 +7,7 @@
  * Runtime-neutral (performance.now, no timers of its own). In workerd performance.now()
  * only advances across I/O, so durations there are coarse.
  */
-import type { FinishReason, GenerationDelta } from '../../engine/types.js';
+import type { EngineStats, FinishReason, GenerationDelta } from '../../engine/types.js';
 import type { RegistrySnapshot } from './prometheus.js';
 import { ServerMetrics } from './server-metrics.js';
 import { clientRequestId } from '../ids.js';
@@ -29,6 +29,8 @@ export interface ActivityOptions {
   log?: (line: string) => void;
   /** Put the prompt text in the log line. */
   logPrompts?: boolean;
+  /** The engine's own counts, for the metrics (prefix cache, KV usage). */
+  engineStats?: () => EngineStats;
 }
 
 const now = () => performance.now();
@@ -86,6 +88,7 @@ export class RequestRecord implements GenerationObserver {
       this.activity.metrics.generationStarted(this.promptTokens ?? 0);
       this.activity.metrics.firstToken((at - this.startedAt) / 1000);
     }
+    if (delta.queueSeconds !== undefined) this.activity.metrics.queued(delta.queueSeconds);
     if (this.generation === 'waiting') this.generation = 'running';
     const previous = this.lastTokenAt.get(delta.index);
     const count = delta.tokenIds.length;
@@ -176,6 +179,7 @@ export class ServerActivity {
     this.metrics = new ServerMetrics(options.modelName, options.maxModelLen, {
       running: () => this.count((record) => record.running),
       waiting: () => this.count((record) => record.waiting),
+      engineStats: options.engineStats,
     });
   }
 

@@ -76,8 +76,8 @@ export class Counter implements Metric {
   }
 }
 
-/** A value read when the metrics are scraped. */
-export class Gauge implements Metric {
+/** A count kept elsewhere (the engine's), read when the metrics are scraped; it only grows. */
+export class ReadCounter implements Metric {
   constructor(
     readonly name: string,
     private readonly help: string,
@@ -85,13 +85,39 @@ export class Gauge implements Metric {
   ) {}
 
   snapshot(): MetricSnapshot {
+    return { kind: 'counter', values: [[{}, this.read()]] };
+  }
+
+  render(constant: Labels, others: readonly MetricSnapshot[] = []): string[] {
+    let value = this.read();
+    for (const other of others) if (other.kind === 'counter') for (const [, each] of other.values) value += each;
+    return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`, `${this.name}${labelText(constant)} ${numberText(value)}`];
+  }
+}
+
+/** A value read when the metrics are scraped. */
+export class Gauge implements Metric {
+  constructor(
+    readonly name: string,
+    private readonly help: string,
+    private readonly read: () => number,
+    /** How other processes' values combine with this one's: summed (requests running), or averaged (a usage share). */
+    private readonly combine: 'sum' | 'mean' = 'sum',
+  ) {}
+
+  snapshot(): MetricSnapshot {
     return { kind: 'gauge', value: this.read() };
   }
 
-  /** Other processes' values are summed in (requests running across all of them). */
   render(constant: Labels, others: readonly MetricSnapshot[] = []): string[] {
     let value = this.read();
-    for (const other of others) if (other.kind === 'gauge') value += other.value;
+    let processes = 1;
+    for (const other of others) {
+      if (other.kind !== 'gauge') continue;
+      value += other.value;
+      processes += 1;
+    }
+    if (this.combine === 'mean') value /= processes;
     return [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`, `${this.name}${labelText(constant)} ${numberText(value)}`];
   }
 }

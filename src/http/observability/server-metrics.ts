@@ -7,8 +7,8 @@
  * Counted where the HTTP layer sees the requests, so they hold for every engine (local
  * model or remote delegate) and every home; they are per process (per isolate in workerd).
  */
-import type { FinishReason } from '../../engine/types.js';
-import { Counter, Gauge, Histogram, Registry, type RegistrySnapshot } from './prometheus.js';
+import type { EngineStats, FinishReason } from '../../engine/types.js';
+import { Counter, Gauge, Histogram, ReadCounter, Registry, type RegistrySnapshot } from './prometheus.js';
 
 /** vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... up to `max`. */
 export function oneTwoFiveBuckets(max: number): number[] {
@@ -55,6 +55,8 @@ export interface RequestLoad {
   running(): number;
   /** Requests submitted to the engine that have no token yet. */
   waiting(): number;
+  /** The engine's own counts (prefix cache, KV usage); absent: none exposed. */
+  engineStats?(): EngineStats;
 }
 
 export class ServerMetrics {
@@ -69,6 +71,7 @@ export class ServerMetrics {
   private readonly e2eLatency: Histogram;
   private readonly requestPromptTokens: Histogram;
   private readonly requestGenerationTokens: Histogram;
+  private readonly queueTime: Histogram;
 
   constructor(modelName: string, maxModelLen: number, load: RequestLoad) {
     const r = (this.registry = new Registry({ model_name: modelName }));
@@ -92,7 +95,20 @@ export class ServerMetrics {
     this.requestGenerationTokens = r.add(
       new Histogram('vllm:request_generation_tokens', 'Number of generation tokens processed.', tokenBuckets),
     );
+    this.queueTime = r.add(
+      new Histogram('vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', REQUEST_LATENCY_BUCKETS),
+    );
+    const stats = () => load.engineStats?.();
+    // vLLM's counters are exposed with prometheus_client's `_total` suffix, as vllm:prompt_tokens_total above.
+    r.add(new ReadCounter('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', () => stats()?.prefixCache?.queries ?? 0));
+    r.add(new ReadCounter('vllm:prefix_cache_hits_total', 'Prefix cache hits, in terms of number of cached tokens.', () => stats()?.prefixCache?.hits ?? 0));
+    r.add(new Gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', () => stats()?.kvCacheUsage ?? 0, 'mean'));
     this.refused = r.add(new Counter('edge_llm:requests_refused_total', 'Requests answered with an error status, by reason.'));
+  }
+
+  /** The request left the queue for its prefill `seconds` after it arrived. */
+  queued(seconds: number): void {
+    this.queueTime.observe(seconds);
   }
 
   generationStarted(promptTokens: number): void {

@@ -122,7 +122,7 @@ export function chatJob(ctx: ServingContext, prepared: PreparedChat, request: Ch
     role,
     // vLLM echoes the final message only when the reply continues it (same role).
     echoText: request.echo ? (last.role === role ? messageText(last) : '') : undefined,
-    usage: streamUsageOptions(request.stream_options),
+    usage: streamUsageOptions(request.stream_options, ctx.config.enablePromptTokensDetails),
     n: request.n,
     tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
     logprobs: params.logprobs,

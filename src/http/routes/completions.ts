@@ -80,7 +80,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
         id: responseId('cmpl', call.c.req.raw, undefined, call.record?.id),
         model: call.adapter ?? engine.info.id,
         promptTokenCount: prepared.prompts.reduce((sum, prompt) => sum + prompt.promptTokenIds.length, 0),
-        usage: streamUsageOptions(request.stream_options),
+        usage: streamUsageOptions(request.stream_options, ctx.config.enablePromptTokensDetails),
         tokens: first.tokens,
         logprobs: request.logprobs,
         echoText: first.echoText,

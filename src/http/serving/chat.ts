@@ -128,7 +128,11 @@ export async function chatNonStreaming(run: AsyncIterable<GenerationDelta>, job:
     created: unixSeconds(),
     model: job.model,
     choices,
-    usage: usageInfo(job.promptTokenCount, outputs.reduce((sum, output) => sum + output.tokenIds.length, 0)),
+    usage: usageInfo(
+      job.promptTokenCount,
+      outputs.reduce((sum, output) => sum + output.tokenIds.length, 0),
+      { enabled: job.usage.promptTokensDetails === true, cachedTokens: outputs.reduce((sum, output) => sum + output.cachedPromptTokens, 0) },
+    ),
     prompt_logprobs:
       promptLogprobs !== null && naming !== undefined ? await vllmPromptLogprobsInBlocks(await promptPositionReportsInBlocks(naming, promptLogprobs)) : null,
   };
@@ -149,8 +153,10 @@ export async function* chatChunks(run: AsyncIterable<GenerationDelta>, job: Chat
     if (usage) body.usage = usage;
     return body;
   };
-  const continuous = (completionTokens: number) =>
-    job.usage.continuousUsage ? usageInfo(job.promptTokenCount, completionTokens) : undefined;
+  let cachedTokens = 0;
+  const usage = (completionTokens: number) =>
+    usageInfo(job.promptTokenCount, completionTokens, { enabled: job.usage.promptTokensDetails === true, cachedTokens });
+  const continuous = (completionTokens: number) => (job.usage.continuousUsage ? usage(completionTokens) : undefined);
   const reporters = new Map<number, GeneratedTokenReporter>();
   const toolStreams = new Map<number, ToolCallStream>();
   const toolStream = (index: number, tools: ToolCalling): ToolCallStream => {
@@ -172,6 +178,7 @@ export async function* chatChunks(run: AsyncIterable<GenerationDelta>, job: Chat
   }
   for await (const delta of run) {
     completionTokens += delta.tokenIds.length;
+    cachedTokens += delta.cachedPromptTokens ?? 0;
     let logprobs: ChatLogprobs | null = null;
     if (job.logprobs !== undefined) {
       let reporter = reporters.get(delta.index);
@@ -209,7 +216,7 @@ export async function* chatChunks(run: AsyncIterable<GenerationDelta>, job: Chat
     if (delta.finishReason !== null) choice.stop_reason = delta.stopReason;
     yield chunk([choice], continuous(completionTokens));
   }
-  if (job.usage.includeUsage) yield chunk([], usageInfo(job.promptTokenCount, completionTokens));
+  if (job.usage.includeUsage) yield chunk([], usage(completionTokens));
 }
 
 /** The SSE payloads of a streamed chat completion: chatChunks as JSON, an error as the last event, then [DONE]. */

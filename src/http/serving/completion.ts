@@ -118,7 +118,10 @@ export async function completeNonStreaming(run: AsyncIterable<GenerationDelta>, 
     created: unixSeconds(),
     model: job.model,
     choices,
-    usage: usageInfo(job.promptTokenCount, completionTokens),
+    usage: usageInfo(job.promptTokenCount, completionTokens, {
+      enabled: job.usage.promptTokensDetails === true,
+      cachedTokens: outputs.reduce((sum, output) => sum + output.cachedPromptTokens, 0),
+    }),
   };
 }
 
@@ -136,9 +139,12 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
   const reporters = new Map<number, GeneratedTokenReporter>();
   const offsets = new Map<number, number>();
   let completionTokens = 0;
+  let cachedTokens = 0;
+  const usage = () => usageInfo(job.promptTokenCount, completionTokens, { enabled: job.usage.promptTokensDetails === true, cachedTokens });
   try {
     for await (const delta of run) {
       completionTokens += delta.tokenIds.length;
+      cachedTokens += delta.cachedPromptTokens ?? 0;
       const first = !offsets.has(delta.index);
       const { echoText } = promptOf(job, delta.index);
       const echo = first && echoText !== undefined;
@@ -169,7 +175,7 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
             stop_reason: delta.stopReason,
           },
         ],
-        usage: job.usage.continuousUsage ? usageInfo(job.promptTokenCount, completionTokens) : null,
+        usage: job.usage.continuousUsage ? usage() : null,
       };
       yield JSON.stringify(chunk);
     }
@@ -180,7 +186,7 @@ export async function* completionStream(run: AsyncIterable<GenerationDelta>, job
         created,
         model: job.model,
         choices: [],
-        usage: usageInfo(job.promptTokenCount, completionTokens),
+        usage: usage(),
       };
       yield JSON.stringify(usageChunk);
     }

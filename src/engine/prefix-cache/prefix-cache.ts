@@ -1,0 +1,167 @@
+/**
+ * Prefix reuse across requests (vLLM's automatic prefix caching, llama.cpp's cache_prompt):
+ * the KV of prompts already run is kept, and a new prompt starting with one of them is
+ * prefilled from where the kept one ends, its earlier slots copied instead of recomputed.
+ *
+ * Why whole sequences rather than vLLM's hashed blocks: this engine's KV cache is one
+ * contiguous buffer per layer and batch ([rows, heads, slots, headDim], kv/), not a paged
+ * pool, so a reused prefix is always copied into the batch's layout, block by block or in
+ * one span alike. A kept sequence then costs one copy to reuse (a prefix of it, any length),
+ * and matching a prompt against a few hundred kept sequences is a scan of their common
+ * prefix. What blocks would add is sharing memory between sequences with a common start;
+ * here a sequence that extends a kept one replaces it (a chat's next turn), so the common
+ * case keeps one copy.
+ *
+ * Reuse is counted in whole blocks of BLOCK_TOKENS, as vLLM's cached_tokens is, and never
+ * the prompt's last token (its logits are what the prefill is for).
+ *
+ * Keys: a namespace (the LoRA adapter the KV was computed with) + the token ids. Prompts with
+ * media parts are neither kept nor matched (their placeholder tokens stand for features the
+ * ids do not identify).
+ */
+import { releaseKvCache, repackKvCache } from '../kv/kv-cache.js';
+import type { KvCache } from '../kv/types.js';
+
+/** Reuse is counted in blocks of this many tokens (vLLM's default block size). */
+export const BLOCK_TOKENS = 16;
+
+interface Entry {
+  namespace: string;
+  tokens: readonly number[];
+  /** One row holding exactly `tokens.length` real slots. */
+  cache: KvCache;
+  bytes: number;
+}
+
+export interface PrefixHit {
+  /** Prompt tokens whose KV is reused (whole blocks, fewer than the prompt's). */
+  tokens: number;
+  /** A one-row cache of exactly those slots, the caller's to feed and then release. */
+  past: KvCache;
+}
+
+export interface PrefixCacheStats {
+  /** Prompt tokens looked up (vllm:prefix_cache_queries). */
+  queries: number;
+  /** Of those, tokens whose KV was reused (vllm:prefix_cache_hits). */
+  hits: number;
+  /** Bytes of KV kept. */
+  bytes: number;
+  entries: number;
+}
+
+export class PrefixCache {
+  /** In least-recently-used order: the first is evicted first. */
+  private readonly entries = new Map<Entry, true>();
+  private bytes = 0;
+  private queries = 0;
+  private hits = 0;
+
+  constructor(
+    /** KV bytes one token takes (context-length.ts' kvBytesPerToken). */
+    private readonly bytesPerToken: number,
+    /** Bytes the kept sequences may take now: the KV budget less what the running batches hold. */
+    private readonly capacity: () => number,
+  ) {}
+
+  stats(): PrefixCacheStats {
+    return { queries: this.queries, hits: this.hits, bytes: this.bytes, entries: this.entries.size };
+  }
+
+  /** Tokens of `prompt` a lookup would reuse, without counting it or copying anything. */
+  peek(namespace: string, prompt: readonly number[]): number {
+    return this.best(namespace, prompt)?.tokens ?? 0;
+  }
+
+  /**
+   * The longest kept prefix of `prompt` (whole blocks, not its last token), as a cache of its
+   * own; null when none. Counted in the stats either way.
+   */
+  lookup(namespace: string, prompt: readonly number[]): PrefixHit | null {
+    this.queries += prompt.length;
+    const best = this.best(namespace, prompt);
+    if (best === null) return null;
+    const { entry, tokens } = best;
+    this.touch(entry);
+    this.hits += tokens;
+    const past = repackKvCache([{ cache: entry.cache, row: 0, realLength: tokens, end: tokens }], tokens, entry.cache, 'end');
+    return { tokens, past };
+  }
+
+  /** A prompt prefilled without a lookup (with others, in one call, none of them having a kept prefix). */
+  countMiss(prompt: readonly number[]): void {
+    this.queries += prompt.length;
+  }
+
+  /**
+   * Keeps row `row` of `cache`, whose first `tokens.length` slots are `tokens`' KV (a copy is
+   * taken: the caller keeps its cache). A kept sequence this one extends is dropped; one that
+   * extends this one makes it unneeded. Evicts least-recently-used sequences to fit.
+   */
+  insert(namespace: string, tokens: readonly number[], cache: KvCache, row: number): void {
+    if (tokens.length < BLOCK_TOKENS + 1) return;
+    const bytes = tokens.length * this.bytesPerToken;
+    // Larger than all the room there is: evicting the others would not make it fit.
+    if (bytes > this.capacity()) return;
+    for (const entry of this.entries.keys()) {
+      if (entry.namespace !== namespace) continue;
+      const common = commonPrefix(entry.tokens, tokens);
+      if (common === tokens.length) {
+        // Already kept, in this sequence or a longer one.
+        this.touch(entry);
+        return;
+      }
+      if (common === entry.tokens.length) this.remove(entry);
+    }
+    if (!this.fit(this.capacity() - bytes)) return;
+    const copy = repackKvCache([{ cache, row, realLength: tokens.length, end: tokens.length }], tokens.length, cache, 'end');
+    const entry: Entry = { namespace, tokens: [...tokens], cache: copy, bytes };
+    this.entries.set(entry, true);
+    this.bytes += bytes;
+  }
+
+  /** Evicts least-recently-used sequences until at most `bytes` are kept; false when `bytes` < 0. */
+  fit(bytes: number): boolean {
+    for (const entry of this.entries.keys()) {
+      if (this.bytes <= bytes) break;
+      this.remove(entry);
+    }
+    return bytes >= 0 && this.bytes <= bytes;
+  }
+
+  /** Drops everything kept (the model's worker went away, the engine stops). */
+  clear(): void {
+    for (const entry of [...this.entries.keys()]) this.remove(entry);
+  }
+
+  private best(namespace: string, prompt: readonly number[]): { entry: Entry; tokens: number } | null {
+    // The prompt's last token is always run: its logits pick the first output token.
+    const usable = prompt.length - 1;
+    let best: { entry: Entry; tokens: number } | null = null;
+    for (const entry of this.entries.keys()) {
+      if (entry.namespace !== namespace) continue;
+      const common = Math.min(commonPrefix(entry.tokens, prompt), usable);
+      const tokens = Math.floor(common / BLOCK_TOKENS) * BLOCK_TOKENS;
+      if (tokens > 0 && tokens > (best?.tokens ?? 0)) best = { entry, tokens };
+    }
+    return best;
+  }
+
+  private touch(entry: Entry): void {
+    this.entries.delete(entry);
+    this.entries.set(entry, true);
+  }
+
+  private remove(entry: Entry): void {
+    if (!this.entries.delete(entry)) return;
+    this.bytes -= entry.bytes;
+    releaseKvCache(entry.cache);
+  }
+}
+
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const length = Math.min(a.length, b.length);
+  let index = 0;
+  while (index < length && a[index] === b[index]) index++;
+  return index;
+}
