@@ -46,6 +46,8 @@ export const REQUEST_BOUNDS_SHAPE = {
    * Node tokenizes such pieces on its tokenizer thread and ignores it.
    */
   maxInlinePieceChars: bound(1, 16 * 1024),
+  /** Inputs of one /v1/embeddings request (OpenAI's own limit is 2048). */
+  maxEmbeddingInputs: bound(1, 2048),
   /** Strings in a request's stop list. */
   maxStopStrings: bound(0, 128),
   /** Characters over all of a request's stop strings (the /generate spec's 32 K). */

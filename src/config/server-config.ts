@@ -75,6 +75,36 @@ export const ServerConfigSchema = z.strictObject(
     /** Any .onnx file inside the model folder (e.g. "onnx/my-export.onnx"); wins over dtype. */
     modelFile: nonEmpty.optional(),
     /**
+     * vLLM's --runner: "generate" (a text-generation model), "pooling" (an embedding model,
+     * served on /v1/embeddings), or "auto": pooling for a folder with sentence-transformers'
+     * modules.json or whose config.json names no *ForCausalLM / *ForConditionalGeneration /
+     * *LMHeadModel architecture, generate otherwise.
+     */
+    runner: z.enum(['auto', 'generate', 'pooling'], { error: 'must be "auto", "generate" or "pooling"' }).default('auto'),
+    /**
+     * vLLM's --pooler-config for an embedding model: {"pooling_type": "CLS" | "MEAN" | "LAST",
+     * "normalize": true | false}, over what modules.json says (a JSON string in POOLER_CONFIG).
+     */
+    poolerConfig: z
+      .preprocess(
+        (value) => {
+          if (typeof value !== 'string') return value;
+          try {
+            return JSON.parse(value) as unknown;
+          } catch {
+            return value;
+          }
+        },
+        z.strictObject(
+          {
+            pooling_type: z.enum(['CLS', 'MEAN', 'LAST', 'cls', 'mean', 'last'], { error: 'must be "CLS", "MEAN" or "LAST"' }).optional(),
+            normalize: z.boolean({ error: 'must be true or false' }).optional(),
+          },
+          { error: 'must be a JSON object like {"pooling_type": "MEAN", "normalize": true}' },
+        ),
+      )
+      .optional(),
+    /**
      * Decode sequences of different requests in one batch. Off: one request per model
      * call (its own n / beams still share it), for graphs whose outputs batching changes
      * (dynamic int8 quantisation computes its scales over the whole batch).
@@ -268,6 +298,8 @@ const ENV_VARIABLES = {
   MODEL_DIR: 'modelDir',
   MODEL_DTYPE: 'dtype',
   MODEL_FILE: 'modelFile',
+  RUNNER: 'runner',
+  POOLER_CONFIG: 'poolerConfig',
   SERVED_MODEL_NAME: 'servedModelName',
   DATA_PARALLEL_SIZE: 'dataParallelSize',
   INTRA_OP_NUM_THREADS: 'intraOpNumThreads',

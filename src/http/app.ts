@@ -15,6 +15,7 @@ import { ServerActivity } from './observability/activity.js';
 import { observabilityRoutes, observeRequests } from './observability/middleware.js';
 import { chatRoutes } from './routes/chat.js';
 import { completionsRoutes } from './routes/completions.js';
+import { embeddingsRoutes, generationRefusals } from './routes/embeddings.js';
 import { generateRoutes } from './routes/generate.js';
 import { healthRoutes } from './routes/health.js';
 import { loraRoutes } from './routes/lora.js';
@@ -122,9 +123,12 @@ export function createApp(deps: AppDeps): Hono {
   );
 
   if (deps.routesBefore !== undefined) app.route('/', deps.routesBefore);
+  // An embedding model (vLLM's "embed" task) answers the generation routes with vLLM's 400.
+  if (deps.engine.embeddings) app.route('/', generationRefusals(ctx));
   app.route('/', generateRoutes(ctx));
   app.route('/', completionsRoutes(ctx));
   app.route('/', chatRoutes(ctx));
+  app.route('/', embeddingsRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
   app.route('/', loraRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));

@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
 
 /** Top to bottom; a folder imports only folders on its own floor or below. */
-const FLOORS: readonly (readonly string[])[] = [['runtime'], ['gateway'], ['http'], ['protocol', 'engine'], ['sampling', 'tokenizer'], ['threads']];
+const FLOORS: readonly (readonly string[])[] = [['runtime'], ['gateway'], ['http'], ['protocol', 'engine', 'embeddings'], ['sampling', 'tokenizer'], ['threads']];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
