@@ -1,6 +1,6 @@
 import type { Engine } from '../src/engine/types.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { median } from './stats.js';
 
 export interface EngineBenchResult {

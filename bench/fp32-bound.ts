@@ -45,7 +45,7 @@ import * as ort from 'onnxruntime-node';
 import { AutoModelForCausalLM, env, Tensor as TjsTensor, type PreTrainedModel } from '@huggingface/transformers';
 import { stepFeeds } from './fp32-bound/feeds.js';
 import { ensureMatMulChain } from './fp32-bound/matmul-chain.js';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
 import { startServer, type ServerHandle } from './http.js';
 import { streamTiming, type CompletionTarget } from './load-client.js';

@@ -10,7 +10,7 @@
 import { compileGuide, warmUpGuidedDecoding } from '../src/guided/compile-guide.js';
 import type { GuideFactory } from '../src/guided/guide.js';
 import type { LocalEngine } from '../src/engine/local-engine.js';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { defaultSamplingParams, type SamplingParams } from '../src/sampling/params.js';
 import { median } from './stats.js';
 

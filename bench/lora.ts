@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { readLlama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
 import { randomAdapter, writeAdapterDir } from '../scripts/adapters/random-peft-adapter.js';
 import type { LocalEngine } from '../src/engine/local-engine.js';
-import { readAdapterDir } from '../src/runtime/node-adapters.js';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { readAdapterDir } from '../src/runtime/node/adapters.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
 import { formatTable, median } from './stats.js';
 

@@ -8,7 +8,7 @@
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
 import type { Engine } from '../src/engine/types.js';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { defaultSamplingParams, type SamplingParams } from '../src/sampling/params.js';
 import { formatTable, median } from './stats.js';
 

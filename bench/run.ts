@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { benchEngine, runOnce, warmUp, type EngineBenchResult } from './engine.js';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { concurrent, nonStreaming, startServer, streaming, type ConcurrencyResult } from './http.js';
 import { formatTable, median } from './stats.js';
 import { benchLora, loraTable, type LoraBenchResult } from './lora.js';

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { convertCheckpoint, writeConvertedFiles } from '../src/convert/convert-llama2c-model.js';
-import type { Llama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../src/graph/decoder-checkpoint.js';
 import { writeGgufFile } from '../scripts/convert/gguf-writer.js';
 import { buildLlamaGguf } from '../scripts/convert/llama-gguf.js';
 import { seededRandom } from '../scripts/seeded-random.js';
@@ -53,7 +53,7 @@ export function benchModelCache(): string {
   return process.env.BENCH_MODEL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'edge-llm', 'bench-models');
 }
 
-export function randomCheckpoint(seed: number): Llama2cCheckpoint {
+export function randomCheckpoint(seed: number): DecoderCheckpoint {
   return randomLlamaCheckpoint({ ...SMOLLM2_135M_SHAPE, tiedClassifier: true }, seed);
 }
 

@@ -12,7 +12,7 @@ import { basename, join } from 'node:path';
 import { openGgufModelAt } from '../src/gguf/node-gguf.js';
 import type { GgufModel } from '../src/gguf/gguf-model.js';
 import { fileURLToPath } from 'node:url';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
 import { readLlama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
 import { convertLlama2cModel, writeConvertedFiles } from '../src/convert/convert-llama2c-model.js';

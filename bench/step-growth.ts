@@ -28,13 +28,14 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createNodeEngine } from '../src/runtime/node-engine.js';
+import { createNodeEngine } from '../src/runtime/node/engine.js';
 import type { LocalEngine } from '../src/engine/local-engine.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
-import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
+import { type DecoderCheckpoint } from '../src/graph/decoder-checkpoint.js';
+import { readLlama2cCheckpoint } from '../src/convert/llama2c-checkpoint.js';
 import { buildHfConfig, LLAMA2C_RMS_NORM_EPS } from '../src/convert/hf-config.js';
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../src/convert/llama-onnx-graph.js';
-import { encodeOnnxModel } from '../src/convert/onnx-writer.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../src/graph/llama-onnx-graph.js';
+import { encodeOnnxModel } from '../src/graph/onnx-writer.js';
 import { randomLlamaCheckpoint, type RandomCheckpointShape } from '../scripts/convert/random-checkpoint.js';
 import { buildLlamaGguf } from '../scripts/convert/llama-gguf.js';
 import { writeGgufFile } from '../scripts/convert/gguf-writer.js';
@@ -83,7 +84,7 @@ async function measure(engine: LocalEngine, rows: number): Promise<{ firstMs: nu
   return { firstMs: gaps(0, WINDOW + 1), lastMs: gaps(length - WINDOW - 1, length) };
 }
 
-async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, ops: GraphOps): Promise<string> {
+async function modelFolder(root: string, name: string, ckpt: DecoderCheckpoint, ops: GraphOps): Promise<string> {
   const dir = join(root, `${name}-${ops}`);
   // The tokenizer and configs of the embedded folder; its graphs are replaced by the one built here.
   await cp(EMBEDDED, dir, { recursive: true, filter: (source) => !source.endsWith('.onnx') });
@@ -100,7 +101,7 @@ async function modelFolder(root: string, name: string, ckpt: Llama2cCheckpoint, 
 /** One llama-server per model on the same weights, or none when it is not built or stories260K's tokenizer is missing. */
 async function startPeers(
   root: string,
-  models: ReadonlyArray<{ model: string; ckpt: Llama2cCheckpoint }>,
+  models: ReadonlyArray<{ model: string; ckpt: DecoderCheckpoint }>,
   rows: number,
 ): Promise<Array<{ model: string; runner: PeerStepGrowthRunner }>> {
   if (process.env.STEP_GROWTH_PEER === '0' || llamaServerVersion() === null || !existsSync(TOKENIZER)) return [];

@@ -1,5 +1,5 @@
 /**
- * Bundles the playground page's script (src/runtime/browser-playground.ts and what it
+ * Bundles the playground page's script (src/runtime/browser/playground.ts and what it
  * imports: the UI in public/src, and lazily the in-page engine with onnxruntime-web)
  * into dist/playground/. Runs before `npm start` (prestart) and from the e2e test; it
  * takes about a second. The page's HTML and CSS are served from public/ as they are.
@@ -14,11 +14,11 @@ import { build } from 'esbuild';
 import { GGUF_WORKER_SCRIPT } from '../src/runtime/playground-files.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const PLAYGROUND_ENTRY = `${ROOT}src/runtime/browser-playground.ts`;
+export const PLAYGROUND_ENTRY = `${ROOT}src/runtime/browser/playground.ts`;
 export const PLAYGROUND_OUT_DIR = `${ROOT}dist/playground`;
-export const SERVICE_WORKER_ENTRY = `${ROOT}src/runtime/browser-service-worker.ts`;
+export const SERVICE_WORKER_ENTRY = `${ROOT}src/runtime/browser/service-worker.ts`;
 /** The Web Worker that builds a picked GGUF's graph off the page's main thread (a module worker). */
-export const GGUF_WORKER_ENTRY = `${ROOT}src/runtime/browser-gguf-worker.ts`;
+export const GGUF_WORKER_ENTRY = `${ROOT}src/runtime/browser/gguf-worker.ts`;
 /** The browsers the page and its service worker are built for (WebGPU-era releases). */
 const BROWSER_TARGETS = ['es2022', 'chrome113', 'firefox115', 'safari16.4'];
 /** public/ files the page loads as they are (the service worker keeps them with the bundle). */

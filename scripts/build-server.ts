@@ -1,5 +1,5 @@
 /**
- * Compiles the Node server (src/runtime/node.ts and what it imports) into one ES module,
+ * Compiles the Node server (src/runtime/node/main.ts and what it imports) into one ES module,
  * dist/node/server.js, that plain `node` runs: `npm start` is `node dist/node/server.js`,
  * so SIGTERM and SIGINT reach the server itself whatever started it (no tsx wrapper
  * process in between). Packages stay external (resolved from node_modules at run time,
@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const SERVER_ENTRY = `${ROOT}src/runtime/node.ts`;
+export const SERVER_ENTRY = `${ROOT}src/runtime/node/main.ts`;
 export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
 /**
  * The model's worker thread (modelThread "worker") runs its own module, found beside the

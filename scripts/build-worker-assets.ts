@@ -19,10 +19,10 @@ import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MODEL_FILE_PATHS } from '../src/engine/model-files.js';
-import { ORT_WASM_FILES, WEBGPU_WASM_FILES } from '../src/runtime/browser-ort.js';
+import { MODEL_FILE_PATHS } from '../src/onnx/model-files.js';
+import { ORT_WASM_FILES, WEBGPU_WASM_FILES } from '../src/runtime/browser/ort.js';
 import { CROSS_ORIGIN_ISOLATION, SERVICE_WORKER_PATH, SERVICE_WORKER_SCOPE_HEADER, WEBGPU_BUILD_META } from '../src/runtime/playground-files.js';
-import { EMBEDDED_MODEL_DIR } from '../src/runtime/worker-tokenizer-files.js';
+import { EMBEDDED_MODEL_DIR } from '../src/runtime/worker/tokenizer-files.js';
 import { buildPlayground } from './build-playground.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -3,8 +3,8 @@
  * dev --env gguf` / `wrangler deploy --env gguf`): reads the header of the .gguf that
  * MODEL_GGUF names (the build's environment, else wrangler.toml's [env.gguf.vars]; a path
  * relative to wrangler.toml), refuses it with the reason when it is past the Worker's
- * size or memory limits (src/runtime/worker-gguf-limits.ts), and copies it to
- * dist/worker-gguf/model.gguf with model.json (its name), which src/runtime/worker-gguf.ts
+ * size or memory limits (src/runtime/worker/gguf-limits.ts), and copies it to
+ * dist/worker-gguf/model.gguf with model.json (its name), which src/runtime/worker/gguf.ts
  * imports: the file goes up with the Worker as a Data module.
  *
  *   MODEL_GGUF=path/to/model.gguf npx tsx scripts/build-worker-gguf.ts
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { formatBytes } from '../src/engine/context-length.js';
 import { ggufGraphOptionsFromSettings } from '../src/gguf/gguf-model.js';
 import { openGgufModelAt } from '../src/gguf/node-gguf.js';
-import { planWorkerGguf, workerGgufLimitsFrom, type WorkerGgufPlan } from '../src/runtime/worker-gguf-limits.js';
+import { planWorkerGguf, workerGgufLimitsFrom, type WorkerGgufPlan } from '../src/runtime/worker/gguf-limits.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const WORKER_GGUF_DIR = `${ROOT}dist/worker-gguf`;

@@ -15,8 +15,8 @@
 import { readFile } from 'node:fs/promises';
 import { convertLlama2cModel, writeConvertedFiles } from '../src/convert/convert-llama2c-model.js';
 import { parseConvertFlags } from './convert/convert-flags.js';
-import { GRAPH_OPS } from '../src/convert/llama-onnx-graph.js';
-import { WEIGHT_DTYPES } from '../src/convert/weight-dtype.js';
+import { GRAPH_OPS } from '../src/graph/llama-onnx-graph.js';
+import { WEIGHT_DTYPES } from '../src/graph/weight-dtype.js';
 import { ggufGraphOptionsFromEnv, openGgufModelAt, writeGgufModelFolder } from '../src/gguf/node-gguf.js';
 
 const USAGE =

@@ -4,7 +4,7 @@
  * - dist/xgrammar.wasm: its WebAssembly binary. The package ships no .wasm file: its
  *   bundle carries the binary as a base64 data URI and instantiates it from bytes, which
  *   workerd refuses. The Worker uploads this file as a precompiled module instead, and
- *   src/runtime/worker-xgrammar.ts redirects the package's instantiate call to it,
+ *   src/runtime/worker/xgrammar.ts redirects the package's instantiate call to it,
  *   recognising the package's bytes by dist/xgrammar-wasm.json (length, leading bytes).
  * - dist/web-xgrammar.js: the package's bundle with its Node-only branches switched off
  *   (wrangler.toml aliases the package to it). Its Emscripten glue takes workerd for Node

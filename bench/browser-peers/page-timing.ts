@@ -1,6 +1,6 @@
 /**
  * What every peer page reports for one greedy request, timed as the in-page engine's
- * benchmark times itself (src/runtime/browser-benchmark.ts): the first token apart, then
+ * benchmark times itself (src/runtime/browser/benchmark.ts): the first token apart, then
  * decode steps per second. Browser code, bundled per page by bench/browser-peers/serve.ts.
  */
 export interface PeerRun {

@@ -8,8 +8,8 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GraphBuilder } from '../../src/convert/graph-builder.js';
-import { OnnxDataType, encodeOnnxModel } from '../../src/convert/onnx-writer.js';
+import { GraphBuilder } from '../../src/graph/graph-builder.js';
+import { OnnxDataType, encodeOnnxModel } from '../../src/graph/onnx-writer.js';
 import { benchModelCache, SMOLLM2_135M_SHAPE } from '../size-models.js';
 
 const VERSION = 1;

@@ -6,8 +6,8 @@
  * The only import of the converter's graph code (it moves from scripts/convert to
  * src/convert: change this one line if it has moved).
  */
-import { GraphBuilder } from '../../src/convert/graph-builder.js';
-import { OnnxDataType, encodeOnnxModel, type OnnxTensor } from '../../src/convert/onnx-writer.js';
+import { GraphBuilder } from '../../src/graph/graph-builder.js';
+import { OnnxDataType, encodeOnnxModel, type OnnxTensor } from '../../src/graph/onnx-writer.js';
 
 const MS_DOMAIN = 'com.microsoft';
 // TensorProto.DataType INT8: the converter never stores int8, so its table lacks it.

@@ -4,7 +4,7 @@
  * shows how far along it is.
  */
 
-/** One file's progress, as src/runtime/browser-downloads.ts reports it. */
+/** One file's progress, as src/runtime/browser/downloads.ts reports it. */
 export interface DownloadProgress {
   file: string;
   loadedBytes: number;

@@ -6,7 +6,7 @@
  */
 import { h } from './dom.js';
 
-/** What the page was given (src/runtime/browser-gguf.ts reads it). */
+/** What the page was given (src/runtime/browser/gguf.ts reads it). */
 export type GgufPick = { kind: 'file'; file: File } | { kind: 'url'; url: string };
 
 export function isGgufName(name: string): boolean {

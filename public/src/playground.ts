@@ -1,6 +1,6 @@
 /**
  * The playground page: wires the form, the request preview, the engines and the results.
- * The page's entry (src/runtime/browser-playground.ts) calls startPlayground with the
+ * The page's entry (src/runtime/browser/playground.ts) calls startPlayground with the
  * loader of the in-page engine, so this UI never imports the engine itself and its
  * first download stays small.
  */

@@ -21,7 +21,7 @@ export interface InPageEngine {
   report?: string[];
 }
 
-/** Supplied by the page's entry (src/runtime/browser-playground.ts): creates the in-page app. */
+/** Supplied by the page's entry (src/runtime/browser/playground.ts): creates the in-page app. */
 export type InPageLoader = (
   backend: InPageBackend,
   options: {
@@ -34,7 +34,7 @@ export type InPageLoader = (
   },
 ) => Promise<InPageEngine>;
 
-/** A decode benchmark of a started in-page engine (src/runtime/browser-benchmark.ts). */
+/** A decode benchmark of a started in-page engine (src/runtime/browser/benchmark.ts). */
 export type InPageBenchmark = (
   backend: InPageBackend,
   options: { tokens?: number; runs?: number; onRun?: (run: number, result: { stepsPerSecond: number }) => void },

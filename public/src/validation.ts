@@ -6,7 +6,7 @@
  * its error then lands on the field named by the error's `param`.
  */
 import type { z } from 'zod';
-import { describeIssue, plainErrorMap } from '../../src/protocol/issues.js';
+import { describeIssue, plainErrorMap } from '../../src/common/zod-issues.js';
 import { MindieGenerateRequestSchema } from '../../src/protocol/mindie.js';
 import { ChatCompletionRequestSchema } from '../../src/protocol/openai-chat.js';
 import { CompletionRequestSchema } from '../../src/protocol/openai-completions.js';

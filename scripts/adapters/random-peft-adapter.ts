@@ -7,7 +7,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
 import { writeSafetensors } from '../../src/adapters/safetensors.js';
 import { seededRandom } from '../seeded-random.js';
 
@@ -81,7 +81,7 @@ function encode(values: Float32Array, dtype: 'F32' | 'F16' | 'BF16'): { bytes: U
 }
 
 /** in / out features of each module for a checkpoint's shapes. */
-export function moduleShapes(ckpt: Llama2cCheckpoint): Record<LoraModuleName, { inDim: number; outDim: number }> {
+export function moduleShapes(ckpt: DecoderCheckpoint): Record<LoraModuleName, { inDim: number; outDim: number }> {
   const { dim, hiddenDim } = ckpt.header;
   const { kvDim } = ckpt;
   return {
@@ -97,7 +97,7 @@ export function moduleShapes(ckpt: Llama2cCheckpoint): Record<LoraModuleName, { 
 
 const BLOCK: Record<string, string> = { q_proj: 'self_attn', k_proj: 'self_attn', v_proj: 'self_attn', o_proj: 'self_attn', gate_proj: 'mlp', up_proj: 'mlp', down_proj: 'mlp' };
 
-export function randomAdapter(ckpt: Llama2cCheckpoint, options: RandomAdapterOptions): RandomAdapter {
+export function randomAdapter(ckpt: DecoderCheckpoint, options: RandomAdapterOptions): RandomAdapter {
   const random = seededRandom(options.seed);
   const dtype = options.dtype ?? 'F32';
   const targets = options.targets ?? ALL_MODULES;

@@ -19,8 +19,8 @@
  * Env: B (32), T (512), KV (4), G (2), D (8), LAYERS (5), ITERS (40), ONLY (comma list).
  */
 import * as ort from 'onnxruntime-node';
-import { GraphBuilder } from '../../src/convert/graph-builder.js';
-import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js';
+import { GraphBuilder } from '../../src/graph/graph-builder.js';
+import { encodeOnnxModel, OnnxDataType } from '../../src/graph/onnx-writer.js';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const B = env('B', 32);

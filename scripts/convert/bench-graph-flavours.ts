@@ -11,15 +11,16 @@ import { readFile } from 'node:fs/promises';
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { LLAMA2C_RMS_NORM_EPS } from '../../src/convert/hf-config.js';
-import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
-import { buildLlamaGraph, EXTRA_OPSETS, GRAPH_OPS, type GraphOps } from '../../src/convert/llama-onnx-graph.js';
-import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
+import { type DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
+import { readLlama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS, GRAPH_OPS, type GraphOps } from '../../src/graph/llama-onnx-graph.js';
+import { encodeOnnxModel } from '../../src/graph/onnx-writer.js';
 
 type Ort = typeof ortNode;
 
 const DEFAULT_CHECKPOINT = new URL('../../test/fixtures/stories260K/stories260K.bin', import.meta.url);
 
-function encodeFlavour(ckpt: Llama2cCheckpoint, ops: GraphOps): Uint8Array {
+function encodeFlavour(ckpt: DecoderCheckpoint, ops: GraphOps): Uint8Array {
   return encodeOnnxModel({
     irVersion: 8,
     opsetVersion: 17,
@@ -31,7 +32,7 @@ function encodeFlavour(ckpt: Llama2cCheckpoint, ops: GraphOps): Uint8Array {
 }
 
 /** Feeds for one decode step: `batch` rows, `past` cached slots each. */
-function decodeFeeds(ort: Ort, ckpt: Llama2cCheckpoint, batch: number, past: number) {
+function decodeFeeds(ort: Ort, ckpt: DecoderCheckpoint, batch: number, past: number) {
   const { nLayers, nKvHeads } = ckpt.header;
   const feeds: Record<string, ortNode.Tensor> = {
     input_ids: new ort.Tensor('int64', new BigInt64Array(batch).fill(5n), [batch, 1]),

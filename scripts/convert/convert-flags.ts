@@ -1,7 +1,7 @@
 /** The converter CLI's options (scripts/convert-llama2c.ts). */
 import type { ConvertOptions } from '../../src/convert/convert-llama2c-model.js';
-import { GRAPH_OPS, type GraphOps } from '../../src/convert/llama-onnx-graph.js';
-import { WEIGHT_DTYPES, type Q4AccuracyLevel, type WeightDtype } from '../../src/convert/weight-dtype.js';
+import { GRAPH_OPS, type GraphOps } from '../../src/graph/llama-onnx-graph.js';
+import { WEIGHT_DTYPES, type Q4AccuracyLevel, type WeightDtype } from '../../src/graph/weight-dtype.js';
 
 /** The options, or the reason they are wrong. */
 export function parseConvertFlags(flags: readonly string[]): ConvertOptions | string {

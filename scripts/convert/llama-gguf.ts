@@ -10,11 +10,11 @@
  * would fall back; norms are always F32. The tied output projection reads token_embd.
  */
 import { LLAMA2C_BOS_ID, LLAMA2C_EOS_ID, LLAMA2C_RMS_NORM_EPS } from '../../src/convert/hf-config.js';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
 import { hfPiece, parseLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { GgmlType, type GgufModel, type GgufTensor, type GgufValue } from './gguf-writer.js';
-import { packQ4_0, Q4_BLOCK, quantizeQ4Rows } from '../../src/convert/q4-blocks.js';
-import { inferRopeTheta } from '../../src/convert/rope.js';
+import { packQ4_0, Q4_BLOCK, quantizeQ4Rows } from '../../src/graph/q4-blocks.js';
+import { inferRopeTheta } from '../../src/graph/rope.js';
 
 export type GgufWeightType = 'F32' | 'Q4_0';
 
@@ -35,7 +35,7 @@ export interface LlamaGgufOptions {
   contextLength?: number;
 }
 
-export function buildLlamaGguf(ckpt: Llama2cCheckpoint, tokenizer: Uint8Array, options: LlamaGgufOptions): GgufModel {
+export function buildLlamaGguf(ckpt: DecoderCheckpoint, tokenizer: Uint8Array, options: LlamaGgufOptions): GgufModel {
   const { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, sharedClassifier } = ckpt.header;
   const { kvDim, headDim } = ckpt;
   const { entries } = parseLlama2cTokenizer(tokenizer);

@@ -3,11 +3,11 @@
  * 135M-shaped model and the thread measurements all build theirs here, so one seed gives
  * one set of weights wherever it is used.
  */
-import type { Llama2cCheckpoint, Llama2cHeader } from '../../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint, DecoderHeader } from '../../src/graph/decoder-checkpoint.js';
 import { seededRandom } from '../seeded-random.js';
 
 /** A llama2.c header's sizes; whether the classifier is shared is `tiedClassifier`. */
-export interface RandomCheckpointShape extends Omit<Llama2cHeader, 'sharedClassifier'> {
+export interface RandomCheckpointShape extends Omit<DecoderHeader, 'sharedClassifier'> {
   /** RoPE base (10000 unless the shape's family says otherwise). */
   ropeTheta?: number;
   /**
@@ -17,7 +17,7 @@ export interface RandomCheckpointShape extends Omit<Llama2cHeader, 'sharedClassi
   tiedClassifier?: boolean;
 }
 
-export function randomLlamaCheckpoint(shape: RandomCheckpointShape, seed: number): Llama2cCheckpoint {
+export function randomLlamaCheckpoint(shape: RandomCheckpointShape, seed: number): DecoderCheckpoint {
   const { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize, seqLen, ropeTheta = 10000, tiedClassifier = false } = shape;
   const random = seededRandom(seed);
   const headDim = dim / nHeads;

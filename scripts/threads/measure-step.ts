@@ -11,9 +11,9 @@ import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
 import { promptInput } from '../../src/engine/onnx-decoder.js';
 import { emptyKvCache, repackKvCache } from '../../src/engine/kv/kv-cache.js';
 import type { KvRowSource } from '../../src/engine/kv/types.js';
-import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
-import type { OrtRuntime, InferenceSession } from '../../src/engine/ort-runtime.js';
-import { readModelDir } from '../../src/runtime/model-dir.js';
+import { modelSpecFromFiles } from '../../src/onnx/model-spec.js';
+import type { OrtRuntime, InferenceSession } from '../../src/onnx/ort-runtime.js';
+import { readModelDir } from '../../src/runtime/node/model-dir.js';
 import { measuredModelDir } from './random-llama.js';
 
 const [modelArg = 'embedded', callsArg = '200', batchArg = '1', pastArg = '32'] = process.argv.slice(2);

@@ -7,7 +7,7 @@
  *   configs: comma-separated threads[:main|worker], e.g. "1,2" or "2:main,2:worker"
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
 import { measuredModelDir } from './random-llama.js';

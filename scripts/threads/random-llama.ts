@@ -10,10 +10,10 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildGenerationConfig, buildHfConfig } from '../../src/convert/hf-config.js';
-import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/convert/llama-onnx-graph.js';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
-import { moveWeightsToExternalData } from '../../src/convert/graph-variants.js';
-import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/graph/llama-onnx-graph.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
+import { moveWeightsToExternalData } from '../../src/graph/graph-variants.js';
+import { encodeOnnxModel } from '../../src/graph/onnx-writer.js';
 import { randomLlamaCheckpoint } from '../convert/random-checkpoint.js';
 
 export interface LlamaShape {
@@ -34,7 +34,7 @@ export const SHAPE_25M: LlamaShape = { dim: 512, hiddenDim: 1376, nLayers: 8, nH
 
 const EMBEDDED = new URL('../../models/stories260k/', import.meta.url);
 
-function randomCheckpoint(shape: LlamaShape, vocabSize: number, seed: number): Llama2cCheckpoint {
+function randomCheckpoint(shape: LlamaShape, vocabSize: number, seed: number): DecoderCheckpoint {
   return randomLlamaCheckpoint({ ...shape, vocabSize }, seed);
 }
 

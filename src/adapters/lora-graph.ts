@@ -21,7 +21,7 @@
  * MatMulNBits / MatMulInteger projections, projections inside If subgraphs, float16
  * weights) are refused by name.
  */
-import type { ModelSpec } from '../engine/model-spec.js';
+import type { ModelSpec } from '../onnx/model-spec.js';
 import { bytesField, concat, readRecords, stringField, stringOf, varintField, type ProtoRecord } from './protobuf.js';
 
 /** One adapter module's columns inside a target projection's output. */

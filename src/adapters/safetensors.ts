@@ -4,7 +4,7 @@
  * in the data section that follows. Tensors come out as float32 whatever they were stored
  * as (F32, F16, BF16); other dtypes are refused with the tensor's name.
  */
-import { float16ToFloat32 } from '../engine/float16.js';
+import { float16ToFloat32 } from '../onnx/float16.js';
 
 export interface SafetensorsTensor {
   dtype: string;

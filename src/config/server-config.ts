@@ -10,11 +10,11 @@
  * its parsed JSON and `process.env` in.
  */
 import { z } from 'zod';
-import { MODEL_DTYPES } from '../engine/model-variants.js';
+import { MODEL_DTYPES } from '../engine/loading/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
-import { describeIssue, formatPath, plainErrorMap } from '../protocol/issues.js';
+import { describeIssue, formatPath, plainErrorMap } from '../common/zod-issues.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
-import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './request-bounds.js';
+import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './bound-settings.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   const requirement = max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer in [${min}, ${max}]`;
@@ -69,7 +69,7 @@ export const ServerConfigSchema = z.strictObject(
     modelDir: nonEmpty.default('models/stories260k'),
     /**
      * Which weight variant of the model folder to load, by transformers.js's names:
-     * fp32 → onnx/model.onnx, q4 → onnx/model_q4.onnx, ... (engine/model-variants.ts).
+     * fp32 → onnx/model.onnx, q4 → onnx/model_q4.onnx, ... (engine/loading/model-variants.ts).
      */
     dtype: z.enum(MODEL_DTYPES, { error: `must be one of ${MODEL_DTYPES.map((d) => `"${d}"`).join(', ')}` }).optional(),
     /** Any .onnx file inside the model folder (e.g. "onnx/my-export.onnx"); wins over dtype. */

@@ -2,13 +2,14 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { buildGenerationConfig, buildHfConfig, LLAMA2C_RMS_NORM_EPS } from './hf-config.js';
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from './llama-onnx-graph.js';
-import { readLlama2cCheckpoint, type Llama2cCheckpoint } from './llama2c-checkpoint.js';
-import { MS_DOMAIN } from './llama-graph-blocks.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../graph/llama-onnx-graph.js';
+import { type DecoderCheckpoint } from '../graph/decoder-checkpoint.js';
+import { readLlama2cCheckpoint } from './llama2c-checkpoint.js';
+import { MS_DOMAIN } from '../graph/llama-graph-blocks.js';
 import { convertLlama2cTokenizer } from './llama2c-tokenizer.js';
-import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET } from './onnx-writer.js';
-import { inferRopeTheta } from './rope.js';
-import { applyWeightDtype, checkpointOnWeightGrid, ONNX_FILE_OF_DTYPE, type WeightDtype, type WeightDtypeOptions } from './weight-dtype.js';
+import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET } from '../graph/onnx-writer.js';
+import { inferRopeTheta } from '../graph/rope.js';
+import { applyWeightDtype, checkpointOnWeightGrid, ONNX_FILE_OF_DTYPE, type WeightDtype, type WeightDtypeOptions } from '../graph/weight-dtype.js';
 
 export const PRODUCER_NAME = 'edge-llm convert-llama2c';
 export const PRODUCER_VERSION = '0.1.0';
@@ -34,7 +35,7 @@ export function convertLlama2cModel(
 }
 
 /** The same from a checkpoint already in memory (the bench builds its models this way). */
-export function convertCheckpoint(ckpt: Llama2cCheckpoint, tokenizer: Uint8Array, options: ConvertOptions = {}): ConvertedFiles {
+export function convertCheckpoint(ckpt: DecoderCheckpoint, tokenizer: Uint8Array, options: ConvertOptions = {}): ConvertedFiles {
   const { seqLen } = ckpt.header;
   const ops = options.ops ?? 'fused';
   const ropeTheta = inferRopeTheta(ckpt.freqCisReal, ckpt.freqCisImag, seqLen, ckpt.headDim);

@@ -1,5 +1,5 @@
 /** config.json / generation_config.json contents for a converted llama2.c checkpoint. */
-import type { Llama2cCheckpoint } from './llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../graph/decoder-checkpoint.js';
 
 /** llama2.c's run.c hard-codes this epsilon; the checkpoint does not store it. */
 export const LLAMA2C_RMS_NORM_EPS = 1e-5;
@@ -7,7 +7,7 @@ export const LLAMA2C_RMS_NORM_EPS = 1e-5;
 export const LLAMA2C_BOS_ID = 1;
 export const LLAMA2C_EOS_ID = 2;
 
-export function buildHfConfig(ckpt: Llama2cCheckpoint, ropeTheta: number): Record<string, unknown> {
+export function buildHfConfig(ckpt: DecoderCheckpoint, ropeTheta: number): Record<string, unknown> {
   const h = ckpt.header;
   return {
     architectures: ['LlamaForCausalLM'],

@@ -1,60 +1,20 @@
 /**
  * Reader for llama2.c "legacy" checkpoints (the format of karpathy/tinyllamas): a 7-int32
- * header followed by float32 tensors in a fixed order. Matrices are stored as PyTorch
- * nn.Linear weights, i.e. [out_features, in_features] row-major.
+ * header followed by float32 tensors in a fixed order, into the graph builder's
+ * DecoderCheckpoint.
  */
-
-export interface Llama2cHeader {
-  dim: number;
-  hiddenDim: number;
-  nLayers: number;
-  nHeads: number;
-  nKvHeads: number;
-  vocabSize: number;
-  seqLen: number;
-  /** The file stores a negative vocab_size when the classifier has its own weights. */
-  sharedClassifier: boolean;
-}
-
-export interface Llama2cLayer {
-  rmsAtt: Float32Array; // [dim]
-  wq: Float32Array; // [nHeads * headDim, dim] (headDim may differ from dim / nHeads: Qwen3)
-  wk: Float32Array; // [kvDim, dim]
-  wv: Float32Array; // [kvDim, dim]
-  wo: Float32Array; // [dim, nHeads * headDim]
-  rmsFfn: Float32Array; // [dim]
-  w1: Float32Array; // [hidden, dim]
-  w2: Float32Array; // [dim, hidden]
-  w3: Float32Array; // [hidden, dim]
-  /** q/k/v projection biases (Qwen2 layouts; llama2.c has none), q and k in the rows' order of wq / wk. */
-  attentionBias?: { q: Float32Array; k: Float32Array; v: Float32Array };
-  /** RMSNorm weights [headDim] over each head of q and of k before RoPE (Qwen3), in the rows' order within a head of wq / wk. */
-  qkNorm?: { q: Float32Array; k: Float32Array; epsilon: number };
-}
-
-export interface Llama2cCheckpoint {
-  header: Llama2cHeader;
-  headDim: number;
-  kvDim: number;
-  tokenEmbedding: Float32Array; // [vocab, dim]
-  layers: Llama2cLayer[];
-  rmsFinal: Float32Array; // [dim]
-  freqCisReal: Float32Array; // [seqLen, headDim / 2]
-  freqCisImag: Float32Array; // [seqLen, headDim / 2]
-  /** Same array as tokenEmbedding when the classifier is shared. */
-  classifier: Float32Array; // [vocab, dim]
-}
+import type { DecoderCheckpoint, DecoderHeader } from '../graph/decoder-checkpoint.js';
 
 const HEADER_BYTES = 7 * 4;
 
-export function readLlama2cCheckpoint(bytes: Uint8Array): Llama2cCheckpoint {
+export function readLlama2cCheckpoint(bytes: Uint8Array): DecoderCheckpoint {
   if (bytes.byteLength < HEADER_BYTES) {
     throw new Error(`llama2.c checkpoint too short for its header: ${bytes.byteLength} bytes`);
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const h = (i: number) => view.getInt32(i * 4, true);
   const rawVocab = h(5);
-  const header: Llama2cHeader = {
+  const header: DecoderHeader = {
     dim: h(0),
     hiddenDim: h(1),
     nLayers: h(2),
@@ -134,7 +94,7 @@ export function readLlama2cCheckpoint(bytes: Uint8Array): Llama2cCheckpoint {
   };
 }
 
-function validateHeader(h: Llama2cHeader): void {
+function validateHeader(h: DecoderHeader): void {
   const fields = [h.dim, h.hiddenDim, h.nLayers, h.nHeads, h.nKvHeads, h.vocabSize, h.seqLen];
   if (fields.some((v) => !Number.isInteger(v) || v <= 0 || v > 1 << 24)) {
     throw new Error(`not a llama2.c checkpoint: implausible header ${JSON.stringify(h)}`);

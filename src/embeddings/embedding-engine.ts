@@ -81,11 +81,6 @@ export class EmbeddingEngine implements Engine, EmbeddingService {
     this.notes = options.notes ?? [];
   }
 
-  /** The engine is its own embedding service. */
-  get embeddings(): EmbeddingService {
-    return this;
-  }
-
   embed(request: EmbedRequest): Promise<Float32Array[]> {
     if (this.disposed) return Promise.reject(new EngineOverloadedError('The engine is shutting down.', 1));
     if (request.inputs.length === 0) return Promise.resolve([]);

@@ -5,8 +5,8 @@
  * cache: fed empty); output last_hidden_state [batch, seq, hidden]. Several inputs run in one
  * call, right-padded; each row is pooled over its own tokens.
  */
-import { float32Of } from '../engine/float16.js';
-import type { InferenceSession, OrtRuntime, Tensor } from '../engine/ort-runtime.js';
+import { float32Of } from '../onnx/float16.js';
+import type { InferenceSession, OrtRuntime, Tensor } from '../onnx/ort-runtime.js';
 import { poolRow } from './pooling.js';
 import type { PoolingMode } from './pooling-config.js';
 

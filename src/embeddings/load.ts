@@ -3,7 +3,7 @@
  * files), as a runtime entry read it, → a serving EmbeddingEngine. What the engine cannot
  * serve correctly is refused here, at startup, with the reason.
  */
-import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
+import type { InferenceSession, OrtRuntime } from '../onnx/ort-runtime.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import { EmbeddingEngine, type EmbeddingEngineLimits } from './embedding-engine.js';
 import { EmbeddingGraphError, EmbeddingModel } from './embedding-model.js';

@@ -4,7 +4,7 @@ import type { KvCache, KvPadding, KvRowSource } from './kv/types.js';
 import { promptInput, type Decoder, type DecoderInput } from './onnx-decoder.js';
 import { freeReplacedKvBuffers } from './kv/free-kv-buffers.js';
 import { localInPlaceKv, type InPlaceKvOps } from './kv/in-place-step.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import type { SpeculativeDecoding } from './scheduler-limits.js';
 
 /** When the runner feeds guessed tokens (speculative decoding). */

@@ -8,10 +8,10 @@ import { LoraSlots } from '../adapters/lora-slots.js';
 import { AdapterError } from '../adapters/peft-adapter.js';
 import { SafetensorsError } from '../adapters/safetensors.js';
 import { EngineRequestError } from './errors.js';
-import type { ModelFiles } from './model-files.js';
-import type { ModelSpec } from './model-spec.js';
+import type { ModelFiles } from '../onnx/model-files.js';
+import type { ModelSpec } from '../onnx/model-spec.js';
 import type { Decoder } from './onnx-decoder.js';
-import type { InferenceSession } from './ort-runtime.js';
+import type { InferenceSession } from '../onnx/ort-runtime.js';
 import type { AdapterInfo, EngineAdapters } from './types.js';
 
 export interface LoraOptions {

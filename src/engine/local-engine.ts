@@ -1,16 +1,17 @@
 import type { InferenceSession } from 'onnxruntime-common';
-import { tokenizerJsonAsLoaded } from './folder-layout.js';
+import { tokenizerJsonAsLoaded } from './loading/folder-layout.js';
 import type { SamplingParams } from '../sampling/params.js';
 import { HfTokenizer } from '../tokenizer/hf-tokenizer.js';
 import type { HfTokenizerSource, TokenizerThread } from '../tokenizer/tokenizer-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { BeamSearchGroup } from './beam-search.js';
-import { checkBatching, int8ActivationsOf, type BatchingMode } from './batching-self-test.js';
+import { checkBatching, int8ActivationsOf, type BatchingMode } from './loading/batching-self-test.js';
 import { kvBytesPerToken, planContext, type ContextPlan } from './context-length.js';
-import { describeContract } from './decoder-contract.js';
+import { describeContract } from './loading/decoder-contract.js';
 import { checkPromptTokenIds, EngineOverloadedError, EngineRequestError } from './errors.js';
-import type { ModelFiles } from './model-files.js';
-import { generationDefaultsFromConfig, modelSpecFromFiles, type ModelSpec } from './model-spec.js';
+import type { ModelFiles } from '../onnx/model-files.js';
+import { modelSpecFromFiles, type ModelSpec } from '../onnx/model-spec.js';
+import { generationDefaultsFromConfig } from './loading/generation-defaults.js';
 import type { GpuKvStore } from './kv/gpu-kv-cache.js';
 import { OnnxDecoder, type Decoder } from './onnx-decoder.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
@@ -19,12 +20,12 @@ import type { WorkerStart } from './model-thread/protocol.js';
 import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
 import { AudioLanguageModel } from '../multimodal/audio-model.js';
-import type { OrtRuntime } from './ort-runtime.js';
+import type { OrtRuntime } from '../onnx/ort-runtime.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { Scheduler } from './scheduler.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
 import type { Engine, EngineFeatures, EngineStats, GenerateRequest, GenerationDelta, ModelInfo } from './types.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import { EngineLora, type LoraOptions } from './engine-lora.js';
 
 /** What the engine loaded, for the startup report. */
@@ -83,7 +84,7 @@ export interface LocalEngineOptions {
   modelThread?: ModelThread;
   /**
    * Starts the worker-thread decoder (worker mode). Passed in by the runtime entry that has
-   * worker threads (runtime/node-engine.ts), so the engine's code imports no Node module.
+   * worker threads (runtime/node/engine.ts), so the engine's code imports no Node module.
    */
   startWorkerDecoder?: (start: WorkerStart) => Promise<Decoder>;
   /** How the thread settings were resolved, for the startup report. */

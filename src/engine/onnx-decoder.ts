@@ -1,14 +1,14 @@
-import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
+import type { InferenceSession, OrtRuntime, Tensor } from '../onnx/ort-runtime.js';
 import type { GpuKvStore } from './kv/gpu-kv-cache.js';
-import { PACKED_NEW_KV_OUTPUT, readDecoderContract, type DecoderContract } from './decoder-contract.js';
+import { PACKED_NEW_KV_OUTPUT, readDecoderContract, type DecoderContract } from './loading/decoder-contract.js';
 import { EngineRequestError } from './errors.js';
-import { float16Bits, float32Of, float32ToFloat16 } from './float16.js';
+import { float16Bits, float32Of, float32ToFloat16 } from '../onnx/float16.js';
 import type { KvArray, KvCache } from './kv/types.js';
 import { appendNewSlots, writeNewSlots } from './kv/in-place-kv.js';
 import type { InPlaceKvOps } from './kv/in-place-step.js';
-import type { ModelSpec } from './model-spec.js';
+import type { ModelSpec } from '../onnx/model-spec.js';
 import type { TokenEmbedder } from './token-embedder.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import { LORA_INPUTS } from '../adapters/lora-graph.js';
 import type { LoraSlots } from '../adapters/lora-slots.js';
 

@@ -1,5 +1,5 @@
 import { promptPositionLogprob, type PromptTokenLogprob } from '../sampling/logprobs.js';
-import { yieldToEventLoop } from './yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 
 /**
  * Prompt logprobs (vLLM's prompt_logprobs, and echo with logprobs) over a prefill's

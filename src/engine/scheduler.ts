@@ -1,17 +1,17 @@
 import { BatchRunner, type JoiningRow } from './batch-runner.js';
-import type { BatchingMode } from './batching-self-test.js';
+import type { BatchingMode } from './loading/batching-self-test.js';
 import type { Decoder } from './onnx-decoder.js';
 import type { EngineLora } from './engine-lora.js';
 import { EngineOverloadedError } from './errors.js';
 import { laneTakesRequest, type PipelineSettings } from './model-thread/lanes.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import { extraSequenceSlots, type SchedulerLimits } from './scheduler-limits.js';
 import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
 import type { KvCache } from './kv/types.js';
-import { yieldBetweenSteps, yieldToEventLoop } from './yield.js';
+import { yieldBetweenSteps, yieldToEventLoop } from '../threads/yield.js';
 
 /**
  * The engine's step loop (LocalEngine hands it every request it accepted): the waiting

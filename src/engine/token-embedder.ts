@@ -1,5 +1,5 @@
-import type { InferenceSession, OrtRuntime, Tensor } from './ort-runtime.js';
-import { float32Of } from './float16.js';
+import type { InferenceSession, OrtRuntime, Tensor } from '../onnx/ort-runtime.js';
+import { float32Of } from '../onnx/float16.js';
 
 /**
  * The embed_tokens graph of a vision-language export (onnx/embed_tokens.onnx: input_ids →

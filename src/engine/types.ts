@@ -5,8 +5,7 @@ import type { MediaKind } from '../media/types.js';
 import type { VideoSampling } from '../media/decode/frame-sampling.js';
 import type { VisionLanguageModel } from '../multimodal/model.js';
 import type { AudioLanguageModel } from '../multimodal/audio-model.js';
-import type { PlaceholderEmbeds } from './placeholder-embeds.js';
-import type { EmbeddingService } from '../embeddings/types.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 
 /** Why a sequence ended. vLLM's finish_reason values plus our own for aborts. */
 export type FinishReason = 'stop' | 'length' | 'abort';
@@ -145,11 +144,6 @@ export interface Engine {
   readonly embeddingSize?: number | null;
   /** LoRA adapters selectable by `model`; absent: the base model only. */
   readonly adapters?: EngineAdapters;
-  /**
-   * An embedding model's service (vLLM's "embed" task); absent or null: the engine generates
-   * and /v1/embeddings answers vLLM's 400. An engine with it refuses generation.
-   */
-  readonly embeddings?: EmbeddingService | null;
   generate(request: GenerateRequest): AsyncIterable<GenerationDelta>;
   stats(): EngineStats;
   /** Why the engine cannot generate right now (its model worker has died), or null; absent: never broken. */

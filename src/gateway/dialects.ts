@@ -13,7 +13,7 @@
  *               vLLM's neutral defaults for the samplers llama.cpp turns on by default.
  *  - openai:    the OpenAI API itself: guided_json → response_format (chat), none of vLLM's extras.
  */
-import { invalidRequest } from '../protocol/errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 
 export const DIALECTS = ['vllm', 'llama.cpp', 'openai'] as const;
 export type Dialect = (typeof DIALECTS)[number];

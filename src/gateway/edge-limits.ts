@@ -4,7 +4,7 @@
  * per minute. The key is the authenticated client key's name, else its IP address; a
  * named key (client-keys.ts) may carry its own limits. Deployed, both use the platform's
  * primitives (the rate-limiting binding, a Durable Object per key: see
- * src/runtime/worker-limits.ts), so every isolate and location shares one count; in
+ * src/runtime/worker/limits.ts), so every isolate and location shares one count; in
  * `wrangler dev` or without those bindings, the in-memory versions here count per isolate.
  */
 

@@ -7,8 +7,8 @@
  * as it arrives; an upstream error comes back in this API's error shape.
  */
 import { checkPromptTokenIds, EngineRequestError } from '../engine/errors.js';
-import { UpstreamError, upstreamErrorBody, upstreamFailure } from '../engine/remote-errors.js';
-import { ProtocolError } from '../protocol/errors.js';
+import { UpstreamError, upstreamErrorBody, upstreamFailure } from '../engine/remote/errors.js';
+import { ProtocolError } from '../common/protocol-error.js';
 import { ChatCompletionRequestSchema } from '../protocol/openai-chat.js';
 import { completionPrompts, CompletionRequestSchema } from '../protocol/openai-completions.js';
 import { checkedLogitBias } from '../protocol/sampling-params.js';

@@ -15,8 +15,8 @@
  * (passively from requests, actively from `probe`, which the gateway runs in the
  * background every `healthCheckIntervalMs` and from its Cron Trigger).
  */
-import { UpstreamError, UpstreamTimeoutError } from '../engine/remote-errors.js';
-import { ProtocolError } from '../protocol/errors.js';
+import { UpstreamError, UpstreamTimeoutError } from '../engine/remote/errors.js';
+import { ProtocolError } from '../common/protocol-error.js';
 import { idleGuardedBody, timeoutError, withDeadline } from './upstream-timeouts.js';
 import { upstreamUrl, type UpstreamTarget } from './upstreams.js';
 

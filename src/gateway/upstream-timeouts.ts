@@ -12,7 +12,7 @@
  *  - idle: the longest silence between two body chunks once the body flows.
  * Each timeout is an UpstreamTimeoutError naming the upstream and the deadline.
  */
-import { UpstreamTimeoutError } from '../engine/remote-errors.js';
+import { UpstreamTimeoutError } from '../engine/remote/errors.js';
 
 export interface UpstreamTimeouts {
   connectMs: number;

@@ -15,7 +15,7 @@
  * and `idle_timeout_seconds` per entry, over UPSTREAM_CONNECT_TIMEOUT_SECONDS,
  * UPSTREAM_FIRST_BYTE_TIMEOUT_SECONDS and UPSTREAM_IDLE_TIMEOUT_SECONDS for the fleet.
  */
-import type { FetchLike } from '../engine/remote-engine.js';
+import type { FetchLike } from '../engine/remote/remote-engine.js';
 import { DIALECTS, type Dialect } from './dialects.js';
 import { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts } from './upstream-timeouts.js';
 

@@ -9,7 +9,7 @@
  * float32 operation). Where a product is exact in float32 (a float16 scale times a 4-8 bit
  * integer), no rounding is needed and none is written.
  */
-import { float16ToFloat32 } from '../engine/float16.js';
+import { float16ToFloat32 } from '../onnx/float16.js';
 
 export type Dequantizer = (blocks: Uint8Array, out: Float32Array) => void;
 

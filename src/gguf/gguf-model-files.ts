@@ -6,8 +6,8 @@
  * from the file's metadata. The bytes come through a ByteSource (a Blob read one tensor at
  * a time in a page, the bundled module's buffer in a Worker).
  */
-import { MODEL_FILE_PATHS, type ModelFiles } from '../engine/model-files.js';
-import type { GraphOps } from '../convert/llama-onnx-graph.js';
+import { MODEL_FILE_PATHS, type ModelFiles } from '../onnx/model-files.js';
+import type { GraphOps } from '../graph/llama-onnx-graph.js';
 import type { ByteSource } from './gguf-file.js';
 import {
   buildGgufGraph,

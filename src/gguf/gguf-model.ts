@@ -1,16 +1,16 @@
 /**
  * A GGUF file as this project's model folder contents: config.json, generation_config.json,
  * tokenizer.json, tokenizer_config.json and the decoder graph the converter builds
- * (src/convert/llama-onnx-graph.ts) from the file's weights, dequantized exactly as
+ * (src/graph/llama-onnx-graph.ts) from the file's weights, dequantized exactly as
  * ggml does. Runtime-neutral: the caller provides the file's bytes through a ByteSource
  * and decides where the graph's weights go (external data under Node).
  */
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../convert/llama-onnx-graph.js';
-import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../convert/onnx-writer.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../graph/llama-onnx-graph.js';
+import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../graph/onnx-writer.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
 import { architectureOf, llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
-import { buildGemma2Graph } from '../convert/gemma2-graph.js';
+import { buildGemma2Graph } from '../graph/gemma2-graph.js';
 import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2Shape, readGemma2Checkpoint } from './architectures/gemma2.js';
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 

@@ -1,6 +1,6 @@
 /**
  * A GGUF of architecture `llama` (Llama 2/3, TinyLlama, SmolLM, Mistral-style dense
- * models) as the converter's checkpoint (src/convert/llama2c-checkpoint.ts): the same
+ * models) as the converter's checkpoint (src/graph/decoder-checkpoint.ts): the same
  * decoder the project's ONNX graphs are built from, so a GGUF gets this project's own graph
  * (in-place KV, num_logits_to_keep, fused projections).
  *
@@ -18,10 +18,10 @@
  * Anything the graph cannot express exactly is refused by name: other architectures,
  * partial rotary, YaRN scaling, biases or extra tensors, unsupported types.
  */
-import type { Llama2cCheckpoint, Llama2cHeader, Llama2cLayer } from '../convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint, DecoderHeader, DecoderLayer } from '../graph/decoder-checkpoint.js';
 import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue, type GgufTensorInfo } from './gguf-file.js';
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
-import { hfRowSource } from '../convert/rope.js';
+import { hfRowSource } from '../graph/rope.js';
 import { QWEN3, qwen3LayerTensors, readQwen3HeadNorms } from './architectures/qwen3.js';
 import { fusedRows, longRopeTensor, PHI3, phi3Context, phi3LayerTensors, phi3LongRope, type LongRope } from './architectures/phi3.js';
 
@@ -305,7 +305,7 @@ export function tensorReaders(file: GgufFile, projection: CheckpointProjection) 
 }
 
 /** The converter's header for the file's shape (the decoder's sizes, its context, a tied head or not). */
-export function checkpointHeader(shape: GgufLlamaShape): Llama2cHeader {
+export function checkpointHeader(shape: GgufLlamaShape): DecoderHeader {
   return {
     dim: shape.dim,
     hiddenDim: shape.hiddenDim,
@@ -323,11 +323,11 @@ export function checkpointHeader(shape: GgufLlamaShape): Llama2cHeader {
  * `projection` scales or mins, the matrices hold their blocks' factors instead (norms,
  * biases and RoPE tables stay values: no graph weight built from them is quantized).
  */
-export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape, projection: CheckpointProjection = 'values'): Promise<Llama2cCheckpoint> {
+export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape, projection: CheckpointProjection = 'values'): Promise<DecoderCheckpoint> {
   const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
   const classifier = shape.tiedEmbeddings ? tokenEmbedding : await matrix('output.weight');
-  const layers: Llama2cLayer[] = [];
+  const layers: DecoderLayer[] = [];
   const { nHeads, nKvHeads, headDim, dim } = shape;
   const pairs = (w: Float32Array, heads: number, cols: number) =>
     shape.ropeOrder === 'rotate-half' ? rotateHalfToAdjacentPairs(w, heads, headDim, cols) : w;

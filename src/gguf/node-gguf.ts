@@ -11,8 +11,8 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, r
 import { open, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import type { GraphOps } from '../convert/llama-onnx-graph.js';
-import type { OnnxGraph } from '../convert/onnx-writer.js';
+import type { GraphOps } from '../graph/llama-onnx-graph.js';
+import type { OnnxGraph } from '../graph/onnx-writer.js';
 import type { ByteSource } from './gguf-file.js';
 import {
   buildGgufGraph,

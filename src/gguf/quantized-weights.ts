@@ -21,9 +21,9 @@
  * A weight whose blocks mix types (Q4_K_M's q/k Q4_K beside v Q6_K) gets one common form: the
  * smallest block (16 if any row is Q6_K) and the widest codes (8 bits if any block needs them).
  */
-import { MS_DOMAIN } from '../convert/llama-graph-blocks.js';
-import { transpose } from '../convert/llama-weights.js';
-import { OnnxDataType, type OnnxGraph, type OnnxNode, type OnnxTensor } from '../convert/onnx-writer.js';
+import { MS_DOMAIN } from '../graph/llama-graph-blocks.js';
+import { transpose } from '../graph/llama-weights.js';
+import { OnnxDataType, type OnnxGraph, type OnnxNode, type OnnxTensor } from '../graph/onnx-writer.js';
 
 /** MatMulNBits accuracy_level: 0 keeps float32 activations (the exact claim); 4 quantizes them to int8 as llama.cpp does. */
 export type GgufAccuracyLevel = 0 | 1 | 4;

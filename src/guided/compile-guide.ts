@@ -1,5 +1,5 @@
 import type { CompiledGrammar, GrammarCompiler } from '@mlc-ai/web-xgrammar';
-import { ProtocolError } from '../protocol/errors.js';
+import { ProtocolError } from '../common/protocol-error.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { GuidedDecodingError } from './errors.js';
 import type { GuideFactory } from './guide.js';

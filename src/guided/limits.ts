@@ -3,7 +3,7 @@
  * before XGrammar compiles it: XGrammar's compile runs synchronously on the caller's
  * thread (its WebAssembly cannot hand a compiled grammar to another thread), and a deep
  * schema can make it trap, so the size of what it is given is what bounds its time,
- * memory and stack. Server settings of the same names (src/config/request-bounds.ts).
+ * memory and stack. Server settings of the same names (src/config/bound-settings.ts).
  */
 export interface GuidedLimits {
   /** Nesting of a schema's JSON value (objects and arrays), and of a regular expression's groups. */

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../protocol/errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 import type { GuidedDecodingRequest } from './request.js';
 
 /** The request fields that ask for structured output, as the client sent them. */

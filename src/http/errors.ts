@@ -1,6 +1,6 @@
-import { UpstreamError, UpstreamTimeoutError } from '../engine/remote-errors.js';
+import { UpstreamError, UpstreamTimeoutError } from '../engine/remote/errors.js';
 import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
-import { ProtocolError, type ProtocolErrorKind } from '../protocol/errors.js';
+import { ProtocolError, type ProtocolErrorKind } from '../common/protocol-error.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
 
 /** OpenAI's error object: what openai-node, the AI SDK and LangChain read (`error.message`, `error.param`). */

@@ -3,7 +3,7 @@ import type { GuidedLimits } from '../guided/limits.js';
 // Not '../guided/index.js': that would pull XGrammar's loader into every bundle of the app.
 import { pickGuidedDecoding, type GuidedDecodingFields } from '../guided/pick-guided-decoding.js';
 import { guidedParam, type GuidedDecodingRequest } from '../guided/request.js';
-import { invalidRequest } from '../protocol/errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 
 /**
  * Structured output in the serving layer: the one guided-decoding kind a request asks

@@ -1,4 +1,4 @@
-import { yieldToEventLoop } from '../engine/yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 
 /**
  * JSON responses that never hold the event loop for one big JSON.stringify: the body is

@@ -5,7 +5,7 @@
  * ms, which must not hold /health or other streams' steps. Same results as the one-pass
  * functions of protocol/openai-logprobs.ts.
  */
-import { yieldToEventLoop } from '../engine/yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 import type { PromptTokenLogprob, TokenLogprob } from '../sampling/logprobs.js';
 import {
   chatLogprobContent,

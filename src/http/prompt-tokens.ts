@@ -1,4 +1,4 @@
-import { yieldToEventLoop } from '../engine/yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 import { HttpError } from './errors.js';
 import { ENCODE_SLICE_CHARS } from '../tokenizer/hf-tokenizer.js';
 import { OFF_LOOP_RUN_CHARS } from '../tokenizer/tokenizer-thread.js';

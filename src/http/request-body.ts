@@ -1,4 +1,4 @@
-import { yieldToEventLoop } from '../engine/yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 import { parseJsonBodyInSlices } from '../protocol/json.js';
 import { badRequest } from './errors.js';
 

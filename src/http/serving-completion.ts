@@ -1,6 +1,6 @@
 import type { FinishReason, GenerationDelta } from '../engine/types.js';
 import { GeneratedTokenReporter, completionLogprobs, type CompletionLogprobs, type PositionReport, type TokenNaming, type VllmLogprob } from '../protocol/openai-logprobs.js';
-import { yieldToEventLoop } from '../engine/yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 import { completionLogprobsInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from './logprob-chunks.js';
 import { streamingErrorPayload } from './errors.js';
 import { collectOutputs } from './generation.js';

@@ -1,9 +1,10 @@
-import { requestBoundsOf } from '../config/request-bounds.js';
+import { requestBoundsOf } from '../config/bound-settings.js';
 import type { ServerConfig } from '../config/server-config.js';
+import type { EmbeddingService } from '../embeddings/types.js';
 import type { Engine } from '../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../media/index.js';
 import { refuseLongInlinePiece, refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../protocol/prompt-limits.js';
-import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/request-bounds.js';
+import { checkLogprobBudget, checkRequestBounds, type BoundedRequest, type LogprobWork } from '../protocol/bound-checks.js';
 import type { SamplingContext } from '../protocol/sampling-params.js';
 import type { GuidedLimits } from '../guided/limits.js';
 import type { ChatTemplate } from '../tokenizer/chat-template.js';
@@ -15,6 +16,8 @@ import type { InlinePieceBound } from './prompt-tokens.js';
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
 export interface ServingContext {
   engine: Engine;
+  /** The served embedding model (vLLM's "embed" task); null: the engine generates, and /v1/embeddings answers vLLM's 400. */
+  embeddings: EmbeddingService | null;
   config: ServerConfig;
   /** null when the model ships none: chat requests are then refused with a 400. */
   chatTemplate: ChatTemplate | null;

@@ -5,7 +5,7 @@
  * generation answers 400 ("The model does not support Embeddings API"), `dimensions` only on
  * a Matryoshka model, an input past the context only with truncate_prompt_tokens.
  */
-import { requestBoundsOf } from '../config/request-bounds.js';
+import { requestBoundsOf } from '../config/bound-settings.js';
 import type { EmbeddingService } from '../embeddings/types.js';
 import { embeddingInputs, type EmbeddingRequest } from '../protocol/openai-embeddings.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -26,8 +26,8 @@ export interface EmbeddingResponse {
 
 /** The engine's embedding service, or vLLM's answer for a model served for generation. */
 export function embeddingServiceOf(ctx: ServingContext): EmbeddingService {
-  const service = ctx.engine.embeddings;
-  if (service === undefined || service === null) {
+  const service = ctx.embeddings;
+  if (service === null) {
     throw badRequest(
       `The model does not support Embeddings API: "${ctx.engine.info.id}" is served for the "generate" task. ` +
         'Serve an embedding model (a feature-extraction export; RUNNER=pooling) to use /v1/embeddings.',

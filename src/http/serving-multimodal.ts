@@ -5,7 +5,7 @@
  * features ride with the request to the engine's prefill.
  */
 import type { Engine } from '../engine/types.js';
-import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import type { LoadedMedia } from '../media/index.js';
 import type { MindiePromptPart } from '../protocol/mindie.js';
 import {

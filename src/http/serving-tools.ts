@@ -1,7 +1,7 @@
 import type { GuideFactory } from '../guided/guide.js';
 import type { GuidedLimits } from '../guided/limits.js';
 import { guidedDecodingFields } from '../protocol/openai-common.js';
-import { invalidRequest } from '../protocol/errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 import type { ChatCompletionRequest } from '../protocol/openai-chat.js';
 import type { ToolCallParserName } from '../tools/parsers/index.js';
 import { ToolChoiceError, toolCalling, type ToolCalling } from '../tools/tool-choice.js';

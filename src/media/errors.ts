@@ -3,7 +3,7 @@
  * src/http answers 400 without knowing this module) that also carries a machine-readable
  * `reason`, for logs, metrics and tests.
  */
-import { ProtocolError } from '../protocol/errors.js';
+import { ProtocolError } from '../common/protocol-error.js';
 
 export type MediaRefusalReason =
   /** The part itself is malformed: unknown type, empty text, missing or bad URL. */

@@ -5,9 +5,9 @@
  * the text that stands for them and the features the engine splices in at their audio
  * tokens.
  */
-import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
-import type { CompanionGraph } from '../engine/model-files.js';
-import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
+import type { CompanionGraph } from '../onnx/model-files.js';
+import type { InferenceSession, OrtRuntime } from '../onnx/ort-runtime.js';
 import type { MediaDecoder } from '../media/index.js';
 import { AudioEncoder } from './audio/audio-encoder.js';
 import { DEFAULT_AUDIO_LIMITS, type AudioLimits, type AudioProcessor, type ProcessedAudio, type PromptAudio } from './audio/types.js';

@@ -4,7 +4,7 @@
  * (MediaDecoder.runTask, Node), under its deadline; elsewhere here, one part at a time with
  * a yield before each, like inline decoding.
  */
-import { yieldToEventLoop } from '../engine/yield.js';
+import { yieldToEventLoop } from '../threads/yield.js';
 import type { MediaDecoder, MediaThreadTask } from '../media/index.js';
 import { MultimodalRequestError } from './types.js';
 

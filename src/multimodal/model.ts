@@ -4,9 +4,9 @@
  * embed_tokens; this turns a prompt's images into the text that stands for them and the
  * features the engine splices in at their image tokens.
  */
-import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
-import type { CompanionGraph } from '../engine/model-files.js';
-import type { InferenceSession, OrtRuntime } from '../engine/ort-runtime.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
+import type { CompanionGraph } from '../onnx/model-files.js';
+import type { InferenceSession, OrtRuntime } from '../onnx/ort-runtime.js';
 import type { MediaDecoder } from '../media/index.js';
 import type { JsonObject } from './config-fields.js';
 import { Idefics3Processor } from './processors/idefics3.js';

@@ -1,4 +1,4 @@
-import type { PlaceholderEmbeds } from '../engine/placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 
 /**
  * Runs an encoder over a prompt's media parts one after another and joins their features,

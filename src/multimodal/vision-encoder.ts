@@ -5,8 +5,8 @@
  * LLaVA exports take pixel_values [images, 3, H, W]. Any other required input is refused
  * at startup by name.
  */
-import { float32Of, float32ToFloat16 } from '../engine/float16.js';
-import type { InferenceSession, OrtRuntime, Tensor } from '../engine/ort-runtime.js';
+import { float32Of, float32ToFloat16 } from '../onnx/float16.js';
+import type { InferenceSession, OrtRuntime, Tensor } from '../onnx/ort-runtime.js';
 import type { ProcessedImage } from './types.js';
 
 export class VisionEncoder {

@@ -11,8 +11,8 @@
  * from its length alone: converting a 16 MB literal to a bigint takes seconds (the cost
  * grows with the square of the digits), and no field means anything with that many digits.
  */
-import { invalidRequest } from './errors.js';
-import { formatPath } from './issues.js';
+import { invalidRequest } from '../common/protocol-error.js';
+import { formatPath } from '../common/zod-issues.js';
 
 /** Deeper nesting than any request needs; bounds the parser's recursion. */
 export const MAX_JSON_DEPTH = 512;

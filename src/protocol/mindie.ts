@@ -9,7 +9,7 @@
  * resolution happens in sampling-params.ts.
  */
 import { z } from 'zod';
-import { SENTENCE } from './issues.js';
+import { SENTENCE } from '../common/zod-issues.js';
 import {
   INT32_MAX,
   INT32_MIN,

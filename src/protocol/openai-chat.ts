@@ -6,7 +6,7 @@
  * media parts (src/media) and refuses those the served model cannot take.
  */
 import { z } from 'zod';
-import { SENTENCE } from './issues.js';
+import { SENTENCE } from '../common/zod-issues.js';
 import { optional, str, withDefault } from './fields.js';
 // Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
 import { laxBool as bool, laxIntIn as intIn } from './lax.js';

@@ -9,7 +9,7 @@
  * means "as many tokens as the context allows".
  */
 import { z } from 'zod';
-import { SENTENCE, showValue } from './issues.js';
+import { SENTENCE, showValue } from '../common/zod-issues.js';
 import {
   INT64_MAX,
   INT64_MIN,

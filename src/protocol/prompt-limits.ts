@@ -1,5 +1,5 @@
 /** Prompt length limits, checked after tokenization. */
-import { invalidRequest } from './errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 
 export interface PromptLimits {
   /** Server config: longest prompt (MindIE maxInputTokenLen). */

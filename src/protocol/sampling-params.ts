@@ -5,7 +5,7 @@
  * checked here, throwing ProtocolError('invalid_request').
  */
 import { GREEDY_TEMPERATURE_EPSILON, MAX_LOGPROBS, defaultSamplingParams, isGreedy, type SamplingParams } from '../sampling/params.js';
-import { invalidRequest } from './errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import { OPENAI_DEFAULT_MAX_TOKENS, guidedDecodingFields, type OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';

@@ -9,7 +9,7 @@
  */
 import type { EngineFeatures } from '../engine/types.js';
 import type { SamplingParams } from '../sampling/params.js';
-import { invalidRequest } from './errors.js';
+import { invalidRequest } from '../common/protocol-error.js';
 import type { MindieGenerateRequest } from './mindie.js';
 import type { OpenAISamplingFields } from './openai-common.js';
 import type { CompletionRequest } from './openai-completions.js';

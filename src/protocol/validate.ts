@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { ProtocolError } from './errors.js';
-import { describeIssue, plainErrorMap } from './issues.js';
+import { ProtocolError } from '../common/protocol-error.js';
+import { describeIssue, plainErrorMap } from '../common/zod-issues.js';
 
 /**
  * Validates a parsed JSON body against a request schema. On failure throws

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../src/config/server-config.js';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
-import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser-engine.js';
-import { nodeLoraOptions } from '../../src/runtime/node-adapters.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser/engine.js';
+import { nodeLoraOptions } from '../../src/runtime/node/adapters.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { MODEL_DIR, REPO_ROOT } from '../helpers/model.js';
 
 /** Serves the repository under http://site.test/ (the model and adapters/story). */

@@ -6,16 +6,16 @@
  */
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
 import { buildLoraGraph, type LoraGraphLayout } from '../../src/adapters/lora-graph.js';
 import { LoraRegistry } from '../../src/adapters/lora-registry.js';
 import { LoraSlots } from '../../src/adapters/lora-slots.js';
 import type { AdapterFiles } from '../../src/adapters/peft-adapter.js';
 import { emptyKvCache } from '../../src/engine/kv/kv-cache.js';
-import { modelSpecFromFiles, type ModelSpec } from '../../src/engine/model-spec.js';
+import { modelSpecFromFiles, type ModelSpec } from '../../src/onnx/model-spec.js';
 import { OnnxDecoder } from '../../src/engine/onnx-decoder.js';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
-import { readModelDir } from '../../src/runtime/model-dir.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
+import { readModelDir } from '../../src/runtime/node/model-dir.js';
 import { Llama2cReference } from '../convert/llama2c-reference.js';
 import { loadSharedCheckpoint } from '../convert/model-paths.js';
 import { MODEL_DIR } from '../helpers/model.js';
@@ -24,7 +24,7 @@ import { mergeAdapter, randomAdapter, type RandomAdapter, type RandomAdapterOpti
 const PROMPT = [1, 403, 407, 261, 378, 289, 260, 1092 % 512, 77];
 const TOLERANCE = 2e-4;
 
-let ckpt: Llama2cCheckpoint;
+let ckpt: DecoderCheckpoint;
 let spec: ModelSpec;
 let decoder: OnnxDecoder;
 let slots: LoraSlots;

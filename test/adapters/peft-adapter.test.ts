@@ -5,18 +5,18 @@
  */
 import { readFile } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
-import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/convert/llama-onnx-graph.js';
-import { rewriteDecoderLayout } from '../../src/convert/graph-variants.js';
-import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/graph/llama-onnx-graph.js';
+import { rewriteDecoderLayout } from '../../src/graph/graph-variants.js';
+import { encodeOnnxModel } from '../../src/graph/onnx-writer.js';
 import { buildLoraGraph, type LoraGraphLayout } from '../../src/adapters/lora-graph.js';
 import { parsePeftAdapter, type AdapterFiles } from '../../src/adapters/peft-adapter.js';
 import { readSafetensors, writeSafetensors } from '../../src/adapters/safetensors.js';
-import { modelSpecFromConfig, type ModelSpec } from '../../src/engine/model-spec.js';
+import { modelSpecFromConfig, type ModelSpec } from '../../src/onnx/model-spec.js';
 import { COMMITTED_MODEL_DIR, COMMITTED_ONNX, loadSharedCheckpoint } from '../convert/model-paths.js';
 import { randomAdapter } from '../helpers/lora-fixtures.js';
 
-let ckpt: Llama2cCheckpoint;
+let ckpt: DecoderCheckpoint;
 let spec: ModelSpec;
 let layout: LoraGraphLayout;
 

@@ -12,7 +12,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMITTED_MODEL_DIR, REPO_ROOT, sharedModelFile } from './model-paths.js';
 import { DecoderHarness, maxAbsDiff } from './onnx-decoder-harness.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { collectGeneration, collectJoiningMidway, golden } from '../helpers/model.js';
 
 const JSON_FILES = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'];

@@ -4,7 +4,7 @@
  * batches, masked holes and fully padded rows. Registered once per model and runtime.
  */
 import { beforeAll, expect, it } from 'vitest';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
 import { Llama2cReference } from './llama2c-reference.js';
 import { loadSharedCheckpoint } from './model-paths.js';
 import { DecoderHarness, logitsAt, maxAbsDiff, VOCAB, type Ort } from './onnx-decoder-harness.js';
@@ -23,7 +23,7 @@ export function decoderSemanticsTests(
   modelBytes: () => Promise<Uint8Array>,
   options: SemanticsOptions = { batchedMultiTokenSteps: true },
 ): void {
-  let ckpt: Llama2cCheckpoint;
+  let ckpt: DecoderCheckpoint;
   let model: DecoderHarness;
 
   beforeAll(async () => {

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { encodeGguf, GgmlType } from '../../scripts/convert/gguf-writer.js';
 import { buildLlamaGguf } from '../../scripts/convert/llama-gguf.js';
-import { packQ4_0, quantizeQ4Rows } from '../../src/convert/q4-blocks.js';
+import { packQ4_0, quantizeQ4Rows } from '../../src/graph/q4-blocks.js';
 import { loadSharedCheckpoint, sharedModelFile } from './model-paths.js';
 
 interface ReadTensor { name: string; dims: number[]; type: number; data: Uint8Array }

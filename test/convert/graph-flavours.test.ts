@@ -6,8 +6,8 @@
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
-import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../src/convert/llama-onnx-graph.js';
+import { encodeOnnxModel } from '../../src/graph/onnx-writer.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../src/graph/llama-onnx-graph.js';
 import { decoderSemanticsTests } from './decoder-semantics.js';
 import { loadSharedCheckpoint } from './model-paths.js';
 

@@ -3,7 +3,7 @@
  * the checkpoint: adjacent-pair RoPE from the file's freq_cis tables, no weight permutation,
  * no fusion. One sequence, one token per call, with its own KV cache.
  */
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
 
 const EPS = 1e-5;
 
@@ -11,7 +11,7 @@ export class Llama2cReference {
   private readonly keyCache: Float32Array[];
   private readonly valueCache: Float32Array[];
 
-  constructor(private readonly ckpt: Llama2cCheckpoint) {
+  constructor(private readonly ckpt: DecoderCheckpoint) {
     const { nLayers, seqLen } = ckpt.header;
     this.keyCache = Array.from({ length: nLayers }, () => new Float32Array(seqLen * ckpt.kvDim));
     this.valueCache = Array.from({ length: nLayers }, () => new Float32Array(seqLen * ckpt.kvDim));
@@ -63,7 +63,7 @@ export class Llama2cReference {
   }
 
   /** Logits for every position of `tokens`, fed from position 0 of a fresh cache. */
-  static prefill(ckpt: Llama2cCheckpoint, tokens: readonly number[]): Float32Array[] {
+  static prefill(ckpt: DecoderCheckpoint, tokens: readonly number[]): Float32Array[] {
     const model = new Llama2cReference(ckpt);
     return tokens.map((t, pos) => model.forward(t, pos));
   }
@@ -84,7 +84,7 @@ export class Llama2cReference {
 }
 
 /** The greedy continuation of `prompt` (`count` tokens) by a fresh reference model of `ckpt`. */
-export function referenceGreedyIds(ckpt: Llama2cCheckpoint, prompt: readonly number[], count: number): number[] {
+export function referenceGreedyIds(ckpt: DecoderCheckpoint, prompt: readonly number[], count: number): number[] {
   const model = new Llama2cReference(ckpt);
   let logits: Float32Array = new Float32Array(0);
   prompt.forEach((token, pos) => (logits = model.forward(token, pos)));

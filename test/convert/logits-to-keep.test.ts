@@ -1,5 +1,5 @@
 /**
- * The converter's num_logits_to_keep input (src/convert/logits-to-keep.ts): the lm_head
+ * The converter's num_logits_to_keep input (src/graph/logits-to-keep.ts): the lm_head
  * projects only the last N fed positions of every row, with the same logits there as the
  * graph projecting all of them, in every flavour and weight dtype; 0 keeps all (as in
  * transformers). The engine asks for the last position in a prefill unless a request reads
@@ -12,16 +12,16 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { convertLlama2cModel, writeConvertedFiles } from '../../src/convert/convert-llama2c-model.js';
 import { parseConvertFlags } from '../../scripts/convert/convert-flags.js';
-import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../src/convert/llama-onnx-graph.js';
-import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
-import { encodeOnnxModel } from '../../src/convert/onnx-writer.js';
-import { applyWeightDtype, checkpointOnWeightGrid, type WeightDtype } from '../../src/convert/weight-dtype.js';
-import { MS_DOMAIN } from '../../src/convert/llama-graph-blocks.js';
+import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../../src/graph/llama-onnx-graph.js';
+import { LOGITS_TO_KEEP_INPUT } from '../../src/graph/logits-to-keep.js';
+import { encodeOnnxModel } from '../../src/graph/onnx-writer.js';
+import { applyWeightDtype, checkpointOnWeightGrid, type WeightDtype } from '../../src/graph/weight-dtype.js';
+import { MS_DOMAIN } from '../../src/graph/llama-graph-blocks.js';
 import { emptyKvCache } from '../../src/engine/kv/kv-cache.js';
 import { OnnxDecoder, promptInput } from '../../src/engine/onnx-decoder.js';
-import type { ModelSpec } from '../../src/engine/model-spec.js';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import type { ModelSpec } from '../../src/onnx/model-spec.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { collectGeneration, collectJoiningMidway, golden } from '../helpers/model.js';
 import { COMMITTED_ONNX, loadSharedCheckpoint, sharedModelFile } from './model-paths.js';
 import { DecoderHarness, maxAbsDiff, VOCAB } from './onnx-decoder-harness.js';

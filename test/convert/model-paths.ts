@@ -7,7 +7,8 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { readLlama2cCheckpoint, type Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
+import { type DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
+import { readLlama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The source files as published (MIT; see the README there). */
@@ -23,7 +24,7 @@ export function sharedModelFile(name: 'stories260K.bin' | 'tok512.bin' | 'storie
   return path;
 }
 
-export async function loadSharedCheckpoint(): Promise<Llama2cCheckpoint> {
+export async function loadSharedCheckpoint(): Promise<DecoderCheckpoint> {
   return readLlama2cCheckpoint(await readFile(sharedModelFile('stories260K.bin')));
 }
 

@@ -1,8 +1,8 @@
 /** The hand-written ONNX serialiser, checked by having onnxruntime load and run its output. */
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { GraphBuilder } from '../../src/convert/graph-builder.js';
-import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js';
+import { GraphBuilder } from '../../src/graph/graph-builder.js';
+import { encodeOnnxModel, OnnxDataType } from '../../src/graph/onnx-writer.js';
 
 function encode(
   build: (g: GraphBuilder) => void,

@@ -6,12 +6,12 @@
 import * as ortNode from 'onnxruntime-node';
 import * as ortWeb from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
-import { GraphBuilder } from '../../src/convert/graph-builder.js';
-import { MS_DOMAIN } from '../../src/convert/llama-graph-blocks.js';
-import { encodeOnnxModel, OnnxDataType, type OnnxGraph } from '../../src/convert/onnx-writer.js';
-import { dequantizeQ4Rows, quantizeQ4Rows, Q4_BLOCK } from '../../src/convert/q4-blocks.js';
+import { GraphBuilder } from '../../src/graph/graph-builder.js';
+import { MS_DOMAIN } from '../../src/graph/llama-graph-blocks.js';
+import { encodeOnnxModel, OnnxDataType, type OnnxGraph } from '../../src/graph/onnx-writer.js';
+import { dequantizeQ4Rows, quantizeQ4Rows, Q4_BLOCK } from '../../src/graph/q4-blocks.js';
 import { seededRandom } from '../../scripts/seeded-random.js';
-import { applyWeightDtype, type WeightDtypeOptions } from '../../src/convert/weight-dtype.js';
+import { applyWeightDtype, type WeightDtypeOptions } from '../../src/graph/weight-dtype.js';
 import type { Ort } from './onnx-decoder-harness.js';
 
 ortWeb.env.wasm.numThreads = 1;

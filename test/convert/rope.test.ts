@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hfRopeTables, inferRopeTheta, permuteRowsForHfRope, rotateHalfRows } from '../../src/convert/rope.js';
+import { hfRopeTables, inferRopeTheta, permuteRowsForHfRope, rotateHalfRows } from '../../src/graph/rope.js';
 
 const HEAD_DIM = 8;
 const HEADS = 2;

@@ -8,15 +8,15 @@ import * as ortWeb from 'onnxruntime-web';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { convertCheckpoint } from '../../src/convert/convert-llama2c-model.js';
 import { parseConvertFlags } from '../../scripts/convert/convert-flags.js';
-import type { GraphOps } from '../../src/convert/llama-onnx-graph.js';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
-import { dequantizeQ4Rows, packQ4_0, quantizeQ4Rows, snapToQ4 } from '../../src/convert/q4-blocks.js';
-import { checkpointOnWeightGrid, type WeightDtype } from '../../src/convert/weight-dtype.js';
+import type { GraphOps } from '../../src/graph/llama-onnx-graph.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
+import { dequantizeQ4Rows, packQ4_0, quantizeQ4Rows, snapToQ4 } from '../../src/graph/q4-blocks.js';
+import { checkpointOnWeightGrid, type WeightDtype } from '../../src/graph/weight-dtype.js';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeConvertedFiles } from '../../src/convert/convert-llama2c-model.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
 import { Llama2cReference, referenceGreedyIds } from './llama2c-reference.js';
 import { loadSharedCheckpoint, sharedModelFile } from './model-paths.js';
@@ -83,7 +83,7 @@ describe('converter flags', () => {
  * arithmetic exactly, on one projection.
  */
 function graphTests(ort: Ort, dtype: WeightDtype, file: string, ops: GraphOps, q4AccuracyLevel: 0 | 4 = 0, tolerance = TOLERANCE) {
-  let reference: Llama2cCheckpoint;
+  let reference: DecoderCheckpoint;
   let model: DecoderHarness;
   let bytes: Uint8Array;
 
@@ -168,7 +168,7 @@ describe('the q4 graph file', () => {
   });
 });
 
-const referenceGreedy = (ckpt: Llama2cCheckpoint, count: number) => referenceGreedyIds(ckpt, PROMPT, count);
+const referenceGreedy = (ckpt: DecoderCheckpoint, count: number) => referenceGreedyIds(ckpt, PROMPT, count);
 
 describe('a converted folder with fp32 and q4 graphs', () => {
   it('is served in q4 with MODEL_DTYPE q4, greedy ids as the reference on Q4_0 weights gives them', async () => {

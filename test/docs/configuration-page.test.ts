@@ -86,10 +86,10 @@ describe('docs/configuration.md', () => {
 
   it('lists every variable the Node and Worker entries and the gateway read', () => {
     const files = [
-      'src/runtime/node.ts',
-      'src/runtime/worker-env.ts',
-      'src/runtime/worker-gateway.ts',
-      'src/runtime/worker-limits.ts',
+      'src/runtime/node/main.ts',
+      'src/runtime/worker/env.ts',
+      'src/runtime/worker/gateway.ts',
+      'src/runtime/worker/limits.ts',
       'src/gateway/client-keys.ts',
       'src/gateway/upstreams.ts',
     ];

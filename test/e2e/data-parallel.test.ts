@@ -1,5 +1,5 @@
 /**
- * dataParallelSize > 1: several engine processes behind one port (src/runtime/node-cluster.ts).
+ * dataParallelSize > 1: several engine processes behind one port (src/runtime/node/cluster.ts).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
-import { writingSseDirectly } from '../../src/runtime/node-sse.js';
+import { writingSseDirectly } from '../../src/runtime/node/sse.js';
 import { MODEL, golden, loadEngine, testApp } from '../http/helpers.js';
 import { serveInProcess, type InProcessServer } from './in-process-server.js';
 
 // The real HTTP stack in-process, so the test can watch the engine's counters.
 let engine: Engine;
-// Twice: as @hono/node-server serves web streams, and as `npm start` serves SSE (src/runtime/node-sse.ts).
+// Twice: as @hono/node-server serves web streams, and as `npm start` serves SSE (src/runtime/node/sse.ts).
 const servers: InProcessServer[] = [];
 const urls: Record<string, string> = {};
 

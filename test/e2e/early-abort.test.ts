@@ -12,7 +12,7 @@ import { parseServerConfig } from '../../src/config/server-config.js';
 import type { Engine } from '../../src/engine/types.js';
 import { createApp, serverActivity } from '../../src/http/app.js';
 import type { ServerActivity } from '../../src/http/observability/activity.js';
-import { writingSseDirectly } from '../../src/runtime/node-sse.js';
+import { writingSseDirectly } from '../../src/runtime/node/sse.js';
 import { MODEL, MODEL_DIR, golden, loadEngine } from '../http/helpers.js';
 import { serveInProcess, type InProcessServer } from './in-process-server.js';
 

@@ -7,7 +7,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../helpers/byom-fixtures.js';
 import { collectGeneration } from '../helpers/model.js';
 import { BROWSER_TEST_TIMEOUT, closeContexts, launchChromium, openPlayground, pickEngine, serveFolder, startPlaygroundServer, WAIT, type PlaygroundServer } from './playground-harness.js';

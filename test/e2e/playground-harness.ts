@@ -15,8 +15,8 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../scripts/chromium.js';
 import { DEFAULT_SERVER_CONFIG } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
-import { playgroundRoutes } from '../../src/runtime/node-static.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
+import { playgroundRoutes } from '../../src/runtime/node/static.js';
 import { MODEL_DIR, REPO_ROOT } from '../helpers/model.js';
 
 export const CHROMIUM = CHROMIUM_PATH;

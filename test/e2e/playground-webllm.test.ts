@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NO_WEBGPU_MESSAGE } from '../../src/runtime/browser-webllm.js';
+import { NO_WEBGPU_MESSAGE } from '../../src/runtime/browser/webllm.js';
 import { MLC_LIBRARY_PATH, writeRandomMlcFolder, type MlcFolder } from '../helpers/mlc-fixtures.js';
 import { launchChromium, OUTPUT_DIR, seenStatuses, serveFolder, startPlaygroundServer, WAIT, watchStatus, type PlaygroundServer } from './playground-harness.js';
 import { basename, dirname } from 'node:path';

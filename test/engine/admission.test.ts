@@ -3,7 +3,7 @@ import { EngineOverloadedError } from '../../src/engine/errors.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import type { GenerationDelta } from '../../src/engine/types.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { MODEL_DIR, golden } from '../helpers/model.js';
 
 const engines: LocalEngine[] = [];

@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { kvBytesPerToken, planContext } from '../../src/engine/context-length.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { formatLoadReport } from '../../src/engine/load-report.js';
-import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
+import { formatLoadReport } from '../../src/engine/loading/load-report.js';
+import { modelSpecFromFiles } from '../../src/onnx/model-spec.js';
 import { Idefics3Processor, idefics3Settings } from '../../src/multimodal/processors/idefics3.js';
 import { DEFAULT_MULTIMODAL_LIMITS } from '../../src/multimodal/types.js';
 import { checkPromptTokenLimit } from '../../src/protocol/prompt-limits.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { collectGeneration, golden, MODEL_DIR } from '../helpers/model.js';
 import { MODEL, postJson, testApp } from '../http/helpers.js';
 

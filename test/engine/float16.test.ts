@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { float16Bits, float16ToFloat32, float32Of } from '../../src/engine/float16.js';
+import { float16Bits, float16ToFloat32, float32Of } from '../../src/onnx/float16.js';
 
 describe('float16 tensor data', () => {
   // 1.0, -2.0, 0.5, +Infinity as float16 bit patterns.

@@ -1,6 +1,6 @@
 /** config.json of the families users run, read into the engine's model spec. */
 import { describe, expect, it } from 'vitest';
-import { modelSpecFromFiles } from '../../src/engine/model-spec.js';
+import { modelSpecFromFiles } from '../../src/onnx/model-spec.js';
 
 const spec = (config: Record<string, unknown>, extra: Omit<Parameters<typeof modelSpecFromFiles>[0], 'config'> = {}) =>
   modelSpecFromFiles({ config, ...extra }).spec;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseOnnxFile, externalDataFilesOf } from '../../src/engine/model-variants.js';
+import { chooseOnnxFile, externalDataFilesOf } from '../../src/engine/loading/model-variants.js';
 
 const common = ['config.json', 'tokenizer.json', 'tokenizer_config.json'];
 const choose = (files: string[], settings = {}) => chooseOnnxFile([...common, ...files], settings, 'the model folder');

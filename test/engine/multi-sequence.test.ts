@@ -141,7 +141,7 @@ describe('ending requests with several sequences', () => {
   });
 
   it('runs a request wider than the batch limit when the engine is idle', async () => {
-    const { createNodeEngine } = await import('../../src/runtime/node-engine.js');
+    const { createNodeEngine } = await import('../../src/runtime/node/engine.js');
     const { MODEL_DIR } = await import('../helpers/model.js');
     const small = await createNodeEngine({ modelDir: MODEL_DIR, limits: { maxRunningSequences: 2 } });
     try {

@@ -4,9 +4,9 @@
  * fp16-KV / fp16-logits export at load. .ci/run runs this file on Node 20 and on Node 24.
  */
 import { describe, expect, it } from 'vitest';
-import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js';
-import { float32Of, float32ToFloat16 } from '../../src/engine/float16.js';
-import { loadOnnxruntimeNode } from '../../src/engine/ort-native.js';
+import { encodeOnnxModel, OnnxDataType } from '../../src/graph/onnx-writer.js';
+import { float32Of, float32ToFloat16 } from '../../src/onnx/float16.js';
+import { loadOnnxruntimeNode } from '../../src/onnx/ort-native.js';
 
 /** y = x + x in float16: exact for these values, so the expected output is plain arithmetic. */
 const doubling = encodeOnnxModel({

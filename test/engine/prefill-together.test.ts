@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { promptBunches } from '../../src/engine/batch-runner.js';
 import type { Engine } from '../../src/engine/types.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { collectGeneration, embeddedEngine, MODEL_DIR } from '../helpers/model.js';
 
 afterAll(async () => (await embeddedEngine('native')).dispose());

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomLlamaCheckpoint } from '../../scripts/convert/random-checkpoint.js';
 import { convertCheckpoint, convertLlama2cModel, writeConvertedFiles } from '../../src/convert/convert-llama2c-model.js';
-import { int8ActivationsOf } from '../../src/engine/batching-self-test.js';
+import { int8ActivationsOf } from '../../src/engine/loading/batching-self-test.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { sharedModelFile } from '../convert/model-paths.js';
 import { collectGeneration, collectJoiningMidway, REPO_ROOT } from '../helpers/model.js';
 

@@ -1,13 +1,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import { EngineOverloadedError, EngineRequestError } from '../../src/engine/errors.js';
-import { UNKNOWN_TOKEN_ID } from '../../src/engine/remote-chunks.js';
-import { UpstreamError } from '../../src/engine/remote-errors.js';
-import { completionsUrl, RemoteEngine, type FetchLike, type UpstreamOptions } from '../../src/engine/remote-engine.js';
+import { UNKNOWN_TOKEN_ID } from '../../src/engine/remote/chunks.js';
+import { UpstreamError } from '../../src/engine/remote/errors.js';
+import { completionsUrl, RemoteEngine, type FetchLike, type UpstreamOptions } from '../../src/engine/remote/remote-engine.js';
 import type { Engine, GenerationDelta } from '../../src/engine/types.js';
 import { createApp } from '../../src/http/app.js';
-import { ProtocolError } from '../../src/protocol/errors.js';
-import { readModelDir } from '../../src/runtime/model-dir.js';
+import { ProtocolError } from '../../src/common/protocol-error.js';
+import { readModelDir } from '../../src/runtime/node/model-dir.js';
 import { defaultSamplingParams, type SamplingParams } from '../../src/sampling/params.js';
 import { collectGeneration, embeddedEngine, golden, MODEL_DIR } from '../helpers/model.js';
 

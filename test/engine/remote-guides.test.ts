@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { forwardingGuideCompiler } from '../../src/engine/remote-guides.js';
-import { completionRequestBody } from '../../src/engine/remote-request.js';
+import { forwardingGuideCompiler } from '../../src/engine/remote/guides.js';
+import { completionRequestBody } from '../../src/engine/remote/request.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
 
 describe("RemoteEngine's structured output", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sseDataPayloads } from '../../src/engine/remote-sse.js';
+import { sseDataPayloads } from '../../src/engine/remote/sse.js';
 
 /** A body that delivers `bytes` in reads of the given sizes. */
 function body(bytes: Uint8Array, cuts: number[]): ReadableStream<Uint8Array> {

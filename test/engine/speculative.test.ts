@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileGuide } from '../../src/guided/compile-guide.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import type { SamplingParams } from '../../src/sampling/params.js';
 import { collectGeneration, golden, MODEL_DIR } from '../helpers/model.js';

@@ -3,7 +3,7 @@
  * (browsers, workerd: no setImmediate), once per STEP_SLICE_MS.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { STEP_SLICE_MS, yieldBetweenSteps } from '../../src/engine/yield.js';
+import { STEP_SLICE_MS, yieldBetweenSteps } from '../../src/threads/yield.js';
 
 /** Whether a task posted now (a MessageChannel message, as a page's click or socket would be) ran during `work`. */
 async function taskRanDuring(work: () => Promise<void>): Promise<boolean> {

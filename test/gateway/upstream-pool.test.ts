@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { UpstreamError } from '../../src/engine/remote-errors.js';
+import { UpstreamError } from '../../src/engine/remote/errors.js';
 import { UpstreamPool } from '../../src/gateway/upstream-pool.js';
 import type { UpstreamTarget } from '../../src/gateway/upstreams.js';
-import { invalidRequest } from '../../src/protocol/errors.js';
+import { invalidRequest } from '../../src/common/protocol-error.js';
 
 type Behaviour = 'ok' | 'refused' | 503;
 

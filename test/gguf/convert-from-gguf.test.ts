@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { collectGeneration, REPO_ROOT } from '../helpers/model.js';
 
 const GGUF = join(REPO_ROOT, 'test/fixtures/gguf/tiny-llama-kquants.gguf');

@@ -1,5 +1,5 @@
 /**
- * `gemma2` GGUF files (src/gguf/architectures/gemma2.ts, src/convert/gemma2-graph.ts) against
+ * `gemma2` GGUF files (src/gguf/architectures/gemma2.ts, src/graph/gemma2-graph.ts) against
  * transformers' Gemma2ForCausalLM on the same weights: the fixtures are a seeded random
  * transformers model converted by llama.cpp's convert_hf_to_gguf.py, and
  * tiny-gemma2-reference.json holds transformers' logits at every position of two greedy
@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { GraphOps } from '../../src/convert/llama-onnx-graph.js';
-import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
+import type { GraphOps } from '../../src/graph/llama-onnx-graph.js';
+import { LOGITS_TO_KEEP_INPUT } from '../../src/graph/logits-to-keep.js';
 import { readGguf, type ByteSource, type GgufFile } from '../../src/gguf/gguf-file.js';
 import { buildGgufGraph, encodeGgufGraph, ggufReportLines, openGgufModel, type GgufModel, type GgufWeights } from '../../src/gguf/gguf-model.js';
 import { gemma2ShapeOf } from '../../src/gguf/architectures/gemma2.js';

@@ -5,7 +5,7 @@ import * as ort from 'onnxruntime-node';
 import { buildGgufGraph, encodeGgufGraph, type GgufModel, type GgufWeights } from '../../src/gguf/gguf-model.js';
 import { openGgufModelAt } from '../../src/gguf/node-gguf.js';
 import { readGguf, type ByteSource } from '../../src/gguf/gguf-file.js';
-import { LOGITS_TO_KEEP_INPUT } from '../../src/convert/logits-to-keep.js';
+import { LOGITS_TO_KEEP_INPUT } from '../../src/graph/logits-to-keep.js';
 import { REPO_ROOT } from '../helpers/model.js';
 
 /** test/fixtures/gguf/<name>.gguf, its bytes held in memory (the graph builder reads tensors from them). */

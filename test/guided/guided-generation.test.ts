@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { compileGuide } from '../../src/guided/compile-guide.js';
 import type { GuidedDecodingRequest } from '../../src/guided/request.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { defaultSamplingParams, type SamplingParams } from '../../src/sampling/params.js';
 import { MODEL_DIR } from '../helpers/model.js';
 import { SCHEMAS } from './schemas.js';

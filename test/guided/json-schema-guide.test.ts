@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../../src/protocol/errors.js';
+import { ProtocolError } from '../../src/common/protocol-error.js';
 import { accepts, compile, compileSchema } from './byte-tokenizer.js';
 
 const ajv = new Ajv2020({ strict: false });

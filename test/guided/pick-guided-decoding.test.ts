@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pickGuidedDecoding } from '../../src/guided/pick-guided-decoding.js';
-import { ProtocolError } from '../../src/protocol/errors.js';
+import { ProtocolError } from '../../src/common/protocol-error.js';
 
 const VLLM_MESSAGE = "You can only use one kind of guided decoding ('guided_json', 'guided_regex' or 'guided_choice').";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../../src/protocol/errors.js';
+import { ProtocolError } from '../../src/common/protocol-error.js';
 import { accepts, acceptsBytes, compile } from './byte-tokenizer.js';
 
 /** The guide must accept exactly what JavaScript's RegExp matches in full. */

@@ -9,11 +9,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Llama2cCheckpoint } from '../../src/convert/llama2c-checkpoint.js';
-import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/convert/llama-onnx-graph.js';
-import { buildGenaiGqaLlamaGraph } from '../../src/convert/llama-graph-gqa.js';
-import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../src/convert/graph-variants.js';
-import { encodeOnnxModel, type OnnxGraph } from '../../src/convert/onnx-writer.js';
+import type { DecoderCheckpoint } from '../../src/graph/decoder-checkpoint.js';
+import { buildLlamaGraph, EXTRA_OPSETS } from '../../src/graph/llama-onnx-graph.js';
+import { buildGenaiGqaLlamaGraph } from '../../src/graph/llama-graph-gqa.js';
+import { moveWeightsToExternalData, rewriteDecoderLayout, type DecoderLayoutOptions } from '../../src/graph/graph-variants.js';
+import { encodeOnnxModel, type OnnxGraph } from '../../src/graph/onnx-writer.js';
 import { Llama2cReference } from '../convert/llama2c-reference.js';
 import { randomLlamaCheckpoint } from '../../scripts/convert/random-checkpoint.js';
 
@@ -22,7 +22,7 @@ export const FIXTURE_DIMS = { dim: 32, hiddenDim: 64, nLayers: 2, nHeads: 4, nKv
 export type CheckpointDims = { [K in keyof typeof FIXTURE_DIMS]: number };
 
 /** A seeded random-weight checkpoint; `dims` default to the fixtures' tiny shape (the bench builds larger ones). */
-export function randomCheckpoint(seed: number, vocabSize: number, dims: CheckpointDims = FIXTURE_DIMS): Llama2cCheckpoint {
+export function randomCheckpoint(seed: number, vocabSize: number, dims: CheckpointDims = FIXTURE_DIMS): DecoderCheckpoint {
   return randomLlamaCheckpoint({ ...dims, vocabSize }, seed);
 }
 
@@ -95,15 +95,15 @@ export function byteLevelTokenizerFiles(): {
 }
 
 export const FIXTURE_SEED = 20261201;
-let sharedCheckpoint: Llama2cCheckpoint | undefined;
+let sharedCheckpoint: DecoderCheckpoint | undefined;
 
 /** The fixtures' one checkpoint (its vocabulary is the tokenizer's). */
-export function fixtureCheckpoint(): Llama2cCheckpoint {
+export function fixtureCheckpoint(): DecoderCheckpoint {
   sharedCheckpoint ??= randomCheckpoint(FIXTURE_SEED, byteLevelTokenizerFiles().vocabSize);
   return sharedCheckpoint;
 }
 
-export function qwen2Config(ckpt: Llama2cCheckpoint): Record<string, unknown> {
+export function qwen2Config(ckpt: DecoderCheckpoint): Record<string, unknown> {
   const h = ckpt.header;
   const { special } = byteLevelTokenizerFiles();
   return {
@@ -144,7 +144,7 @@ export interface FixtureFolderOptions {
 /**
  * The graph in an exporter's layout. Like Optimum's exports, it has no num_logits_to_keep
  * input unless `layout.logitsToKeep` adds one (after the lm_head) or `converterLogitsToKeep`
- * keeps the converter's own (before it, src/convert/logits-to-keep.ts).
+ * keeps the converter's own (before it, src/graph/logits-to-keep.ts).
  */
 export function buildFixtureGraph(graph: FixtureGraph = 'fused', layout: DecoderLayoutOptions = {}, converterLogitsToKeep = false): OnnxGraph {
   const ckpt = fixtureCheckpoint();

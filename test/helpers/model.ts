@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import type { Engine, GenerationDelta } from '../../src/engine/types.js';
 import { defaultSamplingParams, type SamplingParams } from '../../src/sampling/params.js';

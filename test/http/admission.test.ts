@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { MODEL, MODEL_DIR, expectErrorBody, golden, postJson, testApp } from './helpers.js';
 
 const engines: Engine[] = [];

@@ -7,7 +7,7 @@ import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
 import { errorResponse } from '../../src/http/errors.js';
-import { invalidRequest } from '../../src/protocol/errors.js';
+import { invalidRequest } from '../../src/common/protocol-error.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, expectError, expectErrorBody, loadEngine, postJson, ssePayloads, testApp } from './helpers.js';
 

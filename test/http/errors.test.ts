@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { EngineOverloadedError, EngineRequestError } from '../../src/engine/errors.js';
 import { errorResponse, HttpError, mapError, modelNotFound, streamingErrorPayload } from '../../src/http/errors.js';
-import { ProtocolError, invalidRequest } from '../../src/protocol/errors.js';
+import { ProtocolError, invalidRequest } from '../../src/common/protocol-error.js';
 import { ChatTemplateError } from '../../src/tokenizer/chat-template.js';
 
 describe('mapError', () => {

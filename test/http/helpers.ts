@@ -4,8 +4,8 @@ import { expect } from 'vitest';
 import { parseServerConfig, type ServerConfig } from '../../src/config/server-config.js';
 import { createApp, type AppDeps } from '../../src/http/app.js';
 import type { Engine } from '../../src/engine/types.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
-import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node/guides.js';
 
 export const MODEL_DIR = 'models/stories260k';
 export const MODEL = 'stories260k';

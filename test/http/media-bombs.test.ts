@@ -11,7 +11,7 @@ import type { Engine } from '../../src/engine/types.js';
 import { createApp } from '../../src/http/app.js';
 import { resolveMediaConfig, type MediaConfigInput, type MediaDecoder } from '../../src/media/index.js';
 import { createNodeMediaFetcher, createWorkerMediaDecoder } from '../../src/media/node.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { pcm16Wav, zeroPng } from '../media/helpers/fixtures.js';
 import { SMOLVLM_DIR } from '../multimodal/fixtures.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';

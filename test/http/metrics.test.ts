@@ -9,8 +9,8 @@ import { createApp, serverActivity } from '../../src/http/app.js';
 import type { Engine } from '../../src/engine/types.js';
 import { Counter, Gauge, Histogram, Registry } from '../../src/http/observability/prometheus.js';
 import { oneTwoFiveBuckets } from '../../src/http/observability/server-metrics.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
-import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node/guides.js';
 import { MODEL, MODEL_DIR, golden, loadEngine, postJson } from './helpers.js';
 
 let engine: Engine;

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import type { Engine } from '../../src/engine/types.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, MODEL_DIR, expectError, loadEngine, postJson, testApp } from './helpers.js';

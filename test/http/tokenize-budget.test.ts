@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
-import { withPageBounds } from '../../src/config/request-bounds.js';
+import { withPageBounds } from '../../src/config/bound-settings.js';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import { convertLlama2cTokenizer } from '../../src/convert/llama2c-tokenizer.js';
 import { ENCODE_SLICE_CHARS, HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';

@@ -10,7 +10,7 @@ import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { createMediaFetcher, resolveMediaConfig } from '../../src/media/index.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { expectError, postJson } from './helpers.js';
 import { imageDataUrl, reference, SMOLVLM_DIR } from '../multimodal/fixtures.js';
 import { AUDIO_DIR, audioBytes, audioReference, QWEN2_AUDIO_DIR } from '../multimodal/audio-fixtures.js';

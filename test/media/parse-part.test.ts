@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { MediaError } from '../../src/media/errors.js';
 import { mediaRequestsFromMessages, mediaRequestsFromPrompt, parseMediaPart } from '../../src/media/parse-part.js';
-import { ProtocolError } from '../../src/protocol/errors.js';
+import { ProtocolError } from '../../src/common/protocol-error.js';
 
 function errorOf(fn: () => unknown): MediaError {
   try {

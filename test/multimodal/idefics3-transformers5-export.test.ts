@@ -14,7 +14,7 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { createMediaFetcher, resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeMediaFetcher } from '../../src/media/node.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { postJson } from '../http/helpers.js';
 
 const DIR = join(import.meta.dirname, '..', 'fixtures', 'transformers5', 'idefics3-onnx');

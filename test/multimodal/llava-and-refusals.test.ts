@@ -6,13 +6,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Hono } from 'hono';
-import { encodeOnnxModel, OnnxDataType } from '../../src/convert/onnx-writer.js';
+import { encodeOnnxModel, OnnxDataType } from '../../src/graph/onnx-writer.js';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeMediaFetcher } from '../../src/media/node.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { postJson } from '../http/helpers.js';
 import { imageDataUrl, LLAVA_DIR, reference, SMOLVLM_DIR, temporaryFolderCopies } from './fixtures.js';
 

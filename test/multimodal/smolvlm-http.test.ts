@@ -12,8 +12,8 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { createMediaFetcher, resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeMediaFetcher } from '../../src/media/node.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
-import { nodeGuideCompiler } from '../../src/runtime/node-guides.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
+import { nodeGuideCompiler } from '../../src/runtime/node/guides.js';
 import { expectError, postJson, ssePayloads } from '../http/helpers.js';
 import { imageDataUrl, reference, SMOLVLM_DIR, type ReferenceGeneration } from './fixtures.js';
 

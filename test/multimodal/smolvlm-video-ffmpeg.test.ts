@@ -13,7 +13,7 @@ import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { resolveMediaConfig } from '../../src/media/index.js';
 import { createNodeMediaFetcher } from '../../src/media/node.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { expectError, postJson } from '../http/helpers.js';
 import { CODECS, encodeFrames, encodeVideo } from '../media/helpers/ffmpeg-encode.js';
 import { smolvlm2Folder } from './fixtures.js';

@@ -11,7 +11,7 @@ import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
 import { englishNumber } from '../../src/multimodal/english-number.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { expectError, postJson } from '../http/helpers.js';
 import { avi, flatJpeg } from '../media/helpers/video-writers.js';
 import { SMOLVLM_DIR, smolvlm2Folder } from './fixtures.js';

@@ -12,7 +12,7 @@ import type { Hono } from 'hono';
 import { parseServerConfig } from '../../src/config/server-config.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { createApp } from '../../src/http/app.js';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import { postJson } from '../http/helpers.js';
 import { audioBytes, audioDataUrl, type AudioReferenceGeneration } from './audio-fixtures.js';
 import { FIXTURES } from './fixtures.js';

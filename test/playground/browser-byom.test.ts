@@ -7,10 +7,10 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
-import { createBrowserApp, fetchModelFiles } from '../../src/runtime/browser-engine.js';
-import { pickedFolderSource } from '../../src/runtime/model-source.js';
-import { shaderF16Refusal } from '../../src/runtime/browser-gpu.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
+import { createBrowserApp, fetchModelFiles } from '../../src/runtime/browser/engine.js';
+import { pickedFolderSource } from '../../src/runtime/browser/model-source.js';
+import { shaderF16Refusal } from '../../src/runtime/browser/gpu.js';
 import { removeFixtureFolders, writeFixtureFolder } from '../helpers/byom-fixtures.js';
 
 ortWeb.env.wasm.numThreads = 1;

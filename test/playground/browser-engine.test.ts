@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SERVER_CONFIG } from '../../src/config/server-config.js';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
 import { createApp } from '../../src/http/app.js';
-import { readWithProgress, type FileProgress } from '../../src/runtime/browser-downloads.js';
-import { createBrowserApp, fetchModelFiles, type BrowserApp } from '../../src/runtime/browser-engine.js';
+import { readWithProgress, type FileProgress } from '../../src/runtime/browser/downloads.js';
+import { createBrowserApp, fetchModelFiles, type BrowserApp } from '../../src/runtime/browser/engine.js';
 import { embeddedEngine, MODEL_DIR } from '../helpers/model.js';
 
 /** Serves the model directory under http://model.test/ and records what was asked. */

@@ -4,7 +4,7 @@
  */
 import * as ortWeb from 'onnxruntime-web';
 import { describe, expect, it } from 'vitest';
-import { explainEngineError } from '../../src/runtime/browser-errors.js';
+import { explainEngineError } from '../../src/runtime/browser/errors.js';
 
 async function sessionError(model: Uint8Array): Promise<unknown> {
   ortWeb.env.wasm.numThreads = 1;

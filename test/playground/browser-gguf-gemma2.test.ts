@@ -1,5 +1,5 @@
 /**
- * A gemma2 GGUF in the page (runtime/browser-gguf.ts: the graph built in memory, run by
+ * A gemma2 GGUF in the page (runtime/browser/gguf.ts: the graph built in memory, run by
  * onnxruntime-web's WASM backend, FastGelu and the soft-caps included) against transformers'
  * Gemma2ForCausalLM on the same weights (test/fixtures/gguf/tiny-gemma2-reference.json, made
  * by scripts/gguf/make_gemma2_fixtures.py): the prompt tokenizes to the ids the sentencepiece
@@ -10,9 +10,9 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
-import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser-engine.js';
-import { blobByteSource } from '../../src/runtime/browser-gguf.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
+import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser/engine.js';
+import { blobByteSource } from '../../src/runtime/browser/gguf.js';
 import { ggufModelFiles } from '../../src/gguf/gguf-model-files.js';
 
 const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;

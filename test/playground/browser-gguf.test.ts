@@ -1,5 +1,5 @@
 /**
- * The page's GGUF path (runtime/browser-gguf.ts) under Node: the file read through a Blob,
+ * The page's GGUF path (runtime/browser/gguf.ts) under Node: the file read through a Blob,
  * the graph built in memory with its weights as external data, run by onnxruntime-web's
  * WASM backend in the in-page app. Its greedy text must equal what the Node server gives
  * for the same file (onnxruntime-node on the cache folder node-gguf.ts writes), which
@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ortWeb from 'onnxruntime-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { OrtRuntime } from '../../src/engine/ort-runtime.js';
-import type { FileProgress } from '../../src/runtime/browser-downloads.js';
-import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser-engine.js';
-import { answerGgufBuild, blobByteSource, downloadGguf, ggufNameOf, type GgufBuildMessage } from '../../src/runtime/browser-gguf.js';
+import type { OrtRuntime } from '../../src/onnx/ort-runtime.js';
+import type { FileProgress } from '../../src/runtime/browser/downloads.js';
+import { createBrowserApp, type BrowserApp } from '../../src/runtime/browser/engine.js';
+import { answerGgufBuild, blobByteSource, downloadGguf, ggufNameOf, type GgufBuildMessage } from '../../src/runtime/browser/gguf.js';
 import { ggufModelFiles } from '../../src/gguf/gguf-model-files.js';
 import { spawnServer, type RunningServer } from '../e2e/spawn-server.js';
 

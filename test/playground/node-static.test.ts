@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { playgroundRoutes } from '../../src/runtime/node-static.js';
+import { playgroundRoutes } from '../../src/runtime/node/static.js';
 import { MODEL_DIR, REPO_ROOT } from '../helpers/model.js';
 
 describe('playgroundRoutes', () => {

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { ProtocolError } from '../../src/protocol/errors.js';
+import { ProtocolError } from '../../src/common/protocol-error.js';
 
 /** Runs `fn`, expects a 400-kind ProtocolError, and returns it for further checks. */
 export function expectInvalidRequest(fn: () => unknown): ProtocolError {

@@ -4,8 +4,8 @@
  * adapter check before anything is downloaded. The browser run is test/e2e/playground-webllm.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { libraryNeedsShaderF16, mlcFileUrl, mlcWeightsBytes, NO_WEBGPU_MESSAGE, shardCount, webLlmAdapterRefusal, webLlmPhase } from '../../src/runtime/browser-webllm.js';
-import { webLlmProgressText } from '../../src/runtime/webllm-messages.js';
+import { libraryNeedsShaderF16, mlcFileUrl, mlcWeightsBytes, NO_WEBGPU_MESSAGE, shardCount, webLlmAdapterRefusal, webLlmPhase } from '../../src/runtime/browser/webllm.js';
+import { webLlmProgressText } from '../../src/runtime/browser/webllm-messages.js';
 
 describe('browser-webllm', () => {
   it('reads the phase from web-llm’s progress texts', () => {

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bytesField, concat, readRecords } from '../../src/adapters/protobuf.js';
 import { graphHasOp } from '../../src/engine/graph-ops.js';
-import { readGraphStructure } from '../../src/runtime/graph-structure.js';
-import { readModelDir } from '../../src/runtime/model-dir.js';
+import { readGraphStructure } from '../../src/runtime/node/graph-structure.js';
+import { readModelDir } from '../../src/runtime/node/model-dir.js';
 import { MODEL_DIR } from '../helpers/model.js';
 
 const GRAPH_FILE = join(MODEL_DIR, 'onnx/model.onnx');

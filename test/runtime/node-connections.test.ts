@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
-import { capConnections, nodeServerOptions } from '../../src/runtime/node-connections.js';
+import { capConnections, nodeServerOptions } from '../../src/runtime/node/connections.js';
 
 const started: Server[] = [];
 const sockets: Socket[] = [];

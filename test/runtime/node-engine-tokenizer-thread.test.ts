@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createNodeEngine } from '../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../src/runtime/node/engine.js';
 import type { LocalEngine } from '../../src/engine/local-engine.js';
 import { MODEL_DIR } from '../helpers/model.js';
 
-// `npm start` asks for the tokenizer thread (runtime/node.ts); other Node engines (tests,
+// `npm start` asks for the tokenizer thread (runtime/node/main.ts); other Node engines (tests,
 // benches) and the homes without threads keep none, and then hold no copy of tokenizer.json.
 const engines: LocalEngine[] = [];
 afterAll(async () => {

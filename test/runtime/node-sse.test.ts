@@ -4,7 +4,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sseResponse } from '../../src/http/sse.js';
-import { writingSseDirectly } from '../../src/runtime/node-sse.js';
+import { writingSseDirectly } from '../../src/runtime/node/sse.js';
 
 // The same app served twice: through @hono/node-server's web-stream path, and with SSE
 // bodies written straight into the ServerResponse. A client must not see a difference.

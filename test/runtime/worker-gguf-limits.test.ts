@@ -1,5 +1,5 @@
 /**
- * The GGUF Worker's limits (src/runtime/worker-gguf-limits.ts, src/gguf/gguf-footprint.ts):
+ * The GGUF Worker's limits (src/runtime/worker/gguf-limits.ts, src/gguf/gguf-footprint.ts):
  * the build step (scripts/build-worker-gguf.ts) bundles a file that fits and refuses one
  * past Cloudflare's Worker size (64 MiB) or isolate memory (128 MB) with the reason; and
  * the memory estimate it judges by bounds what building the committed fixtures really

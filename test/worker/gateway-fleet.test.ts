@@ -6,7 +6,7 @@
  */
 import { describe, expect, inject, it, vi } from 'vitest';
 import { KeyLeases } from '../../src/gateway/edge-limits.js';
-import gateway from '../../src/runtime/worker-gateway.js';
+import gateway from '../../src/runtime/worker/gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, recordingUpstream, ssePayloads, testBinding, workerEnv } from './helpers.js';
 

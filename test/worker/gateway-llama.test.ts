@@ -7,7 +7,7 @@
  * disconnect that stops llama.cpp's generation.
  */
 import { describe, expect, inject, it } from 'vitest';
-import gateway from '../../src/runtime/worker-gateway.js';
+import gateway from '../../src/runtime/worker/gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, ssePayloads, workerEnv } from './helpers.js';
 

@@ -6,7 +6,7 @@
  * id and trace context from client to upstream), in front of the real Node server.
  */
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
-import gateway from '../../src/runtime/worker-gateway.js';
+import gateway from '../../src/runtime/worker/gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, recordingUpstream, ssePayloads, workerEnv } from './helpers.js';
 

@@ -1,13 +1,13 @@
 /**
- * A GGUF served by the Worker inside workerd, as the GGUF entry (src/runtime/worker-gguf.ts)
+ * A GGUF served by the Worker inside workerd, as the GGUF entry (src/runtime/worker/gguf.ts)
  * serves the file its build bundled: the bytes arrive as a Data module (wrangler.toml's
  * rule for *.gguf), the graph is built in the isolate on the first request. Reference: the
  * Node server on the same file (MODEL_DIR=file.gguf, started by global-setup.ts), which
  * test/gguf/llama-server-parity.test.ts checks against llama.cpp's server.
  */
 import { describe, expect, inject, it, vi } from 'vitest';
-import { createWorkerHandler } from '../../src/runtime/worker-handler.js';
-import { workerGgufEngine } from '../../src/runtime/worker-gguf-engine.js';
+import { createWorkerHandler } from '../../src/runtime/worker/handler.js';
+import { workerGgufEngine } from '../../src/runtime/worker/gguf-engine.js';
 import kquants from '../fixtures/gguf/tiny-llama-kquants.gguf';
 import { postJson, workerEnv } from './helpers.js';
 

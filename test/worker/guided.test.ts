@@ -1,11 +1,11 @@
 /**
- * Structured output in workerd: the Worker entry (src/runtime/worker.ts) runs XGrammar
+ * Structured output in workerd: the Worker entry (src/runtime/worker/main.ts) runs XGrammar
  * from the precompiled dist/xgrammar.wasm, and must produce what the Node server
  * (global-setup.ts, `npm start`'s app with XGrammar under Node) produces for the same
  * seeded request: same model, same sampler, same grammar, so the same tokens.
  */
 import { describe, expect, inject, it } from 'vitest';
-import worker from '../../src/runtime/worker.js';
+import worker from '../../src/runtime/worker/main.js';
 import { postJson, workerEnv } from './helpers.js';
 
 const defaultEnv = workerEnv();

@@ -1,6 +1,6 @@
 import { env } from 'cloudflare:workers';
-import type { WorkerEnv } from '../../src/runtime/worker-env.js';
-import type { WorkerHandler } from '../../src/runtime/worker-handler.js';
+import type { WorkerEnv } from '../../src/runtime/worker/env.js';
+import type { WorkerHandler } from '../../src/runtime/worker/handler.js';
 
 /**
  * A Worker environment: wrangler.toml's vars (request log off) with `overrides` on top. Each call is a new

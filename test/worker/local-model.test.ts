@@ -5,11 +5,11 @@
  */
 import { describe, expect, inject, it, vi } from 'vitest';
 import { LocalEngine } from '../../src/engine/local-engine.js';
-import worker from '../../src/runtime/worker.js';
-import { createWorkerHandler } from '../../src/runtime/worker-handler.js';
-import { embeddedModelFiles } from '../../src/runtime/worker-model.js';
-import { workerOrt } from '../../src/runtime/worker-ort.js';
-import { embeddedTokenizerFiles } from '../../src/runtime/worker-tokenizer-files.js';
+import worker from '../../src/runtime/worker/main.js';
+import { createWorkerHandler } from '../../src/runtime/worker/handler.js';
+import { embeddedModelFiles } from '../../src/runtime/worker/model.js';
+import { workerOrt } from '../../src/runtime/worker/ort.js';
+import { embeddedTokenizerFiles } from '../../src/runtime/worker/tokenizer-files.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
 import { HfTokenizer } from '../../src/tokenizer/hf-tokenizer.js';
 import golden from '../fixtures/golden-greedy.json';

@@ -4,7 +4,7 @@
  * The gateway Worker delegates to the real Node server (global-setup.ts).
  */
 import { describe, expect, inject, it, vi } from 'vitest';
-import gateway from '../../src/runtime/worker-gateway.js';
+import gateway from '../../src/runtime/worker/gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, workerEnv } from './helpers.js';
 

@@ -5,7 +5,7 @@
  * reproduces.
  */
 import { describe, expect, inject, it, vi } from 'vitest';
-import gateway from '../../src/runtime/worker-gateway.js';
+import gateway from '../../src/runtime/worker/gateway.js';
 import golden from '../fixtures/golden-greedy.json';
 import { postJson, recordingUpstream, ssePayloads, testBinding, workerEnv } from './helpers.js';
 

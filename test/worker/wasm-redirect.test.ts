@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { registerPrecompiledWasm, sameWasmBinary, wasmStandIn } from '../../src/runtime/worker-wasm.js';
+import { registerPrecompiledWasm, sameWasmBinary, wasmStandIn } from '../../src/runtime/worker/wasm.js';
 // A hand-assembled module exporting add(i32, i32) -> i32; arrives precompiled (CompiledWasm).
 import addModule from './fixtures/add.wasm';
 

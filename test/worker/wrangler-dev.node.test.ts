@@ -1,5 +1,5 @@
 /**
- * What `npm run dev` serves: wrangler bundles src/runtime/worker.ts with wrangler.toml
+ * What `npm run dev` serves: wrangler bundles src/runtime/worker/main.ts with wrangler.toml
  * (the real .wasm and .onnx module imports, the vars) and runs it in workerd, here on a
  * free loopback port. Every request is a separate request to the Worker, as deployed;
  * the in-workerd tests call the handler directly, which cannot show how overlapping

@@ -1,4 +1,4 @@
-import type { OrtRuntime, Tensor } from '../ort-runtime.js';
+import type { OrtRuntime, Tensor } from '../../onnx/ort-runtime.js';
 import type { GpuKvTensors, KvCache, KvRowSource, KvStore } from './types.js';
 
 /*

@@ -1,4 +1,4 @@
-import type { Tensor } from '../ort-runtime.js';
+import type { Tensor } from '../../onnx/ort-runtime.js';
 
 /*
  * The KV cache's shapes, at the bottom of its home (src/engine/kv/): the host arrays'

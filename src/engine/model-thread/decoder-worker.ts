@@ -11,7 +11,7 @@ import { emptyKvCache, repackKvCache } from '../kv/kv-cache.js';
 import type { KvCache, KvRowSource } from '../kv/types.js';
 import { OnnxDecoder } from '../onnx-decoder.js';
 import { localInPlaceKv, type InPlaceKvOps } from '../kv/in-place-step.js';
-import { loadOnnxruntimeNode } from '../ort-native.js';
+import { loadOnnxruntimeNode } from '../../onnx/ort-native.js';
 import { TokenEmbedder } from '../token-embedder.js';
 import { EMPTY_CACHE, type FromWorker, type ToWorker, type WireError, type WorkerStart } from './protocol.js';
 

@@ -4,12 +4,12 @@
  * never waits for a repack or a release: it names the new cache itself (ids are the main
  * thread's), and the next run that reads it comes after it in the queue.
  */
-import type { InferenceSession } from '../ort-runtime.js';
+import type { InferenceSession } from '../../onnx/ort-runtime.js';
 import type { KvPadding } from '../kv/types.js';
-import type { ModelSpec } from '../model-spec.js';
-import type { DecoderContract } from '../decoder-contract.js';
+import type { ModelSpec } from '../../onnx/model-spec.js';
+import type { DecoderContract } from '../loading/decoder-contract.js';
 import type { LoraGraphLayout } from '../../adapters/lora-graph.js';
-import type { PlaceholderEmbeds } from '../placeholder-embeds.js';
+import type { PlaceholderEmbeds } from '../../onnx/placeholder-embeds.js';
 
 /** Cache id 0: an empty cache (no slots), which needs no storage on either side. */
 export const EMPTY_CACHE = 0;

@@ -9,11 +9,11 @@
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../../threads/serial-worker.js';
 import type { LoraSlots } from '../../adapters/lora-slots.js';
-import type { DecoderContract } from '../decoder-contract.js';
+import type { DecoderContract } from '../loading/decoder-contract.js';
 import { EngineRequestError } from '../errors.js';
-import type { ModelSpec } from '../model-spec.js';
+import type { ModelSpec } from '../../onnx/model-spec.js';
 import type { Decoder, DecoderInput, DecoderOutput } from '../onnx-decoder.js';
-import type { InferenceSession } from '../ort-runtime.js';
+import type { InferenceSession } from '../../onnx/ort-runtime.js';
 import type { FromWorker, ToWorker, WireError, WorkerStart } from './protocol.js';
 import { RemoteKvStore, remoteIdOf, remoteInPlaceKv } from './remote-kv.js';
 import type { InPlaceKvOps } from '../kv/in-place-step.js';

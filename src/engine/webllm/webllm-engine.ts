@@ -19,7 +19,7 @@ import type { SamplingParams } from '../../sampling/params.js';
 import { HfTokenizer } from '../../tokenizer/hf-tokenizer.js';
 import type { Tokenizer } from '../../tokenizer/types.js';
 import { checkPromptTokenIds, EngineRequestError } from '../errors.js';
-import { generationDefaultsFromConfig } from '../model-spec.js';
+import { generationDefaultsFromConfig } from '../loading/generation-defaults.js';
 import { topTokenIds, type TokenLogprob } from '../../sampling/logprobs.js';
 import { sequenceSeed } from '../sequence-group.js';
 import { Sequence } from '../sequence.js';

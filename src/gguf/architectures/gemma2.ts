@@ -1,6 +1,6 @@
 /**
  * `gemma2` (Gemma 2: transformers' Gemma2ForCausalLM, llama.cpp's src/models/gemma2.cpp) as
- * the converter's Gemma 2 checkpoint (src/convert/gemma2-graph.ts). What the file holds and
+ * the converter's Gemma 2 checkpoint (src/graph/gemma2-graph.ts). What the file holds and
  * how llama.cpp reads it (its converter: conversion/gemma.py Gemma2Model):
  * - RMSNorm weights with transformers' +1 already added: used as stored;
  * - four norms a layer: attn_norm, post_attention_norm, ffn_norm, post_ffw_norm;
@@ -19,7 +19,7 @@
  * sliding layers (rope.freq_base_swa), value length unlike the key length, partial rotary,
  * rope scaling other than linear, extra or missing tensors.
  */
-import type { Gemma2Checkpoint, Gemma2Layer } from '../../convert/gemma2-graph.js';
+import type { Gemma2Checkpoint, Gemma2Layer } from '../../graph/gemma2-graph.js';
 import type { GgufFile } from '../gguf-file.js';
 import {
   architectureOf,

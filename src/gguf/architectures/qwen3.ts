@@ -8,7 +8,7 @@
  * permute them): the norm weights, indexed like a head's rows, are reordered with them.
  * `qwen3moe` is a different model (experts), refused by name with every other architecture.
  */
-import type { Llama2cLayer } from '../../convert/llama2c-checkpoint.js';
+import type { DecoderLayer } from '../../graph/decoder-checkpoint.js';
 
 export const QWEN3 = 'qwen3';
 
@@ -26,7 +26,7 @@ export async function readQwen3HeadNorms(
   layerPrefix: string,
   toRowOrder: (weight: Float32Array) => Float32Array,
   epsilon: number,
-): Promise<NonNullable<Llama2cLayer['qkNorm']>> {
+): Promise<NonNullable<DecoderLayer['qkNorm']>> {
   return {
     q: toRowOrder(await read(`${layerPrefix}attn_q_norm.weight`)),
     k: toRowOrder(await read(`${layerPrefix}attn_k_norm.weight`)),

@@ -1,5 +1,5 @@
 import { Hono, type MiddlewareHandler } from 'hono';
-import { VERSION } from '../../version.js';
+import { VERSION } from '../../common/version.js';
 import { errorResponse, HttpError } from '../errors.js';
 import type { RequestRecord, ServerActivity } from './activity.js';
 import { PROMETHEUS_CONTENT_TYPE } from './prometheus.js';

@@ -5,7 +5,7 @@
  * (workerd, a browser tab's main thread) it runs here, after yielding, one part at a time,
  * so the requests and steps queued behind it get a turn between parts.
  */
-import { yieldToEventLoop } from '../../engine/yield.js';
+import { yieldToEventLoop } from '../../threads/yield.js';
 import type { DecodedMedia, FetchedMedia } from '../types.js';
 import { decodeMedia, type DecodeOptions } from './index.js';
 

@@ -8,8 +8,8 @@
  * audio's (Qwen2-Audio's encoder emits rows for the padding too and the model keeps the
  * first ones). Any other required input is refused at startup by name.
  */
-import { float32Of, float32ToFloat16 } from '../../engine/float16.js';
-import type { InferenceSession, OrtRuntime, Tensor } from '../../engine/ort-runtime.js';
+import { float32Of, float32ToFloat16 } from '../../onnx/float16.js';
+import type { InferenceSession, OrtRuntime, Tensor } from '../../onnx/ort-runtime.js';
 import type { ProcessedAudio } from './types.js';
 
 const FEATURE_INPUTS = ['input_features', 'audio_values'];

@@ -7,8 +7,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { basename, join, resolve } from 'node:path';
-import { loadOnnxruntimeNode } from '../../engine/ort-native.js';
-import { chooseOnnxFile, type ModelDtype } from '../../engine/model-variants.js';
+import { loadOnnxruntimeNode } from '../../onnx/ort-native.js';
+import { chooseOnnxFile, type ModelDtype } from '../../engine/loading/model-variants.js';
 import type { EmbeddingEngine, EmbeddingEngineLimits } from '../../embeddings/embedding-engine.js';
 import { loadEmbeddingEngine, looksLikeEmbeddingModel, type EmbeddingModelFiles } from '../../embeddings/load.js';
 import type { PoolerOverride } from '../../embeddings/pooling-config.js';

@@ -6,16 +6,16 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import * as ortNode from 'onnxruntime-node';
-import type { ModelSpec } from '../../../src/engine/model-spec.js';
+import type { ModelSpec } from '../../../src/onnx/model-spec.js';
 import { emptyKvCache } from '../../../src/engine/kv/kv-cache.js';
 import { OnnxDecoder, promptInput } from '../../../src/engine/onnx-decoder.js';
-import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
-import type { DecoderLayoutOptions } from '../../../src/convert/graph-variants.js';
-import { GraphBuilder } from '../../../src/convert/graph-builder.js';
-import { encodeOnnxModel, OnnxDataType } from '../../../src/convert/onnx-writer.js';
+import type { OrtRuntime } from '../../../src/onnx/ort-runtime.js';
+import type { DecoderLayoutOptions } from '../../../src/graph/graph-variants.js';
+import { GraphBuilder } from '../../../src/graph/graph-builder.js';
+import { encodeOnnxModel, OnnxDataType } from '../../../src/graph/onnx-writer.js';
 import { Llama2cReference } from '../../convert/llama2c-reference.js';
 import { collectGeneration, collectJoiningMidway } from '../../helpers/model.js';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import {
   buildFixtureGraph,
   encodeFixtureGraph,

@@ -4,7 +4,7 @@
  * runtimes, and refusals name what is there.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { collectGeneration } from '../../helpers/model.js';
 import { referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../../helpers/byom-fixtures.js';
 

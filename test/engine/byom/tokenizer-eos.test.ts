@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { chatTemplateFromTokenizerConfig } from '../../../src/tokenizer/chat-template.js';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { collectGeneration } from '../../helpers/model.js';
 import { byteLevelTokenizerFiles, referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../../helpers/byom-fixtures.js';
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { GpuKvStore, type GpuDeviceLike } from '../../../src/engine/kv/gpu-kv-cache.js';
 import { releaseKvCache, repackKvCache } from '../../../src/engine/kv/kv-cache.js';
 import type { KvArray, KvCache, KvRowSource } from '../../../src/engine/kv/types.js';
-import type { OrtRuntime, Tensor } from '../../../src/engine/ort-runtime.js';
+import type { OrtRuntime, Tensor } from '../../../src/onnx/ort-runtime.js';
 
 class MemoryBuffer {
   readonly bytes: Uint8Array;

@@ -11,7 +11,7 @@ import { emptyKvCache } from '../../../src/engine/kv/kv-cache.js';
 import type { KvCache } from '../../../src/engine/kv/types.js';
 import { EngineRequestError } from '../../../src/engine/errors.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
 import { fixtureCheckpoint, referenceGreedy, removeFixtureFolders, writeFixtureFolder } from '../../helpers/byom-fixtures.js';
 import { collectGeneration, collectJoiningMidway } from '../../helpers/model.js';

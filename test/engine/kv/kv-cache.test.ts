@@ -3,10 +3,10 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { emptyKvCache, markRealSlots, repackKvCache } from '../../../src/engine/kv/kv-cache.js';
 import type { KvCache } from '../../../src/engine/kv/types.js';
-import { modelSpecFromConfig } from '../../../src/engine/model-spec.js';
+import { modelSpecFromConfig } from '../../../src/onnx/model-spec.js';
 import { OnnxDecoder } from '../../../src/engine/onnx-decoder.js';
-import type { OrtRuntime } from '../../../src/engine/ort-runtime.js';
-import { readModelDir } from '../../../src/runtime/model-dir.js';
+import type { OrtRuntime } from '../../../src/onnx/ort-runtime.js';
+import { readModelDir } from '../../../src/runtime/node/model-dir.js';
 
 const MODEL_DIR = fileURLToPath(new URL('../../../models/stories260k/', import.meta.url));
 

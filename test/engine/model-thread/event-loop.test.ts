@@ -13,7 +13,7 @@ import { randomLlamaFolder, SHAPE_5M } from '../../../scripts/threads/random-lla
 import { emptyKvCache } from '../../../src/engine/kv/kv-cache.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import { promptInput, type Decoder } from '../../../src/engine/onnx-decoder.js';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { collectGeneration } from '../../helpers/model.js';
 
 /** ~5M parameters (21 MB): a 400-token prompt is a step of tens of milliseconds or more. */

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import { laneTakesRequest } from '../../../src/engine/model-thread/lanes.js';
 import type { WorkerDecoder } from '../../../src/engine/model-thread/worker-decoder.js';
-import { createNodeEngine } from '../../../src/runtime/node-engine.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
 import { collectGeneration, collectJoiningMidway, generateUntilAborted, golden, MODEL_DIR } from '../../helpers/model.js';
 import { MODEL, testApp } from '../../http/helpers.js';

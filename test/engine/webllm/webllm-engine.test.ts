@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../../src/config/server-config.js';
-import { forwardingGuideCompiler } from '../../../src/engine/remote-guides.js';
+import { forwardingGuideCompiler } from '../../../src/engine/remote/guides.js';
 import { ARGMAX_TOP_P, type WebLlmGenerationConfig } from '../../../src/engine/webllm/generation-config.js';
 import { sequenceSeed } from '../../../src/engine/sequence-group.js';
 import { WebLlmEngine, type MlcEngineInternals, type WebLlmPipeline } from '../../../src/engine/webllm/webllm-engine.js';

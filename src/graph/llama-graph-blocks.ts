@@ -1,0 +1,134 @@
+/**
+ * The decoder skeleton the contrib-op flavours share: embedding, a residual stream whose
+ * Adds are folded into com.microsoft SkipSimplifiedLayerNormalization (residual add and the
+ * next RMSNorm in one node), the SwiGLU MLP and the tied output projection. Each flavour
+ * supplies only its attention block.
+ */
+import type { DecoderCheckpoint, DecoderLayer } from './decoder-checkpoint.js';
+import { GraphBuilder } from './graph-builder.js';
+import type { OnnxGraph } from './onnx-writer.js';
+import { concatColumns, transpose } from './llama-weights.js';
+import { declareDecoderInputs, declareDecoderOutputs, declareNewKvOutputs, lmHeadWeight, type DecoderInputs } from './llama-graph-io.js';
+
+export const MS_DOMAIN = 'com.microsoft';
+
+export interface AttentionArgs {
+  layer: DecoderLayer;
+  index: number;
+  /** RMSNorm'd hidden states [B, S, dim]. */
+  xNorm: string;
+  /** Node-name scope of the layer's attention, e.g. /model/layers.3/self_attn. */
+  scope: string;
+  /** Initializer name prefix, e.g. model.layers.3. */
+  prefix: string;
+}
+
+/** Builds one layer's attention: returns its output [B, S, dim] before the residual add. */
+export type AttentionBlock = (args: AttentionArgs) => string;
+
+export function buildSkipNormDecoder(
+  ckpt: DecoderCheckpoint,
+  rmsNormEps: number,
+  attentionFor: (g: GraphBuilder, inputs: DecoderInputs) => AttentionBlock,
+  /** present.* (past + new, the HF contract) or new_key_values (the new slots only, llama-graph-io.ts). */
+  kvOutputs: 'present' | 'new' = 'present',
+): OnnxGraph {
+  const { dim, vocabSize } = ckpt.header;
+  const g = new GraphBuilder('llama2c_decoder');
+  const inputs = declareDecoderInputs(g, ckpt);
+  const epsilon = { float: rmsNormEps };
+  const embedding = g.floats('model.embed_tokens.weight', [vocabSize, dim], ckpt.tokenEmbedding);
+  const attention = attentionFor(g, inputs);
+
+  const hidden0 = g.op('Gather', [embedding, inputs.inputIds], '/model/embed_tokens');
+  // Layer 0's input norm has no residual to add yet.
+  const firstNormWeight = g.floats('model.layers.0.input_layernorm.weight', [dim], ckpt.layers[0].rmsAtt);
+  let xNorm = g.op('SimplifiedLayerNormalization', [hidden0, firstNormWeight], '/model/layers.0/input_layernorm', {
+    axis: -1,
+    epsilon,
+  });
+  let residual = hidden0;
+  let pendingDelta: string | null = null; // the previous MLP's output, not yet added to `residual`
+
+  ckpt.layers.forEach((layer, index) => {
+    const scope = `/model/layers.${index}`;
+    const prefix = `model.layers.${index}`;
+    if (pendingDelta !== null) {
+      const w = g.floats(`${prefix}.input_layernorm.weight`, [dim], layer.rmsAtt);
+      [xNorm, residual] = skipNorm(g, pendingDelta, residual, w, epsilon, `${scope}/input_layernorm`);
+    }
+    const attnOut = attention({ layer, index, xNorm, scope: `${scope}/self_attn`, prefix });
+    const postNormW = g.floats(`${prefix}.post_attention_layernorm.weight`, [dim], layer.rmsFfn);
+    const [hNorm, afterAttn] = skipNorm(g, attnOut, residual, postNormW, epsilon, `${scope}/post_attention_layernorm`);
+    residual = afterAttn;
+    pendingDelta = swigluMlp(g, ckpt, layer, hNorm, `${scope}/mlp`, `${prefix}.mlp`);
+  });
+
+  const finalW = g.floats('model.norm.weight', [dim], ckpt.rmsFinal);
+  const [finalNorm] = skipNorm(g, pendingDelta!, residual, finalW, epsilon, '/model/norm');
+  g.node('MatMul', [finalNorm, lmHeadWeight(g, ckpt, embedding)], { scope: '/lm_head', outputs: ['logits'] });
+  if (kvOutputs === 'present') declareDecoderOutputs(g, ckpt);
+  else declareNewKvOutputs(g, ckpt);
+  return g.build();
+}
+
+/** RMSNorm(delta + residual), and the sum itself (the new residual stream): one com.microsoft node. */
+export function skipNorm(
+  g: GraphBuilder,
+  delta: string,
+  residual: string,
+  weight: string,
+  epsilon: { float: number },
+  scope: string,
+): [normed: string, sum: string] {
+  const name = `${scope}/SkipSimplifiedLayerNormalization`;
+  const [normed, , , sum] = g.node('SkipSimplifiedLayerNormalization', [delta, residual, weight], {
+    scope,
+    domain: MS_DOMAIN,
+    attributes: { epsilon },
+    outputs: [`${name}_output_0`, '', '', `${name}_output_3`],
+  });
+  return [normed, sum];
+}
+
+/** down(silu(gate(x)) * up(x)), gate and up from one fused MatMul. */
+function swigluMlp(
+  g: GraphBuilder,
+  ckpt: DecoderCheckpoint,
+  layer: DecoderLayer,
+  x: string,
+  scope: string,
+  prefix: string,
+): string {
+  const { dim, hiddenDim } = ckpt.header;
+  const gateUp = concatColumns([transpose(layer.w1, hiddenDim, dim), transpose(layer.w3, hiddenDim, dim)], dim);
+  const gateUpW = g.floats(`${prefix}.gate_up_proj.weight`, [dim, 2 * hiddenDim], gateUp);
+  const gateUpOut = g.op('MatMul', [x, gateUpW], scope, undefined, 'gate_up_proj/MatMul');
+  const [gate, up] = g.node('Split', [gateUpOut, g.int64Constant([hiddenDim, hiddenDim])], {
+    scope,
+    attributes: { axis: -1 },
+    outputs: 2,
+  });
+  // onnxruntime fuses x * Sigmoid(x) into one QuickGelu node.
+  const sig = g.op('Sigmoid', [gate], scope, undefined, 'act_fn/Sigmoid');
+  const silu = g.op('Mul', [gate, sig], scope, undefined, 'act_fn/Mul');
+  const gated = g.op('Mul', [silu, up], scope);
+  const w2T = g.floats(`${prefix}.down_proj.weight`, [hiddenDim, dim], transpose(layer.w2, dim, hiddenDim));
+  return g.op('MatMul', [gated, w2T], scope, undefined, 'down_proj/MatMul');
+}
+
+/**
+ * The shape constants a fused attention block reshapes and splits by: the projection's
+ * [B, S, heads, d] view, its split into q|k and v and of q|k into q and k, the grouped query
+ * view [B, kv heads, group × S, d], the heads view, and the merged [B, S, q width] output.
+ */
+export function attentionShapeConstants(g: GraphBuilder, nHeads: number, nKvHeads: number, headDim: number) {
+  return {
+    qkvShape: g.int64Constant([0, 0, nHeads + 2 * nKvHeads, headDim]),
+    qkvSplit: g.int64Constant([nHeads + nKvHeads, nKvHeads]),
+    qkSplit: g.int64Constant([nHeads, nKvHeads]),
+    groupedQueryShape: g.int64Constant([0, nKvHeads, -1, headDim]),
+    headsShape: g.int64Constant([0, nHeads, -1, headDim]),
+    mergedShape: g.int64Constant([0, 0, nHeads * headDim]),
+  };
+}
