@@ -10,6 +10,7 @@
  * stream gets an error event, and [DONE] on the OpenAI routes) and exits with code 1.
  */
 import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -27,6 +28,9 @@ import { mediaConfigFromEnv, type MediaConfig } from '../../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../../media/node.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './cluster.js';
 import { createNodeEngine } from './engine.js';
+import { createNodeEmbeddingEngine, isEmbeddingModelDir } from './embedding-engine.js';
+import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
+import { isGgufPath } from '../../gguf/node-gguf.js';
 import { nodeLoraOptions } from './adapters.js';
 import { nodeGuideCompiler } from './guides.js';
 import { playgroundRoutes } from './static.js';
@@ -119,6 +123,19 @@ function installShutdown(server: Server, engine: Engine, activity: ServerActivit
   });
 }
 
+/**
+ * vLLM's --runner: "pooling" serves the folder as an embedding model, "generate" as a
+ * generation model, "auto" decides from the folder (runtime/node/embedding-engine.ts).
+ */
+async function servesEmbeddings(config: ServerConfig): Promise<boolean> {
+  const gguf = isGgufPath(config.modelDir) || isGgufPath(config.modelFile);
+  if (config.runner === 'pooling' && gguf) {
+    throw new StartupError('runner "pooling": GGUF embedding models are not served yet; serve the model\'s ONNX export (feature-extraction) instead.');
+  }
+  if (config.runner !== 'auto') return config.runner === 'pooling';
+  return !gguf && (await isEmbeddingModelDir(config.modelDir));
+}
+
 async function main(): Promise<void> {
   let config: ServerConfig;
   try {
@@ -157,27 +174,44 @@ async function main(): Promise<void> {
     if (diskWarning !== null) console.warn(`Warning: ${diskWarning}`);
   }
 
-  let engine: LocalEngine;
+  let engine: LocalEngine | EmbeddingEngine;
+  let embeddings: EmbeddingEngine | null = null;
   try {
-    engine = await createNodeEngine({
-      modelDir: config.modelDir,
-      servedModelName: config.servedModelName,
-      limits: schedulerLimitsOf(config),
-      dtype: config.dtype,
-      modelFile: config.modelFile,
-      lora: nodeLoraOptions(config),
-      intraOpNumThreads: config.intraOpNumThreads,
-      modelThread: config.modelThread,
-      processes: config.dataParallelSize,
-      tokenizerThread: true,
-    });
+    if (await servesEmbeddings(config)) {
+      embeddings = await createNodeEmbeddingEngine({
+        modelDir: config.modelDir,
+        servedModelName: config.servedModelName,
+        dtype: config.dtype,
+        modelFile: config.modelFile,
+        limits: schedulerLimitsOf(config),
+        maxSeqLen: config.maxSeqLen,
+        poolerOverride: config.poolerConfig === undefined ? undefined : { poolingType: config.poolerConfig.pooling_type, normalize: config.poolerConfig.normalize },
+        intraOpNumThreads: config.intraOpNumThreads === 'auto' ? Math.max(1, Math.floor(availableParallelism() / config.dataParallelSize)) : config.intraOpNumThreads,
+      });
+      engine = embeddings;
+      for (const line of embeddings.notes) console.log(line);
+    } else {
+      const local = await createNodeEngine({
+        modelDir: config.modelDir,
+        servedModelName: config.servedModelName,
+        limits: schedulerLimitsOf(config),
+        dtype: config.dtype,
+        modelFile: config.modelFile,
+        lora: nodeLoraOptions(config),
+        intraOpNumThreads: config.intraOpNumThreads,
+        modelThread: config.modelThread,
+        processes: config.dataParallelSize,
+        tokenizerThread: true,
+      });
+      engine = local;
+      // The model was run once already (the batching self-test is its warm-up pass).
+      const report = formatLoadReport(local.loadReport);
+      for (const line of report.info) console.log(line);
+      for (const line of report.warnings) console.warn(`Warning: ${line}`);
+    }
   } catch (error) {
     throw new StartupError((error as Error).message);
   }
-  // The model was run once already (the batching self-test is its warm-up pass).
-  const report = formatLoadReport(engine.loadReport);
-  for (const line of report.info) console.log(line);
-  for (const line of report.warnings) console.warn(`Warning: ${line}`);
 
   // XGrammar (its WebAssembly and the vocabulary prepared for it, ~20 MiB here) starts with
   // the first structured-output request, which pays its start-up once (nodeGuideCompiler):
@@ -199,7 +233,8 @@ async function main(): Promise<void> {
       engine,
       config,
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
-      guideCompiler: nodeGuideCompiler(engine),
+      embeddings,
+      guideCompiler: embeddings === null ? nodeGuideCompiler(engine) : null,
       templateThread: createNodeTemplateThread(),
       activity,
     });
@@ -211,7 +246,7 @@ async function main(): Promise<void> {
   const { server, url } = await listen(app, config);
   installShutdown(server, engine, activity, config.shutdownGraceMs);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
-  for (const line of engine.adapters?.startupLines() ?? []) console.log(line);
+  if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
   console.log(`Listening on ${url}`);
 }
 
