@@ -51,7 +51,7 @@ function feeds(shape: Shape): Record<string, ort.Tensor> {
     input_ids: new ort.Tensor('int64', ids, [rows, newTokens]),
     attention_mask: new ort.Tensor('int64', mask, [rows, past + newTokens]),
     position_ids: new ort.Tensor('int64', positions, [rows, newTokens]),
-    // The engine projects the last position only (scripts/convert/logits-to-keep.ts).
+    // The engine projects the last position only (src/graph/logits-to-keep.ts).
     num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
   };
   const kv = Float32Array.from({ length: rows * nKvHeads * past * headDim }, (_, i) => Math.sin(i) * 0.5);

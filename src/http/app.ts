@@ -23,7 +23,7 @@ import { loraRoutes } from './routes/lora.js';
 import { modelsRoutes } from './routes/models.js';
 import { tokenizeRoutes } from './routes/tokenize.js';
 import { apiKeyAuth, hostCheck, jsonContentTypeRequired } from './security/middleware.js';
-import type { ServingContext } from './serving-context.js';
+import { resolveServingLimits, type ServingContext } from './serving/context.js';
 
 export interface AppDeps {
   engine: Engine;
@@ -98,6 +98,7 @@ export function createApp(deps: AppDeps): Hono {
     videoSampling: deps.engine.info.videoSampling,
     guideCompiler: deps.guideCompiler ?? null,
     templateThread: deps.templateThread ?? null,
+    limits: resolveServingLimits(deps.engine, deps.config),
   };
 
   const activity = deps.activity ?? serverActivity(deps.engine, deps.config);

@@ -5,8 +5,8 @@
 import type { LoadedMedia } from '../media/index.js';
 import type { ProcessedAudio, ProcessedImage } from '../multimodal/index.js';
 import type { ChatPromptOptions } from './chat-prompt.js';
-import type { ServingContext } from './serving-context.js';
-import { audioModel, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processAudioParts, processMultimodalImages } from './serving-multimodal.js';
+import type { ServingContext } from './serving/context.js';
+import { audioModel, expandAudioPrompt, expandMultimodalPrompt, multimodalModel, processAudioParts, processMultimodalImages } from './serving/multimodal.js';
 
 export interface ChatMedia {
   /** The buildChatPrompt option (undefined for a text-only model). */

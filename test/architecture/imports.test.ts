@@ -13,23 +13,9 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { FLOORS } from './floors.js';
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
-
-/** Top to bottom; a folder imports only folders on its own floor or below. */
-const FLOORS: readonly (readonly string[])[] = [
-  // The homes and the command line: they build an engine and the app, nothing imports them.
-  ['runtime', 'cli'],
-  ['gateway'],
-  ['http'],
-  // Requests, generation and embeddings.
-  ['protocol', 'config', 'engine', 'embeddings'],
-  // Capabilities the engine and the routes use, one folder each.
-  ['adapters', 'multimodal', 'media', 'gguf', 'graph', 'convert', 'tools'],
-  ['sampling', 'tokenizer', 'guided'],
-  // The shared ground: what every floor may use, knowing nothing above it.
-  ['threads', 'onnx', 'common'],
-];
 
 /**
  * Folder pairs allowed to import each other, with the reason. The media decoding thread

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { GenerationDelta } from '../../src/engine/types.js';
-import { chatStream } from '../../src/http/serving-chat.js';
-import { completionStream } from '../../src/http/serving-completion.js';
-import { generateStream } from '../../src/http/serving-generate.js';
+import { chatStream } from '../../src/http/serving/chat.js';
+import { completionStream } from '../../src/http/serving/completion.js';
+import { generateStream } from '../../src/http/serving/generate.js';
 
 // Pure framing checks: what a stream looks like when the delta source fails half way.
 async function* failsAfterOneDelta(): AsyncGenerator<GenerationDelta> {

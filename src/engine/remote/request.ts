@@ -27,6 +27,40 @@ export interface CompletionRequestOptions {
   tokenIds: TokenIdSource;
 }
 
+/**
+ * What becomes of each sampling parameter on its way upstream. Typed over every key of
+ * SamplingParams: a parameter added there and not placed here fails to compile, rather than
+ * being dropped without a word. `sent` names the vLLM field; `refused` is refused before the
+ * request is made (unsupportedByEngine: RemoteEngine declares no multi-sequence or logprob
+ * features); `edge` is applied by this side.
+ */
+export const REMOTE_PARAMETER_HANDLING: { readonly [K in keyof Required<SamplingParams>]: { sent: string } | { refused: string } | { edge: string } } = {
+  maxTokens: { sent: 'max_tokens' },
+  minTokens: { sent: 'min_tokens' },
+  temperature: { sent: 'temperature' },
+  topK: { sent: 'top_k' },
+  topP: { sent: 'top_p' },
+  minP: { sent: 'min_p' },
+  repetitionPenalty: { sent: 'repetition_penalty' },
+  presencePenalty: { sent: 'presence_penalty' },
+  frequencyPenalty: { sent: 'frequency_penalty' },
+  logitBias: { sent: 'logit_bias' },
+  seed: { sent: 'seed' },
+  stop: { sent: 'stop' },
+  stopTokenIds: { sent: 'stop_token_ids' },
+  includeStopStrInOutput: { sent: 'include_stop_str_in_output' },
+  ignoreEos: { sent: 'ignore_eos' },
+  skipSpecialTokens: { sent: 'skip_special_tokens' },
+  guide: { sent: 'guided_json / guided_regex / guided_choice / guided_grammar (guides.ts)' },
+  n: { refused: 'one upstream sequence per request' },
+  bestOf: { refused: 'one upstream sequence per request' },
+  useBeamSearch: { refused: 'one upstream sequence per request' },
+  lengthPenalty: { edge: 'read only with beam search, which is refused' },
+  earlyStopping: { edge: 'read only with beam search, which is refused' },
+  logprobs: { refused: 'the upstream\'s logprobs are not relayed' },
+  promptLogprobs: { refused: 'the upstream\'s logprobs are not relayed' },
+};
+
 /** vLLM disables top-k with -1; our params also allow 0 for "off". */
 function vllmTopK(topK: number): number {
   return topK > 0 ? topK : -1;

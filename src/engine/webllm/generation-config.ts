@@ -31,6 +31,40 @@ export interface WebLlmGenerationConfig {
   stop: string[];
 }
 
+/**
+ * What becomes of each sampling parameter in the page's web-llm engine. Typed over every key
+ * of SamplingParams: a parameter added there and not placed here fails to compile, rather
+ * than being ignored by this engine without a word. `config` names web-llm's field
+ * (webLlmGenerationConfig); `refused` is refused when set (webLlmRefusals); `edge` is applied
+ * by our own output processing around web-llm (engine/sequence.ts).
+ */
+export const WEBLLM_PARAMETER_HANDLING: { readonly [K in keyof Required<SamplingParams>]: { config: string } | { refused: string } | { edge: string } } = {
+  maxTokens: { edge: 'output processing ends the sequence (max_tokens is a backstop)' },
+  minTokens: { refused: 'web-llm cannot ban EOS for the first tokens' },
+  temperature: { config: 'temperature' },
+  topK: { refused: 'no top_k in web-llm' },
+  topP: { config: 'top_p' },
+  minP: { refused: 'no min_p in web-llm' },
+  repetitionPenalty: { refused: 'web-llm applies it differently from vLLM' },
+  presencePenalty: { config: 'presence_penalty' },
+  frequencyPenalty: { config: 'frequency_penalty' },
+  logitBias: { config: 'logit_bias' },
+  seed: { config: 'seed (webLlmSeed)' },
+  stop: { edge: 'stop strings' },
+  stopTokenIds: { edge: 'stop token ids' },
+  includeStopStrInOutput: { edge: 'stop strings' },
+  ignoreEos: { edge: 'EOS is judged by output processing' },
+  skipSpecialTokens: { edge: 'detokenizing' },
+  guide: { config: 'response_format (guided_regex refused)' },
+  n: { edge: 'the n sequences run one after another' },
+  bestOf: { refused: 'best_of > n' },
+  useBeamSearch: { refused: 'no beam search in web-llm' },
+  lengthPenalty: { refused: 'no beam search in web-llm' },
+  earlyStopping: { edge: 'read only with beam search, which is refused' },
+  logprobs: { config: 'logprobs (top_p < 1 refused)' },
+  promptLogprobs: { refused: 'web-llm keeps no prefill logits' },
+};
+
 /** A request field web-llm cannot honour, as the serving layer's 400 names it. */
 export interface WebLlmRefusal {
   param: string;

@@ -6,9 +6,9 @@ import { responseId } from '../ids.js';
 import { warnIgnoredFields } from '../ignored-fields.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import type { ServingContext } from '../serving-context.js';
-import { createEmbeddings } from '../serving-embeddings.js';
-import { checkModel } from '../serving-models.js';
+import type { ServingContext } from '../serving/context.js';
+import { createEmbeddings } from '../serving/embeddings.js';
+import { checkModel } from '../serving/models.js';
 
 /** POST /v1/embeddings: OpenAI's embeddings API as vLLM serves it (its "embed" task). */
 export function embeddingsRoutes(ctx: ServingContext): Hono {

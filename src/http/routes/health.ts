@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { errorResponse, HttpError } from '../errors.js';
-import type { ServingContext } from '../serving-context.js';
+import type { ServingContext } from '../serving/context.js';
 
 /**
  * GET /health: 200 with an empty body while the server is up, as vLLM answers it; 503 with

@@ -4,7 +4,7 @@ import { parseRequest } from '../../protocol/validate.js';
 import type { EngineAdapters } from '../../engine/types.js';
 import { notFound } from '../errors.js';
 import { readJsonBody } from '../request-body.js';
-import type { ServingContext } from '../serving-context.js';
+import type { ServingContext } from '../serving/context.js';
 
 /**
  * vLLM's runtime LoRA updates: POST /v1/load_lora_adapter {"lora_name", "lora_path"} and

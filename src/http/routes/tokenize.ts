@@ -3,10 +3,10 @@ import { parseRequest } from '../../protocol/validate.js';
 import { prepareChatMedia } from '../chat-media.js';
 import { jsonResponse } from '../json-body.js';
 import { readJsonBody } from '../request-body.js';
-import { checkBounds, maxModelLen, templateBudget, templateOffLoop, tokenizeBound, type ServingContext } from '../serving-context.js';
-import { loadChatRequestMedia } from '../serving-media.js';
-import { checkModel } from '../serving-models.js';
-import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving-tokenization.js';
+import { checkBounds, templateOffLoop, tokenizeBound, type ServingContext } from '../serving/context.js';
+import { loadChatRequestMedia } from '../serving/media.js';
+import { checkModel } from '../serving/models.js';
+import { detokenize, tokenizeChat, tokenizeCompletion } from '../serving/tokenization.js';
 import {
   DetokenizeRequestSchema,
   TokenizeChatRequestSchema,
@@ -29,13 +29,13 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
       const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
       const signal = c.req.raw.signal;
-      const chat = { templateBudget: templateBudget(ctx), templateOffLoop: templateOffLoop(ctx, signal), multimodal: expansion, signal };
-      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, maxModelLen(ctx), tokenizeBound(ctx), chat));
+      const chat = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, signal), multimodal: expansion, signal };
+      return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), chat));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, request);
-    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, maxModelLen(ctx), tokenizeBound(ctx), c.req.raw.signal));
+    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, ctx.limits.maxModelLen, tokenizeBound(ctx), c.req.raw.signal));
   });
 
   routes.post('/detokenize', async (c) => {

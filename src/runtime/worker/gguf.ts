@@ -4,8 +4,8 @@
  * step (scripts/build-worker-gguf.ts) checked against the Worker's limits and copied to
  * dist/worker-gguf/ as the Data module imported here. docs/workerd.md has the how-to.
  */
-import gguf from '../../dist/worker-gguf/model.gguf';
-import bundled from '../../dist/worker-gguf/model.json';
+import gguf from '../../../dist/worker-gguf/model.gguf';
+import bundled from '../../../dist/worker-gguf/model.json';
 import { workerGgufEngine } from './gguf-engine.js';
 import { createWorkerHandler } from './handler.js';
 

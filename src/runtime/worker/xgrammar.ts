@@ -13,8 +13,8 @@
  * `require` from it: a file-URL placeholder stands in while it loads. It only locates
  * files with it, and the binary is embedded, so nothing is ever read or fetched.
  */
-import xgrammarWasm from '../../dist/xgrammar.wasm';
-import wasmInfo from '../../dist/xgrammar-wasm.json';
+import xgrammarWasm from '../../../dist/xgrammar.wasm';
+import wasmInfo from '../../../dist/xgrammar-wasm.json';
 import type { XGrammarLoader, XGrammarRuntime } from '../../guided/xgrammar-api.js';
 import { startXGrammar } from '../../guided/xgrammar-start.js';
 import { registerPrecompiledWasm, sameWasmBinary } from './wasm.js';

@@ -5,13 +5,13 @@
  * image count, tiles and context, its audio window) and only then decoded. A text-only
  * model thereby enforces the fetch rules of docs/media.md and still decodes nothing.
  */
-import type { MindiePromptPart } from '../protocol/mindie.js';
-import type { ChatMessage } from '../protocol/openai-chat.js';
-import { checkPromptTokenLimit } from '../protocol/prompt-limits.js';
-import { loadChatMedia, loadPromptMedia, refuseUnacceptedMedia, type DeclaredPart, type LoadedMedia } from '../media/index.js';
-import { MultimodalRequestError } from '../multimodal/index.js';
-import { badRequest, HttpError } from './errors.js';
-import { promptLimits, type ServingContext } from './serving-context.js';
+import type { MindiePromptPart } from '../../protocol/mindie.js';
+import type { ChatMessage } from '../../protocol/openai-chat.js';
+import { checkPromptTokenLimit } from '../../protocol/prompt-limits.js';
+import { loadChatMedia, loadPromptMedia, refuseUnacceptedMedia, type DeclaredPart, type LoadedMedia } from '../../media/index.js';
+import { MultimodalRequestError } from '../../multimodal/index.js';
+import { badRequest, HttpError } from '../errors.js';
+import type { ServingContext } from './context.js';
 
 /**
  * The client hung up while its media was being fetched or processed: the work is aborted
@@ -39,7 +39,7 @@ function admitDeclared(ctx: ServingContext, api: 'mindie' | 'openai', promptPara
           declared.kind === 'image' ? [{ param, size: declared }] : declared.kind === 'video' ? [{ param }] : [],
         );
         const tokens = vision.declaredPromptTokens(visuals, { maxImagesPerPrompt, maxImageTiles });
-        if (tokens > 0) checkPromptTokenLimit(tokens, promptLimits(ctx), api, promptParam, true);
+        if (tokens > 0) checkPromptTokenLimit(tokens, ctx.limits.prompt, api, promptParam, true);
       }
       const audio = ctx.engine.audio;
       if (audio !== undefined && audio !== null) {
@@ -49,7 +49,7 @@ function admitDeclared(ctx: ServingContext, api: 'mindie' | 'openai', promptPara
         audio.checkDurations(heard, { maxAudioSecondsPerPrompt });
         // Audio tokens known from exact durations count towards the context before any decoding.
         const tokens = audio.declaredPromptTokens(heard.filter((part) => part.exact));
-        if (tokens > 0) checkPromptTokenLimit(tokens, promptLimits(ctx), api, promptParam, true);
+        if (tokens > 0) checkPromptTokenLimit(tokens, ctx.limits.prompt, api, promptParam, true);
       }
     } catch (error) {
       if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? promptParam);

@@ -5,15 +5,14 @@
  * generation answers 400 ("The model does not support Embeddings API"), `dimensions` only on
  * a Matryoshka model, an input past the context only with truncate_prompt_tokens.
  */
-import { requestBoundsOf } from '../config/bound-settings.js';
-import type { EmbeddingService } from '../embeddings/types.js';
-import { embeddingInputs, type EmbeddingRequest } from '../protocol/openai-embeddings.js';
-import type { Tokenizer } from '../tokenizer/types.js';
-import { badRequest } from './errors.js';
-import { encodePrompt } from './prompt-tokens.js';
-import { checkBounds, inlinePieceBound, maxModelLen, tokenizeBound, type ServingContext } from './serving-context.js';
-import type { UsageInfo } from './usage.js';
-import { usageInfo } from './usage.js';
+import type { EmbeddingService } from '../../embeddings/types.js';
+import { embeddingInputs, type EmbeddingRequest } from '../../protocol/openai-embeddings.js';
+import type { Tokenizer } from '../../tokenizer/types.js';
+import { badRequest } from '../errors.js';
+import { encodePrompt } from '../prompt-tokens.js';
+import { checkBounds, inlinePieceBound, tokenizeBound, type ServingContext } from './context.js';
+import type { UsageInfo } from '../usage.js';
+import { usageInfo } from '../usage.js';
 
 export interface EmbeddingResponse {
   id: string;
@@ -79,7 +78,7 @@ async function inputTokenIds(
   signal: AbortSignal,
 ): Promise<number[]> {
   const { tokenizer } = ctx.engine;
-  const context = maxModelLen(ctx);
+  const context = ctx.limits.maxModelLen;
   const side = request.truncation_side ?? 'left';
   if ('tokenIds' in item) {
     if (keep === undefined || item.tokenIds.length <= keep) return item.tokenIds;
@@ -153,12 +152,12 @@ export async function createEmbeddings(
   if (request.priority !== 0) throw badRequest(`Got priority ${request.priority} but priority scheduling is not enabled.`, 'priority');
   checkDimensions(service, modelName, request.dimensions);
   const items = embeddingInputs(request.input);
-  const { maxEmbeddingInputs } = requestBoundsOf(ctx.config);
+  const { maxEmbeddingInputs } = ctx.limits.bounds;
   if (items.length > maxEmbeddingInputs) {
     throw badRequest(`The request has ${items.length} inputs; at most ${maxEmbeddingInputs} are served per request (maxEmbeddingInputs).`, 'input');
   }
   checkBounds(ctx, { prompt: request.input });
-  const context = maxModelLen(ctx);
+  const context = ctx.limits.maxModelLen;
   const truncate = request.truncate_prompt_tokens;
   if (truncate !== undefined && truncate > context) {
     throw badRequest(

@@ -4,10 +4,10 @@
  * they count towards the context before anything runs), and the vision encoder's
  * features ride with the request to the engine's prefill.
  */
-import type { Engine } from '../engine/types.js';
-import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
-import type { LoadedMedia } from '../media/index.js';
-import type { MindiePromptPart } from '../protocol/mindie.js';
+import type { Engine } from '../../engine/types.js';
+import type { PlaceholderEmbeds } from '../../onnx/placeholder-embeds.js';
+import type { LoadedMedia } from '../../media/index.js';
+import type { MindiePromptPart } from '../../protocol/mindie.js';
 import {
   MultimodalRequestError,
   type AudioLanguageModel,
@@ -18,10 +18,10 @@ import {
   type ProcessedVisuals,
   type PromptImage,
   type VisionLanguageModel,
-} from '../multimodal/index.js';
-import { badRequest } from './errors.js';
-import type { ServingContext } from './serving-context.js';
-import { clientGone } from './serving-media.js';
+} from '../../multimodal/index.js';
+import { badRequest } from '../errors.js';
+import type { ServingContext } from './context.js';
+import { clientGone } from './media.js';
 
 export function multimodalModel(engine: Engine): VisionLanguageModel | null {
   return engine.multimodal ?? null;

@@ -1,11 +1,12 @@
-import type { FinishReason, GenerationDelta } from '../engine/types.js';
-import { GeneratedTokenReporter, completionLogprobs, type CompletionLogprobs, type PositionReport, type TokenNaming, type VllmLogprob } from '../protocol/openai-logprobs.js';
-import { yieldToEventLoop } from '../threads/yield.js';
-import { completionLogprobsInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from './logprob-chunks.js';
-import { streamingErrorPayload } from './errors.js';
-import { collectOutputs } from './generation.js';
-import { unixSeconds } from './ids.js';
-import { usageInfo, type StreamUsageOptions, type UsageInfo } from './usage.js';
+import type { FinishReason, GenerationDelta } from '../../engine/types.js';
+import type { PreparedPrompt } from './spine.js';
+import { GeneratedTokenReporter, completionLogprobs, type CompletionLogprobs, type PositionReport, type TokenNaming, type VllmLogprob } from '../../protocol/openai-logprobs.js';
+import { yieldToEventLoop } from '../../threads/yield.js';
+import { completionLogprobsInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from '../logprob-chunks.js';
+import { streamingErrorPayload } from '../errors.js';
+import { collectOutputs } from '../generation.js';
+import { unixSeconds } from '../ids.js';
+import { usageInfo, type StreamUsageOptions, type UsageInfo } from '../usage.js';
 
 /** The parts of a /v1/completions request the response is built from (already validated). */
 export interface CompletionJob {
@@ -28,6 +29,12 @@ export interface CompletionJob {
    */
   prompts?: ReadonlyArray<{ tokens?: TokenNaming; echoText?: string }>;
   choicesPerPrompt?: number;
+}
+
+/** One prompt of a completion request, as the spine runs it and the response names it. */
+export interface CompletionPrompt extends PreparedPrompt {
+  tokens: TokenNaming;
+  echoText?: string;
 }
 
 /** The prompt a choice continues. */

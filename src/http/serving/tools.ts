@@ -1,11 +1,11 @@
-import type { GuideFactory } from '../guided/guide.js';
-import type { GuidedLimits } from '../guided/limits.js';
-import { guidedDecodingFields } from '../protocol/openai-common.js';
-import { invalidRequest } from '../common/protocol-error.js';
-import type { ChatCompletionRequest } from '../protocol/openai-chat.js';
-import type { ToolCallParserName } from '../tools/parsers/index.js';
-import { ToolChoiceError, toolCalling, type ToolCalling } from '../tools/tool-choice.js';
-import type { GuideCompiler } from './guided-decoding.js';
+import type { GuideFactory } from '../../guided/guide.js';
+import type { GuidedLimits } from '../../guided/limits.js';
+import { guidedDecodingFields } from '../../protocol/openai-common.js';
+import { invalidRequest } from '../../common/protocol-error.js';
+import type { ChatCompletionRequest } from '../../protocol/openai-chat.js';
+import type { ToolCallParserName } from '../../tools/parsers/index.js';
+import { ToolChoiceError, toolCalling, type ToolCalling } from '../../tools/tool-choice.js';
+import type { GuideCompiler } from '../guided-decoding.js';
 
 /**
  * Tool calling in the serving layer: how the request's tool_choice is served (see

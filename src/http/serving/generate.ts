@@ -1,6 +1,6 @@
-import type { GenerationDelta } from '../engine/types.js';
-import { streamingErrorPayload } from './errors.js';
-import { collectOutputs } from './generation.js';
+import type { GenerationDelta } from '../../engine/types.js';
+import { streamingErrorPayload } from '../errors.js';
+import { collectOutputs } from '../generation.js';
 
 /** MindIE's /generate response: one entry per returned sequence. */
 export interface GenerateResponse {

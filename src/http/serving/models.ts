@@ -1,6 +1,6 @@
-import type { AdapterInfo, EngineAdapters, ModelInfo } from '../engine/types.js';
-import { modelNotFound } from './errors.js';
-import { randomId, unixSeconds } from './ids.js';
+import type { AdapterInfo, EngineAdapters, ModelInfo } from '../../engine/types.js';
+import { modelNotFound } from '../errors.js';
+import { randomId, unixSeconds } from '../ids.js';
 
 /** vLLM 0.6's ModelCard, as /v1/models lists it. */
 export interface ModelCard {

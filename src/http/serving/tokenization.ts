@@ -1,9 +1,9 @@
-import type { ChatTemplate } from '../tokenizer/chat-template.js';
-import type { Tokenizer } from '../tokenizer/types.js';
-import { buildChatPrompt, type ChatPromptOptions } from './chat-prompt.js';
-import { badRequest } from './errors.js';
-import { encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
-import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from './tokenization-schemas.js';
+import type { ChatTemplate } from '../../tokenizer/chat-template.js';
+import type { Tokenizer } from '../../tokenizer/types.js';
+import { buildChatPrompt, type ChatPromptOptions } from '../chat-prompt.js';
+import { badRequest } from '../errors.js';
+import { encodePrompt, type InlinePieceBound } from '../prompt-tokens.js';
+import type { DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest } from '../tokenization-schemas.js';
 
 export interface TokenizeResponse {
   count: number;

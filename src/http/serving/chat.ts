@@ -1,13 +1,13 @@
-import type { FinishReason, GenerationDelta } from '../engine/types.js';
-import { GeneratedTokenReporter, chatLogprobContent, type ChatLogprobContent, type TokenNaming, type VllmLogprob } from '../protocol/openai-logprobs.js';
-import { chatLogprobContentInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from './logprob-chunks.js';
-import { ToolCallStream, readMessage } from '../tools/tool-call-stream.js';
-import type { ToolCalling } from '../tools/tool-choice.js';
-import type { ToolCall, ToolCallDelta } from '../tools/types.js';
-import { streamingErrorPayload } from './errors.js';
-import { collectOutputs } from './generation.js';
-import { unixSeconds } from './ids.js';
-import { usageInfo, type StreamUsageOptions, type UsageInfo } from './usage.js';
+import type { FinishReason, GenerationDelta } from '../../engine/types.js';
+import { GeneratedTokenReporter, chatLogprobContent, type ChatLogprobContent, type TokenNaming, type VllmLogprob } from '../../protocol/openai-logprobs.js';
+import { chatLogprobContentInBlocks, generatedReportsInBlocks, promptPositionReportsInBlocks, vllmPromptLogprobsInBlocks } from '../logprob-chunks.js';
+import { ToolCallStream, readMessage } from '../../tools/tool-call-stream.js';
+import type { ToolCalling } from '../../tools/tool-choice.js';
+import type { ToolCall, ToolCallDelta } from '../../tools/types.js';
+import { streamingErrorPayload } from '../errors.js';
+import { collectOutputs } from '../generation.js';
+import { unixSeconds } from '../ids.js';
+import { usageInfo, type StreamUsageOptions, type UsageInfo } from '../usage.js';
 
 /** The parts of a /v1/chat/completions request the response is built from (already validated). */
 export interface ChatJob {
