@@ -125,3 +125,22 @@ describe('decoder prompts (qwen3-decoder: config_sentence_transformers.json)', (
     }
   });
 });
+
+describe("transformers.js's feature-extraction pipeline on the same folders (the peer the bench times)", () => {
+  it.each([
+    ['bert-wordpiece', 'mean'],
+    ['xlmr-unigram', 'cls'],
+  ] as const)('%s: equals sentence-transformers too, so the fixtures are the layout users load', async (name, pooling) => {
+    const { env, pipeline } = await import('@huggingface/transformers');
+    env.localModelPath = `${FIXTURES}/`;
+    env.allowRemoteModels = false;
+    const ref = reference(name);
+    const extractor = await pipeline('feature-extraction', name, { dtype: 'fp32' });
+    try {
+      const vectors = (await extractor(ref.texts, { pooling, normalize: true })).tolist() as number[][];
+      vectors.forEach((vector, i) => expect(cosine(vector, ref.batched[i]!)).toBeGreaterThanOrEqual(0.9999));
+    } finally {
+      await extractor.dispose();
+    }
+  });
+});
