@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServer, type RunningServer } from './spawn-server.js';
+import { spawnFailingServer, spawnServer, type RunningServer } from './spawn-server.js';
 
 const FIXTURES = join('test', 'fixtures', 'embeddings');
 
@@ -151,6 +151,17 @@ describe('an encoder embedding model (BERT, WordPiece, mean pooling)', () => {
     expect(other).toBeInstanceOf(OpenAI.NotFoundError);
   });
 
+  it('lists the model with its context, and tokenizes as the embeddings are fed', async () => {
+    const models = await server.client.models.list();
+    expect(models.data.map((model) => [model.id, (model as unknown as { max_model_len: number }).max_model_len])).toEqual([['bert-wordpiece', 64]]);
+    const tokenized = await (await fetch(`${server.url}/tokenize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: ref.texts[4] }),
+    })).json() as { tokens: number[] };
+    expect(tokenized.tokens).toEqual(ref.ids[4]);
+  });
+
   it('answers the generation routes with vLLM\'s 400 for a pooling model', async () => {
     const error = await server.client.completions.create({ model: 'bert-wordpiece', prompt: 'hi', max_tokens: 2 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
@@ -190,6 +201,14 @@ describe('a decoder embedding model (Qwen3-Embedding layout, last-token pooling)
     expectVectors(alone.data, [ref.solo[3]!]);
     const batched = await server.client.embeddings.create({ model: 'qwen3-decoder', input: ref.texts, encoding_format: 'float' });
     expectVectors(batched.data, ref.batched);
+  });
+});
+
+describe('a model the engine cannot serve as an embedding model', () => {
+  it('is refused at startup with the reason (RUNNER=pooling on a text-generation export)', async () => {
+    const exited = await spawnFailingServer({ RUNNER: 'pooling' });
+    expect(exited.code).not.toBe(0);
+    expect(exited.output).toMatch(/cannot be served: the graph has no last_hidden_state output/);
   });
 });
 
