@@ -77,8 +77,8 @@ export const ServerConfigSchema = z.strictObject(
     /**
      * vLLM's --runner: "generate" (a text-generation model), "pooling" (an embedding model,
      * served on /v1/embeddings), or "auto": pooling for a folder with sentence-transformers'
-     * modules.json or whose config.json names no *ForCausalLM / *ForConditionalGeneration /
-     * *LMHeadModel architecture, generate otherwise.
+     * modules.json, or an encoder family (BERT, XLM-R, ...) whose config.json names no
+     * *ForCausalLM / *ForConditionalGeneration / *LMHeadModel architecture; generate otherwise.
      */
     runner: z.enum(['auto', 'generate', 'pooling'], { error: 'must be "auto", "generate" or "pooling"' }).default('auto'),
     /**

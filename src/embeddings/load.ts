@@ -44,11 +44,17 @@ const PADDING_OFFSET_TYPES = new Set(['roberta', 'xlm-roberta', 'camembert', 'xl
 /** The architectures a text-generation folder names; a folder naming one is a generation model unless told otherwise. */
 export const GENERATION_ARCHITECTURE = /(ForCausalLM|ForConditionalGeneration|LMHeadModel)$/;
 
-/** vLLM's `--runner auto` for a folder: pooling with sentence-transformers' modules.json, or without a generation architecture. */
+/**
+ * `--runner auto` for a folder: pooling with sentence-transformers' modules.json, or for an
+ * encoder family (BERT, XLM-R, ...) whose config.json names no generation architecture
+ * (BertModel). A decoder without modules.json stays a generation model (UltravoxModel names no
+ * *ForCausalLM yet generates): RUNNER=pooling serves such a folder for embeddings.
+ */
 export function looksLikeEmbeddingModel(config: Record<string, unknown>, hasModulesJson: boolean): boolean {
   if (hasModulesJson) return true;
   const architectures = Array.isArray(config.architectures) ? config.architectures.filter((a): a is string => typeof a === 'string') : [];
-  return architectures.length > 0 && !architectures.some((a) => GENERATION_ARCHITECTURE.test(a));
+  const encoder = typeof config.model_type === 'string' && ENCODER_TYPES.has(config.model_type);
+  return encoder && !architectures.some((a) => GENERATION_ARCHITECTURE.test(a));
 }
 
 function positiveInt(value: unknown): number | null {

@@ -140,3 +140,16 @@ describe('the queue', () => {
     expect(calls.length - before).toBeLessThanOrEqual(1);
   });
 });
+
+describe('--runner auto', () => {
+  it('serves a folder as an embedding model with modules.json, or an encoder naming no generation architecture; never a generating decoder', async () => {
+    const { looksLikeEmbeddingModel } = await import('../../src/embeddings/load.js');
+    expect(looksLikeEmbeddingModel({ model_type: 'qwen3', architectures: ['Qwen3ForCausalLM'] }, true)).toBe(true);
+    expect(looksLikeEmbeddingModel({ model_type: 'bert', architectures: ['BertModel'] }, false)).toBe(true);
+    expect(looksLikeEmbeddingModel({ model_type: 'bert', architectures: ['BertForMaskedLM'] }, false)).toBe(true);
+    expect(looksLikeEmbeddingModel({ model_type: 'ultravox', architectures: ['UltravoxModel'] }, false)).toBe(false);
+    expect(looksLikeEmbeddingModel({ model_type: 'llama', architectures: ['LlamaForCausalLM'] }, false)).toBe(false);
+    expect(looksLikeEmbeddingModel({ model_type: 'roberta', architectures: ['RobertaForCausalLM'] }, false)).toBe(false);
+    expect(looksLikeEmbeddingModel({}, false)).toBe(false);
+  });
+});
