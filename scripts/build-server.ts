@@ -1,6 +1,7 @@
 /**
- * Compiles the Node server (src/runtime/node/main.ts and what it imports) into one ES module,
- * dist/node/server.js, that plain `node` runs: `npm start` is `node dist/node/server.js`,
+ * Compiles the `edge-llm` command line and the Node server (src/cli/main.ts, src/runtime/node/main.ts
+ * and what they import) into one ES module, dist/node/server.js, that plain `node` runs: `npm
+ * start` is `node dist/node/server.js serve`,
  * so SIGTERM and SIGINT reach the server itself whatever started it (no tsx wrapper
  * process in between). Packages stay external (resolved from node_modules at run time,
  * onnxruntime-node's native addon included); only this repository's TypeScript is bundled,
@@ -14,8 +15,11 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const SERVER_ENTRY = `${ROOT}src/runtime/node/main.ts`;
+/** The command line (src/cli/main.ts), which runs the Node server (src/runtime/node/main.ts). */
+export const SERVER_ENTRY = `${ROOT}src/cli/main.ts`;
 export const SERVER_OUT_FILE = `${ROOT}dist/node/server.js`;
+/** The embedding API (package.json `exports["."]`): dist/node/index.js. */
+const EMBEDDING_ENTRY = `${ROOT}src/runtime/node/index.ts`;
 /**
  * The model's worker thread (modelThread "worker") runs its own module, found beside the
  * server bundle (src/engine/model-thread/worker-decoder.ts looks for ./decoder-worker.js).
@@ -37,15 +41,15 @@ export function npmStartArgs(): string[] {
   const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: { start: string } };
   const words = pkg.scripts.start.trim().split(/\s+/);
   const node = words.indexOf('node');
-  if (node < 0 || words.at(-1) !== 'dist/node/server.js') {
-    throw new Error(`package.json's start script is not "node ... dist/node/server.js": ${pkg.scripts.start}`);
+  if (node < 0 || words.at(-2) !== 'dist/node/server.js' || words.at(-1) !== 'serve') {
+    throw new Error(`package.json's start script is not "node ... dist/node/server.js serve": ${pkg.scripts.start}`);
   }
   return words.slice(node + 1);
 }
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: { server: SERVER_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY },
+    entryPoints: { server: SERVER_ENTRY, index: EMBEDDING_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY },
     outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',
@@ -53,6 +57,8 @@ export async function buildServer(): Promise<string> {
     format: 'esm',
     target: 'node20',
     sourcemap: 'linked',
+    // The file is also package.json's `bin` (edge-llm): run directly, it needs its interpreter line.
+    banner: { js: '#!/usr/bin/env node' },
     logLevel: 'warning',
   });
   return SERVER_OUT_FILE;

@@ -14,7 +14,8 @@ import { MODEL_DTYPES } from '../engine/loading/model-variants.js';
 import type { SchedulerLimits } from '../engine/scheduler-limits.js';
 import { describeIssue, formatPath, plainErrorMap } from '../common/zod-issues.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
-import { boundEnvName, REQUEST_BOUND_KEYS, REQUEST_BOUNDS_SHAPE } from './bound-settings.js';
+import { boundEnvName, REQUEST_BOUNDS_SHAPE } from './bound-settings.js';
+import { kebabCase, setting, surfaceOf, valueFromText, type SettingSurface } from './setting-surface.js';
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) => {
   const requirement = max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer in [${min}, ${max}]`;
@@ -59,33 +60,40 @@ const loraModulesSetting = z
   )
   .refine((modules) => new Set(modules.map((m) => m.name)).size === modules.length, { error: 'names a LoRA adapter twice' });
 
+/** The request bounds, each with its environment variable named after it (maxPromptChars → MAX_PROMPT_CHARS, the Worker's rule too). */
+function withEnvNames<T extends Record<string, z.ZodType>>(shape: T): T {
+  const out: Record<string, z.ZodType> = {};
+  for (const [key, schema] of Object.entries(shape)) out[key] = setting(schema, { ...surfaceOf(schema)!, env: [boundEnvName(key)] });
+  return out as T;
+}
+
 export const ServerConfigSchema = z.strictObject(
   {
     /** Address to listen on (MindIE ipAddress). */
-    host: nonEmpty.default('127.0.0.1'),
+    host: setting(nonEmpty.default('127.0.0.1'), { group: "The model and where it listens", help: "address to listen on", text: 'string', env: ["HOST"] }),
     /** TCP port; 0 lets the OS pick a free one. */
-    port: int(0, 65535).default(8080),
+    port: setting(int(0, 65535).default(8080), { group: "The model and where it listens", help: "TCP port (0: any free port)", text: 'int', env: ["PORT"] }),
     /** Directory of the model (ONNX graph, tokenizer, config.json, generation_config.json). */
-    modelDir: nonEmpty.default('models/stories260k'),
+    modelDir: setting(nonEmpty.default('models/stories260k'), { group: "The model and where it listens", help: "the model: a folder in the Hugging Face ONNX layout or a .gguf file (also the MODEL argument)", text: 'string', env: ["MODEL_DIR"], flag: "model", valueName: "PATH" }),
     /**
      * Which weight variant of the model folder to load, by transformers.js's names:
      * fp32 → onnx/model.onnx, q4 → onnx/model_q4.onnx, ... (engine/loading/model-variants.ts).
      */
-    dtype: z.enum(MODEL_DTYPES, { error: `must be one of ${MODEL_DTYPES.map((d) => `"${d}"`).join(', ')}` }).optional(),
+    dtype: setting(z.enum(MODEL_DTYPES, { error: `must be one of ${MODEL_DTYPES.map((d) => `"${d}"`).join(', ')}` }).optional(), { group: "The model and where it listens", help: "weight variant of the folder: fp32, fp16, q4, q4f16, int8, uint8, quantized, bnb4 (vLLM's auto, float32, float16, half too)", text: 'dtype', env: ["MODEL_DTYPE"], valueName: "DTYPE" }),
     /** Any .onnx file inside the model folder (e.g. "onnx/my-export.onnx"); wins over dtype. */
-    modelFile: nonEmpty.optional(),
+    modelFile: setting(nonEmpty.optional(), { group: "The model and where it listens", help: "any .onnx (or .gguf) file inside the model folder; wins over --dtype", text: 'string', env: ["MODEL_FILE"], valueName: "FILE" }),
     /**
      * vLLM's --runner: "generate" (a text-generation model), "pooling" (an embedding model,
      * served on /v1/embeddings), or "auto": pooling for a folder with sentence-transformers'
      * modules.json, or an encoder family (BERT, XLM-R, ...) whose config.json names no
      * *ForCausalLM / *ForConditionalGeneration / *LMHeadModel architecture; generate otherwise.
      */
-    runner: z.enum(['auto', 'generate', 'pooling'], { error: 'must be "auto", "generate" or "pooling"' }).default('auto'),
+    runner: setting(z.enum(['auto', 'generate', 'pooling'], { error: 'must be "auto", "generate" or "pooling"' }).default('auto'), { group: "The model and where it listens", help: "generate, pooling (an embedding model on /v1/embeddings) or auto (by the folder)", text: 'string', env: ["RUNNER"], valueName: "auto|generate|pooling" }),
     /**
      * vLLM's --pooler-config for an embedding model: {"pooling_type": "CLS" | "MEAN" | "LAST",
      * "normalize": true | false}, over what modules.json says (a JSON string in POOLER_CONFIG).
      */
-    poolerConfig: z
+    poolerConfig: setting(z
       .preprocess(
         (value) => {
           if (typeof value !== 'string') return value;
@@ -103,128 +111,134 @@ export const ServerConfigSchema = z.strictObject(
           { error: 'must be a JSON object like {"pooling_type": "MEAN", "normalize": true}' },
         ),
       )
-      .optional(),
+      .optional(), { group: "The model and where it listens", help: "an embedding model's pooling over modules.json: {\"pooling_type\": \"MEAN\", \"normalize\": true}", text: 'string', env: ["POOLER_CONFIG"], valueName: "JSON" }),
     /**
      * Decode sequences of different requests in one batch. Off: one request per model
      * call (its own n / beams still share it), for graphs whose outputs batching changes
      * (dynamic int8 quantisation computes its scales over the whole batch).
      */
-    crossRequestBatching: z.boolean({ error: 'must be true or false' }).default(true),
+    crossRequestBatching: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Scheduling and batching", help: "sequences of different requests share a model call", text: 'bool' }),
     /** Name clients pass as `model`; defaults to the model directory's name. */
-    servedModelName: nonEmpty.optional(),
+    servedModelName: setting(nonEmpty.optional(), { group: "The model and where it listens", help: "the model name clients use (default: the folder's name)", text: 'string', env: ["SERVED_MODEL_NAME"], valueName: "NAME" }),
     /**
      * Longest sequence (prompt + output) the server runs (vLLM's --max-model-len). Unset: the
      * model's context (config.json / text_config max_position_embeddings, lowered by
      * tokenizer_config's model_max_length), as vLLM derives max_model_len; never above it.
      */
-    maxSeqLen: int(2).optional(),
+    maxSeqLen: setting(int(2).optional(), { group: "Context and output limits", help: "longest prompt + output in tokens (default: the model's context)", text: 'int', env: ["MAX_SEQ_LEN"], flag: "max-model-len" }),
     /**
      * Bytes the KV cache may take at most (vLLM's --kv-cache-memory-bytes). At startup one
      * full-context sequence must fit (an unset maxSeqLen's context is lowered until it does;
      * a set one that does not is refused), and the sequences run together are capped so that
      * that many full-context rows fit.
      */
-    kvCacheMemoryBytes: int(1).default(8 * 1024 ** 3),
+    kvCacheMemoryBytes: setting(int(1).default(8 * 1024 ** 3), { group: "Scheduling and batching", help: "bytes the KV cache may take", text: 'int', env: ["KV_CACHE_MEMORY_BYTES"], flag: "kv-cache-memory-bytes" }),
     /** Longest prompt in tokens. */
-    maxInputTokenLen: int(1).default(511),
+    maxInputTokenLen: setting(int(1).default(511), { group: "Context and output limits", help: "longest /generate prompt, in tokens (MindIE)", text: 'int' }),
     /** Most tokens one request may generate; /generate's max_tokens default. */
-    maxIterTimes: int(1).default(512),
+    maxIterTimes: setting(int(1).default(512), { group: "Context and output limits", help: "most tokens one /generate request may produce (MindIE)", text: 'int' }),
     /** /generate streaming: each event carries the full text so far instead of the delta. */
-    fullTextEnabled: z.boolean({ error: 'must be true or false' }).default(false),
+    fullTextEnabled: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Context and output limits", help: "/generate streaming sends the full text so far in each event (MindIE)", text: 'bool' }),
     /** Sequences decoded together in one batch. */
-    maxRunningSequences: int(1).default(64),
+    maxRunningSequences: setting(int(1).default(64), { group: "Scheduling and batching", help: "sequences decoded together in one engine step", text: 'int', flag: "max-num-seqs" }),
     /** Tokens (prefill + decode) one engine step may process. */
-    maxBatchedTokens: int(1).default(8192),
+    maxBatchedTokens: setting(int(1).default(8192), { group: "Scheduling and batching", help: "tokens (prefill + decode) one engine step may process", text: 'int', flag: "max-num-batched-tokens" }),
     /** Requests queued beyond the running ones before new ones are refused with 503. */
-    maxWaitingRequests: int(0).default(256),
+    maxWaitingRequests: setting(int(0).default(256), { group: "Scheduling and batching", help: "queued requests before new ones get a 503", text: 'int' }),
     /** A request still waiting after this long is refused with 503. */
-    waitingDeadlineMs: int(1).default(30000),
+    waitingDeadlineMs: setting(int(1).default(30000), { group: "Scheduling and batching", help: "a request still queued after this long gets a 503", text: 'int' }),
     /** Speculative decoding by prompt lookup for: structured-output requests, all, or none. */
-    speculativeDecoding: z.enum(['off', 'guided', 'all'], { error: 'must be "off", "guided" or "all"' }).default('guided'),
+    speculativeDecoding: setting(z.enum(['off', 'guided', 'all'], { error: 'must be "off", "guided" or "all"' }).default('guided'), { group: "Speculative decoding", help: "prompt-lookup speculation for: off, guided (structured output), all", text: 'string', valueName: "off|guided|all" }),
     /** Guessed tokens per sequence and step when speculating. */
-    numSpeculativeTokens: int(1, 64).default(4),
+    numSpeculativeTokens: setting(int(1, 64).default(4), { group: "Speculative decoding", help: "guessed tokens per sequence and step (1-64)", text: 'int', flag: "num-speculative-tokens" }),
     /** Speculate only while at most this many sequences run. */
-    speculativeMaxSequences: int(1).default(2),
+    speculativeMaxSequences: setting(int(1).default(2), { group: "Speculative decoding", help: "speculate only while at most this many sequences run", text: 'int' }),
     /** Engine processes behind the port (Node only), each with its own model copy and batch. */
-    dataParallelSize: int(1, 64).default(1),
+    dataParallelSize: setting(int(1, 64).default(1), { group: "Processes and threads", help: "engine processes behind the port (1-64), each with its own model copy", text: 'int', env: ["DATA_PARALLEL_SIZE"], flag: "data-parallel-size", aliases: ["-dp"] }),
     /**
      * onnxruntime's intra-op threads per model call (Node). "auto": one for models under
      * 64 MiB (a small model's step is mostly the runtime's fixed cost, which threads slow
      * down), else the cores shared by the dataParallelSize processes, at most 4.
      */
-    intraOpNumThreads: z
+    intraOpNumThreads: setting(z
       .custom<'auto' | number>((v) => v === 'auto' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v <= 256), { error: THREAD_COUNT })
-      .default('auto'),
+      .default('auto'), { group: "Processes and threads", help: "onnxruntime's threads per model call: auto or 1-256", text: 'threads', env: ["INTRA_OP_NUM_THREADS"] }),
     /**
      * Which thread makes the model calls (Node, native backend): "main", "worker" (a worker
      * thread owns the session and the KV cache, so HTTP and streaming go on during a step),
      * or "auto": worker for models of 64 MiB and more, whose steps are long.
      */
-    modelThread: z.enum(['auto', 'main', 'worker'], { error: 'must be "auto", "main" or "worker"' }).default('auto'),
+    modelThread: setting(z.enum(['auto', 'main', 'worker'], { error: 'must be "auto", "main" or "worker"' }).default('auto'), { group: "Processes and threads", help: "which thread makes the model calls: auto, main, worker", text: 'string', env: ["MODEL_THREAD"], valueName: "auto|main|worker" }),
 
     // Serving in public (README "Running it in public").
     /**
      * vLLM's --api-key: `Authorization: Bearer <key>` required on /v1/*, /generate, /tokenize
      * and /detokenize. Several keys (a list) ease rotation. Env: API_KEY, else VLLM_API_KEY.
      */
-    apiKey: z.union([nonEmpty, z.array(nonEmpty, { error: 'must be a string or a list of strings' }).min(1)]).optional(),
+    apiKey: setting(z.union([nonEmpty, z.array(nonEmpty, { error: 'must be a string or a list of strings' }).min(1)]).optional(), { group: "Authentication, hosts, logs, connections", help: "Authorization: Bearer key required on /v1/*, /generate, /tokenize, /detokenize (several: rotation)", text: 'string', env: ["API_KEY", "VLLM_API_KEY"], flag: "api-key", many: true, secret: true, valueName: "KEY" }),
     /** POST bodies must say Content-Type: application/json (or +json); false parses any body as JSON. */
-    requireJsonContentType: z.boolean({ error: 'must be true or false' }).default(true),
+    requireJsonContentType: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Authentication, hosts, logs, connections", help: "POST bodies must be Content-Type: application/json (else 415)", text: 'bool' }),
     /**
      * Host header names accepted (DNS-rebinding guard): "name", ".domain" (it and its
      * subdomains) or "*". IP literals always pass. null: loopback names only when listening
      * on a loopback address, any name otherwise. Env: ALLOWED_HOSTS (comma-separated).
      */
-    allowedHosts: z.array(nonEmpty, { error: 'must be a list of host names' }).nullable().default(null),
+    allowedHosts: setting(z.array(nonEmpty, { error: 'must be a list of host names' }).nullable().default(null), { group: "Authentication, hosts, logs, connections", help: "Host names accepted: name, .domain, * (default: loopback names on a loopback address)", text: 'list', env: ["ALLOWED_HOSTS"], many: true }),
     /** One JSON line per request on stdout. */
-    logRequests: z.boolean({ error: 'must be true or false' }).default(true),
+    logRequests: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Authentication, hosts, logs, connections", help: "one JSON line per request on stdout", text: 'bool', env: ["LOG_REQUESTS"], flag: "enable-log-requests", negation: "disable-log-requests" }),
     /** Put the prompt text in the request log line (off: prompts are users' data). */
-    logPrompts: z.boolean({ error: 'must be true or false' }).default(false),
+    logPrompts: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Authentication, hosts, logs, connections", help: "put the prompt text in the request log line", text: 'bool' }),
     /** A connection must send its request headers within this long (Node only). */
-    headersTimeoutMs: int(1).default(10_000),
+    headersTimeoutMs: setting(int(1).default(10_000), { group: "Authentication, hosts, logs, connections", help: "a connection must send its request headers within this long (ms)", text: 'int' }),
     /** A connection must send its whole request, headers and body, within this long (Node only). */
-    requestTimeoutMs: int(1).default(30_000),
+    requestTimeoutMs: setting(int(1).default(30_000), { group: "Authentication, hosts, logs, connections", help: "a connection must send its whole request within this long (ms)", text: 'int' }),
     /** Open connections per process; past it the oldest idle one is closed, a new one dropped only when all are busy (Node only). */
-    maxConnections: int(1).default(1024),
+    maxConnections: setting(int(1).default(1024), { group: "Authentication, hosts, logs, connections", help: "open connections per process", text: 'int' }),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
-    keepAliveTimeoutMs: int(1).default(5000),
+    keepAliveTimeoutMs: setting(int(1).default(5000), { group: "Authentication, hosts, logs, connections", help: "how long a keep-alive connection may sit idle (ms)", text: 'int' }),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */
-    shutdownGraceMs: int(0).default(5000),
+    shutdownGraceMs: setting(int(0).default(5000), { group: "Authentication, hosts, logs, connections", help: "on SIGTERM/SIGINT, how long running requests get before they are cut (ms)", text: 'int' }),
     /**
      * How "auto" tool choice reads calls out of the model's text (vLLM's --tool-call-parser):
      * the format the served model writes. Unset: "auto" is refused with a 400.
      */
-    toolCallParser: z
+    toolCallParser: setting(z
       .enum(TOOL_CALL_PARSER_NAMES as [string, ...string[]], { error: `must be one of ${TOOL_CALL_PARSER_NAMES.map((n) => `"${n}"`).join(', ')}` })
-      .optional(),
+      .optional(), { group: "Chat templates and tool calling", help: "how tool_choice \"auto\" reads calls from the model's text", text: 'string', env: ["TOOL_CALL_PARSER"], flag: "tool-call-parser", valueName: "PARSER" }),
+    /**
+     * vLLM's --chat-template: the template chat requests are rendered with instead of the
+     * model's (tokenizer_config.json / chat_template.jinja). A file path or the template itself
+     * (the Node entry reads a path that exists; in a Worker it is the template's text).
+     */
+    chatTemplate: setting(nonEmpty.optional(), { group: "Chat templates and tool calling", help: "the chat template to use instead of the model's: a .jinja file or the template text", text: 'string', env: ["CHAT_TEMPLATE"], flag: "chat-template", valueName: "FILE|TEMPLATE" }),
     /** CORS: origins allowed to call the API from a browser ("*": any, as vLLM's default). */
-    corsAllowedOrigins: nameList('origins').default(['*']),
+    corsAllowedOrigins: setting(nameList('origins').default(['*']), { group: "CORS", help: "origins that may call the API from a browser", text: 'list', env: ["CORS_ALLOWED_ORIGINS"], flag: "allowed-origins", many: true }),
     /** CORS: methods a cross-origin request may use. */
-    corsAllowedMethods: nameList('methods').default(['*']),
+    corsAllowedMethods: setting(nameList('methods').default(['*']), { group: "CORS", help: "methods a cross-origin request may use", text: 'list', flag: "allowed-methods", many: true }),
     /** CORS: request headers a cross-origin request may send. */
-    corsAllowedHeaders: nameList('header names').default(['*']),
+    corsAllowedHeaders: setting(nameList('header names').default(['*']), { group: "CORS", help: "request headers a cross-origin request may send", text: 'list', flag: "allowed-headers", many: true }),
     /** CORS: whether browsers may send credentials (cookies, HTTP auth) across origins. */
-    corsAllowCredentials: z.boolean({ error: 'must be true or false' }).default(false),
+    corsAllowCredentials: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "CORS", help: "browsers may send credentials across origins", text: 'bool', flag: "allow-credentials" }),
     /** What one request may make the server do (request-bounds.ts). */
-    ...REQUEST_BOUNDS_SHAPE,
+    ...withEnvNames(REQUEST_BOUNDS_SHAPE),
     /**
      * LoRA adapters served by name (vLLM's --lora-modules): "name=path,..." (LORA_MODULES), or
      * a list of "name=path" strings or {"name", "path"} objects. Each is a PEFT folder.
      */
-    loraModules: loraModulesSetting.default([]),
+    loraModules: setting(loraModulesSetting.default([]), { group: "LoRA adapters", help: "adapters loaded at startup: name=path (several, or comma-separated)", text: 'list', env: ["LORA_MODULES"], flag: "lora-modules", many: true, valueName: "NAME=PATH" }),
     /** Adapters one model call can mix (vLLM's max_loras); more wait for a free slot. */
-    maxLoras: int(1, 64).default(4),
+    maxLoras: setting(int(1, 64).default(4), { group: "LoRA adapters", help: "adapters one model call can mix (1-64)", text: 'int', env: ["MAX_LORAS"], flag: "max-loras" }),
     /**
      * Adapters held in memory at once (vLLM's max_cpu_loras), at least maxLoras: bounds what
      * run-time loads can add. vLLM evicts from a cache of this size; here a load past it is refused.
      */
-    maxCpuLoras: int(1, 1024).default(16),
+    maxCpuLoras: setting(int(1, 1024).default(16), { group: "LoRA adapters", help: "the most adapters the server holds", text: 'int', env: ["MAX_CPU_LORAS"], flag: "max-cpu-loras" }),
     /** Largest adapter rank accepted (vLLM's max_lora_rank). */
-    maxLoraRank: int(1, 1024).default(16),
+    maxLoraRank: setting(int(1, 1024).default(16), { group: "LoRA adapters", help: "largest adapter rank accepted", text: 'int', env: ["MAX_LORA_RANK"], flag: "max-lora-rank" }),
     /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING). */
-    allowRuntimeLoraUpdating: z.boolean({ error: 'must be true or false' }).default(false),
+    allowRuntimeLoraUpdating: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "LoRA adapters", help: "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter", text: 'bool', env: ["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] }),
     /** The folder run-time loads are confined to (LORA_ROOT): lora_path resolves inside it, symlinks included. Required with allowRuntimeLoraUpdating under Node. */
-    loraRoot: z.string({ error: 'must be a folder path' }).trim().min(1, { error: 'must be a folder path' }).nullable().default(null),
+    loraRoot: setting(z.string({ error: 'must be a folder path' }).trim().min(1, { error: 'must be a folder path' }).nullable().default(null), { group: "LoRA adapters", help: "the folder run-time adapter loads are confined to", text: 'string', env: ["LORA_ROOT"], valueName: "PATH" }),
   },
   { error: 'must be a JSON object' },
 );
@@ -291,41 +305,24 @@ export function parseServerConfig(raw: unknown): ServerConfig {
 
 export const DEFAULT_SERVER_CONFIG: ServerConfig = parseServerConfig({});
 
-/** Environment variable → setting. */
-const ENV_VARIABLES = {
-  HOST: 'host',
-  PORT: 'port',
-  MODEL_DIR: 'modelDir',
-  MODEL_DTYPE: 'dtype',
-  MODEL_FILE: 'modelFile',
-  RUNNER: 'runner',
-  POOLER_CONFIG: 'poolerConfig',
-  SERVED_MODEL_NAME: 'servedModelName',
-  DATA_PARALLEL_SIZE: 'dataParallelSize',
-  INTRA_OP_NUM_THREADS: 'intraOpNumThreads',
-  MODEL_THREAD: 'modelThread',
-  MAX_SEQ_LEN: 'maxSeqLen',
-  KV_CACHE_MEMORY_BYTES: 'kvCacheMemoryBytes',
-  ALLOWED_HOSTS: 'allowedHosts',
-  LOG_REQUESTS: 'logRequests',
-  TOOL_CALL_PARSER: 'toolCallParser',
-  CORS_ALLOWED_ORIGINS: 'corsAllowedOrigins',
-  ...Object.fromEntries(REQUEST_BOUND_KEYS.map((key) => [boundEnvName(key), key])),
-  LORA_MODULES: 'loraModules',
-  MAX_LORAS: 'maxLoras',
-  MAX_CPU_LORAS: 'maxCpuLoras',
-  MAX_LORA_RANK: 'maxLoraRank',
-  VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'allowRuntimeLoraUpdating',
-  LORA_ROOT: 'loraRoot',
-} as Record<string, string>;
+export type SettingKey = keyof typeof ServerConfigSchema.shape;
 
-const NUMERIC_ENV_SETTINGS: ReadonlySet<string> = new Set(['port', 'maxSeqLen', 'kvCacheMemoryBytes', 'dataParallelSize', 'intraOpNumThreads', 'maxLoras', 'maxCpuLoras', 'maxLoraRank', ...REQUEST_BOUND_KEYS]);
+/** Every setting, in the schema's order (the order of --help and docs/configuration.md). */
+export const SETTING_KEYS = Object.keys(ServerConfigSchema.shape) as SettingKey[];
 
-/** Switches given as one variable: "true" or "false" (anything else is left for validation to report). */
-const BOOLEAN_SETTINGS: ReadonlySet<string> = new Set(['logRequests']);
+/** How a setting is reached from a flag and the environment (its schema's metadata; flag defaulted to its kebab-case key). */
+export function settingSurface(key: SettingKey): SettingSurface & { flag: string; env: readonly string[] } {
+  const surface = surfaceOf(ServerConfigSchema.shape[key] as z.ZodType);
+  if (surface === undefined) throw new Error(`setting ${key} has no surface (wrap its schema in setting())`);
+  return { ...surface, flag: surface.flag ?? kebabCase(key), env: surface.env ?? [] };
+}
 
-/** Lists given as one variable: comma-separated. */
-const LIST_SETTINGS: ReadonlySet<string> = new Set(['allowedHosts']);
+/** Where a setting's value came from, as the startup report names it. */
+export type SettingOrigin = { kind: 'flag'; name: string } | { kind: 'env'; name: string } | { kind: 'file'; path: string };
+
+export function describeOrigin(origin: SettingOrigin): string {
+  return origin.kind === 'flag' ? origin.name : origin.kind === 'env' ? `env ${origin.name}` : `config file ${origin.path}`;
+}
 
 /** vLLM's key variable and ours; the first set wins. */
 const API_KEY_VARIABLES = ['API_KEY', 'VLLM_API_KEY'] as const;
@@ -348,32 +345,59 @@ export function listFromEnv(value: string): string[] {
 }
 
 /**
- * The settings the environment overrides. Empty variables count as unset. A PORT (or
- * DATA_PARALLEL_SIZE) that is not a number is passed through as text so validation reports it.
+ * The settings the environment sets, with the variable each came from. Empty variables
+ * count as unset; a value that does not convert (PORT=eighty) is passed through as text so
+ * validation reports it.
  */
-export function configFromEnv(env: Record<string, string | undefined>): Partial<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const [variable, key] of Object.entries(ENV_VARIABLES)) {
-    const value = env[variable];
-    if (value === undefined || value.trim() === '') continue;
-    const numeric = NUMERIC_ENV_SETTINGS.has(key);
-    if (LIST_SETTINGS.has(key)) out[key] = listFromEnv(value);
-    else if (BOOLEAN_SETTINGS.has(key)) out[key] = value.trim() === 'true' ? true : value.trim() === 'false' ? false : value;
-    else if (key === 'allowRuntimeLoraUpdating') out[key] = /^\s*(1|true)\s*$/i.test(value) ? true : /^\s*(0|false)\s*$/i.test(value) ? false : value;
-    else out[key] = numeric && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+export function settingsFromEnv(env: Record<string, string | undefined>): { values: Record<string, unknown>; origins: Partial<Record<SettingKey, SettingOrigin>> } {
+  const values: Record<string, unknown> = {};
+  const origins: Partial<Record<SettingKey, SettingOrigin>> = {};
+  for (const key of SETTING_KEYS) {
+    const surface = settingSurface(key);
+    const name = surface.env.find((variable) => env[variable] !== undefined && env[variable]!.trim() !== '');
+    if (name === undefined) continue;
+    values[key] = valueFromText(surface.text, env[name]!);
+    origins[key] = { kind: 'env', name };
   }
-  const apiKey = apiKeyFromEnv(env);
-  if (apiKey !== undefined) out.apiKey = apiKey;
-  return out;
+  return { values, origins };
 }
 
-/** Applies the precedence defaults < file < environment, then validates. */
-export function resolveServerConfig(sources: { file?: unknown; env?: Record<string, string | undefined> }): ServerConfig {
+/** The settings the environment overrides (see settingsFromEnv). */
+export function configFromEnv(env: Record<string, string | undefined>): Partial<Record<string, unknown>> {
+  return settingsFromEnv(env).values;
+}
+
+export interface SettingSources {
+  /** The parsed config file (a JSON object), and its path for the report. */
+  file?: unknown;
+  filePath?: string;
+  env?: Record<string, string | undefined>;
+  /** Settings given as command-line flags (already converted), with the flag each came from. */
+  flags?: Record<string, unknown>;
+  flagNames?: Partial<Record<string, string>>;
+}
+
+/** Applies the precedence defaults < file < environment < flags, validates, and says where each given setting came from. */
+export function resolveServerSettings(sources: SettingSources): { config: ServerConfig; origins: Partial<Record<SettingKey, SettingOrigin>> } {
   const file = sources.file ?? {};
   if (typeof file !== 'object' || file === null || Array.isArray(file)) {
     throw new Error('Invalid server configuration:\n  - the configuration file must contain a JSON object');
   }
-  return parseServerConfig({ ...file, ...configFromEnv(sources.env ?? {}) });
+  const origins: Partial<Record<SettingKey, SettingOrigin>> = {};
+  for (const key of Object.keys(file)) origins[key as SettingKey] = { kind: 'file', path: sources.filePath ?? 'config file' };
+  const fromEnv = settingsFromEnv(sources.env ?? {});
+  Object.assign(origins, fromEnv.origins);
+  const flags = sources.flags ?? {};
+  for (const key of Object.keys(flags)) origins[key as SettingKey] = { kind: 'flag', name: sources.flagNames?.[key] ?? `--${settingSurface(key as SettingKey).flag}` };
+  const raw: Record<string, unknown> = { ...file, ...fromEnv.values, ...flags };
+  // "auto" and other vLLM words that mean "unset" arrive as undefined: the setting keeps its default.
+  for (const key of Object.keys(raw)) if (raw[key] === undefined) delete raw[key];
+  return { config: parseServerConfig(raw), origins };
+}
+
+/** Applies the precedence defaults < file < environment, then validates. */
+export function resolveServerConfig(sources: { file?: unknown; env?: Record<string, string | undefined> }): ServerConfig {
+  return resolveServerSettings(sources).config;
 }
 
 /** Adapters are on when some are configured or may be loaded at run time (vLLM's --enable-lora). */

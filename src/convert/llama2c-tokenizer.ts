@@ -117,6 +117,35 @@ export function deriveMerges(pieces: readonly string[], scores: readonly number[
   return candidates.map(({ left, right }) => `${left} ${right}`);
 }
 
+/**
+ * BPE merges that reproduce SentencePiece's BPE encoder (sentencepiece's bpe_model.cc, and
+ * llama.cpp's llm_tokenizer_spm): the text starts as single characters and the adjacent pair
+ * whose concatenation is a piece, of the highest score, merges first, whether or not each
+ * half is a piece itself. A piece such as "\n\n" in a vocabulary without "\n" (gemma2-style)
+ * is reached from two characters that are not pieces; deriveMerges (llama2.c's rule: only
+ * pieces merge) never would. `mergeable` pieces are the targets; each half is a single
+ * character or another mergeable piece. The tokenizer's BPE merges strings, so a character
+ * outside the vocabulary can still merge, and one left alone falls back to bytes.
+ */
+export function sentencepieceMerges(pieces: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): string[] {
+  const idOf = new Map<string, number>();
+  pieces.forEach((piece, id) => {
+    // A piece holding an ASCII space is never reached (spaces become "▁" first) and would make the "left right" form ambiguous.
+    if (mergeable(id) && !idOf.has(piece) && !piece.includes(' ')) idOf.set(piece, id);
+  });
+  const candidates: { left: string; right: string; mergedId: number; cut: number }[] = [];
+  for (const [piece, mergedId] of idOf) {
+    const chars = Array.from(piece);
+    for (let cut = 1; cut < chars.length; cut++) {
+      const left = chars.slice(0, cut).join('');
+      const right = chars.slice(cut).join('');
+      if ((cut === 1 || idOf.has(left)) && (cut === chars.length - 1 || idOf.has(right))) candidates.push({ left, right, mergedId, cut });
+    }
+  }
+  candidates.sort((a, b) => scores[b.mergedId] - scores[a.mergedId] || a.mergedId - b.mergedId || a.cut - b.cut);
+  return candidates.map(({ left, right }) => `${left} ${right}`);
+}
+
 function addedToken(id: number, content: string) {
   return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
 }

@@ -9,6 +9,7 @@
  * float32 operation). Where a product is exact in float32 (a float16 scale times a 4-8 bit
  * integer), no rounding is needed and none is written.
  */
+import { iqTypes } from './iq-quants.js';
 import { float16ToFloat32 } from '../onnx/float16.js';
 
 export type Dequantizer = (blocks: Uint8Array, out: Float32Array) => void;
@@ -193,6 +194,112 @@ const q6_K: Dequantizer = (blocks, out) => {
 };
 
 
+/**
+ * block_q2_K (256 elements, 84 bytes): 16 scale bytes (low nibble the scale, high nibble the
+ * min of a sub-block of 16), qs[64] 2-bit codes, f16 d, f16 dmin at 80 and 82;
+ * element = (d sc) q - (dmin m): both products exact in float32, one rounding in the
+ * subtraction. Element n*128 + j*32 + l (+ 16) is bits 2j of qs[n*32 + l (+ 16)], sub-block
+ * n*8 + 2j (+ 1).
+ */
+const q2_K: Dequantizer = (blocks, out) => {
+  for (let b = 0; b * 256 < out.length; b++) {
+    const at = b * 84;
+    const d = half(blocks, at + 80);
+    const dmin = half(blocks, at + 82);
+    for (let sub = 0; sub < 16; sub++) {
+      const sc = blocks[at + sub];
+      const dl = d * (sc & 0xf);
+      const ml = dmin * (sc >> 4);
+      const { qs, shift } = q2q3Position(sub);
+      const base = b * 256 + sub * 16;
+      for (let l = 0; l < 16; l++) out[base + l] = Math.fround(dl * ((blocks[at + 16 + qs + l] >> shift) & 3) - ml);
+    }
+  }
+};
+
+/** Where sub-block `sub` (of 16 elements) of a Q2_K / Q3_K block keeps its 2-bit codes: qs offset and shift. */
+function q2q3Position(sub: number): { qs: number; shift: number } {
+  const n = sub >> 3;
+  const j = (sub & 7) >> 1;
+  return { qs: n * 32 + (sub & 1) * 16, shift: 2 * j };
+}
+
+/** Q3_K's 6-bit scale of sub-block j from its 12 packed bytes at `at`, less 32 (ggml's kmask unpacking). */
+function q3Scale(blocks: Uint8Array, at: number, j: number): number {
+  const low = j < 8 ? blocks[at + j] & 0xf : blocks[at + j - 8] >> 4;
+  const high = (blocks[at + 8 + (j & 3)] >> (2 * (j >> 2))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+/**
+ * block_q3_K (256 elements, 110 bytes): hmask[32] (the third bit, set meaning no -4),
+ * qs[64] low 2 bits, 12 bytes of 6-bit scales, f16 d at 108; element = (d (s - 32)) (q - 4
+ * unless its hmask bit is set), exact in float32. The hmask bit of sub-block pair n*4 + j is
+ * bit n*4 + j of hmask[l (+ 16)].
+ */
+function q3Codes(blocks: Uint8Array, at: number, sub: number, l: number): number {
+  const { qs, shift } = q2q3Position(sub);
+  const bit = (sub >> 3) * 4 + ((sub & 7) >> 1);
+  const q = (blocks[at + 32 + qs + l] >> shift) & 3;
+  return q - ((blocks[at + (sub & 1) * 16 + l] >> bit) & 1 ? 0 : 4);
+}
+
+const q3_K: Dequantizer = (blocks, out) => {
+  for (let b = 0; b * 256 < out.length; b++) {
+    const at = b * 110;
+    const d = half(blocks, at + 108);
+    for (let sub = 0; sub < 16; sub++) {
+      const dl = d * q3Scale(blocks, at + 96, sub);
+      const base = b * 256 + sub * 16;
+      for (let l = 0; l < 16; l++) out[base + l] = dl * q3Codes(blocks, at, sub, l);
+    }
+  }
+};
+
+/** ggml's kvalues_iq4nl: the 16 levels of IQ4_NL and IQ4_XS codes. */
+const IQ4NL_LEVELS = Int8Array.of(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+
+/** block_iq4_nl (32 elements, 18 bytes): f16 d, 16 bytes of nibbles as Q4_0 indexing IQ4NL_LEVELS; element = d level (exact). */
+const iq4_nl: Dequantizer = (blocks, out) => {
+  for (let b = 0; b * 32 < out.length; b++) {
+    const at = b * 18;
+    const d = half(blocks, at);
+    for (let j = 0; j < 16; j++) {
+      const byte = blocks[at + 2 + j];
+      out[b * 32 + j] = d * IQ4NL_LEVELS[byte & 0xf];
+      out[b * 32 + j + 16] = d * IQ4NL_LEVELS[byte >> 4];
+    }
+  }
+};
+
+/** IQ4_XS's 6-bit scale of sub-block ib (of 32), less 32: low nibble from scales_l, high 2 bits from scales_h. */
+function iq4xsScale(blocks: Uint8Array, at: number, ib: number): number {
+  const scalesH = blocks[at + 2] | (blocks[at + 3] << 8);
+  return (((blocks[at + 4 + (ib >> 1)] >> (4 * (ib & 1))) & 0xf) | (((scalesH >> (2 * ib)) & 3) << 4)) - 32;
+}
+
+/**
+ * block_iq4_xs (256 elements, 136 bytes): f16 d, u16 scales_h, scales_l[4], qs[128] (per
+ * sub-block of 32: 16 bytes of nibbles as Q4_0); element = round32(d (ls - 32)) level, the
+ * product of a 17-bit and an 8-bit integer scale rounded to float32 as ggml rounds it.
+ */
+const iq4_xs: Dequantizer = (blocks, out) => {
+  for (let b = 0; b * 256 < out.length; b++) {
+    const at = b * 136;
+    const d = half(blocks, at);
+    for (let ib = 0; ib < 8; ib++) {
+      const dl = d * iq4xsScale(blocks, at, ib);
+      const base = b * 256 + ib * 32;
+      for (let j = 0; j < 16; j++) {
+        const byte = blocks[at + 8 + ib * 16 + j];
+        out[base + j] = Math.fround(dl * IQ4NL_LEVELS[byte & 0xf]);
+        out[base + j + 16] = Math.fround(dl * IQ4NL_LEVELS[byte >> 4]);
+      }
+    }
+  }
+};
+
+
 function fill(out: Float32Array, from: number, count: number, value: number): void {
   out.fill(value, from, from + count);
 }
@@ -232,6 +339,42 @@ const q6_KForm: BlockForm = (blocks, scale, min) => {
   }
 };
 
+/** Q2_K: scale d sc and min dmin m per sub-block of 16 (t = the 2-bit code). */
+const q2_KForm: BlockForm = (blocks, scale, min) => {
+  for (let b = 0; b * 256 < scale.length; b++) {
+    const at = b * 84;
+    const d = half(blocks, at + 80);
+    const dmin = half(blocks, at + 82);
+    for (let sub = 0; sub < 16; sub++) {
+      fill(scale, b * 256 + sub * 16, 16, d * (blocks[at + sub] & 0xf));
+      fill(min, b * 256 + sub * 16, 16, dmin * (blocks[at + sub] >> 4));
+    }
+  }
+};
+
+/** Q3_K: scale d (s - 32) per sub-block of 16, no min (t = the 3-bit code less 4). */
+const q3_KForm: BlockForm = (blocks, scale, min) => {
+  min.fill(0);
+  for (let b = 0; b * 256 < scale.length; b++) {
+    const d = half(blocks, b * 110 + 108);
+    for (let sub = 0; sub < 16; sub++) fill(scale, b * 256 + sub * 16, 16, d * q3Scale(blocks, b * 110 + 96, sub));
+  }
+};
+
+/** IQ4_NL: scale d per 32, no min (t = the level, an 8-bit integer). */
+const iq4_nlForm: BlockForm = legacyForm(18, false);
+
+/** IQ4_XS: scale d (ls - 32) per sub-block of 32, no min (t = the level). */
+const iq4_xsForm: BlockForm = (blocks, scale, min) => {
+  min.fill(0);
+  for (let b = 0; b * 256 < scale.length; b++) {
+    const d = half(blocks, b * 136);
+    for (let ib = 0; ib < 8; ib++) fill(scale, b * 256 + ib * 32, 32, d * iq4xsScale(blocks, b * 136, ib));
+  }
+};
+
+const IQ = iqTypes(half);
+
 const TABLE: Array<[number, string, number, number, Dequantizer?, BlockForm?]> = [
   [0, 'F32', 1, 4, f32],
   [1, 'F16', 1, 2, f16],
@@ -241,26 +384,26 @@ const TABLE: Array<[number, string, number, number, Dequantizer?, BlockForm?]> =
   [7, 'Q5_1', 32, 24, q5(true), legacyForm(24, true)],
   [8, 'Q8_0', 32, 34, q8_0, legacyForm(34, false)],
   [9, 'Q8_1', 32, 40],
-  [10, 'Q2_K', 256, 84],
-  [11, 'Q3_K', 256, 110],
+  [10, 'Q2_K', 256, 84, q2_K, q2_KForm],
+  [11, 'Q3_K', 256, 110, q3_K, q3_KForm],
   [12, 'Q4_K', 256, 144, kQuant(false), kQuantForm(144)],
   [13, 'Q5_K', 256, 176, kQuant(true), kQuantForm(176)],
   [14, 'Q6_K', 256, 210, q6_K, q6_KForm],
   [15, 'Q8_K', 256, 292],
-  [16, 'IQ2_XXS', 256, 66],
-  [17, 'IQ2_XS', 256, 74],
-  [18, 'IQ3_XXS', 256, 98],
-  [19, 'IQ1_S', 256, 50],
-  [20, 'IQ4_NL', 32, 18],
-  [21, 'IQ3_S', 256, 110],
-  [22, 'IQ2_S', 256, 82],
-  [23, 'IQ4_XS', 256, 136],
+  [16, 'IQ2_XXS', 256, 66, IQ.IQ2_XXS.dequantize, IQ.IQ2_XXS.blockForm],
+  [17, 'IQ2_XS', 256, 74, IQ.IQ2_XS.dequantize, IQ.IQ2_XS.blockForm],
+  [18, 'IQ3_XXS', 256, 98, IQ.IQ3_XXS.dequantize, IQ.IQ3_XXS.blockForm],
+  [19, 'IQ1_S', 256, 50, IQ.IQ1_S.dequantize, IQ.IQ1_S.blockForm],
+  [20, 'IQ4_NL', 32, 18, iq4_nl, iq4_nlForm],
+  [21, 'IQ3_S', 256, 110, IQ.IQ3_S.dequantize, IQ.IQ3_S.blockForm],
+  [22, 'IQ2_S', 256, 82, IQ.IQ2_S.dequantize, IQ.IQ2_S.blockForm],
+  [23, 'IQ4_XS', 256, 136, iq4_xs, iq4_xsForm],
   [24, 'I8', 1, 1],
   [25, 'I16', 1, 2],
   [26, 'I32', 1, 4],
   [27, 'I64', 1, 8],
   [28, 'F64', 1, 8],
-  [29, 'IQ1_M', 256, 56],
+  [29, 'IQ1_M', 256, 56, IQ.IQ1_M.dequantize, IQ.IQ1_M.blockForm],
   [30, 'BF16', 1, 2, bf16],
   [34, 'TQ1_0', 256, 54],
   [35, 'TQ2_0', 256, 66],

@@ -12,8 +12,8 @@
 import type { GgufGraphOptions, GgufModel } from './gguf-model.js';
 import { ggufGraphPasses } from './gguf-model.js';
 
-/** Types kept as 4-bit codes by quantized-weights.ts; the other quantized types take 8 bits. */
-const FOUR_BIT_TYPES = new Set(['Q4_0', 'Q4_1', 'Q4_K']);
+/** Types kept as 4-bit codes by quantized-weights.ts (Q2_K's and Q3_K's 2-3 bit integers too); the other quantized types, IQ4's levels included, take 8 bits. */
+const FOUR_BIT_TYPES = new Set(['Q4_0', 'Q4_1', 'Q2_K', 'Q3_K', 'Q4_K']);
 
 /** The build's fixed share: tokenizer and template objects, the graph's nodes, the encoder's buffers. */
 export const BUILD_FIXED_BYTES = 8 * 1024 ** 2;

@@ -90,7 +90,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
 }
 
 /** ggml types whose blocks have a float min (element = scale * q - min). */
-const MIN_TYPES = new Set(['Q4_1', 'Q5_1', 'Q4_K', 'Q5_K']);
+const MIN_TYPES = new Set(['Q4_1', 'Q5_1', 'Q2_K', 'Q4_K', 'Q5_K']);
 
 function hasMinTypes(model: GgufModel): boolean {
   return model.file.tensors.some((tensor) => MIN_TYPES.has(tensor.type!.name));

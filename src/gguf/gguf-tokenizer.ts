@@ -13,9 +13,9 @@
  *   `tokenizer.ggml.pre` type, as llama.cpp splits text before BPE.
  * Control (and unknown) tokens are special tokens, matched in the text as llama.cpp does
  * when it parses special tokens (its server does for prompts); user-defined tokens are
- * added tokens too. add_bos / add_eos come from the file (llama.cpp's defaults when absent).
+ * added tokens too. Unused pieces decode to nothing, as llama.cpp renders them. add_bos / add_eos come from the file (llama.cpp's defaults when absent).
  */
-import { deriveMerges, sentencepieceTokenizerJson } from '../convert/llama2c-tokenizer.js';
+import { sentencepieceMerges, sentencepieceTokenizerJson } from '../convert/llama2c-tokenizer.js';
 import type { GgufFile, GgufMetadataValue } from './gguf-file.js';
 import { GgufModelError } from './llama-checkpoint.js';
 import { phi3RightStrippedTokens } from './architectures/phi3.js';
@@ -114,6 +114,11 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
   const endOfGeneration = endOfGenerationIds(vocab);
   const special = (id: number) => types[id] === TokenType.CONTROL || types[id] === TokenType.UNKNOWN || endOfGeneration.includes(id);
   const addedIds = tokens.map((_, id) => id).filter((id) => special(id) || types[id] === TokenType.USER_DEFINED || id === bos || id === eos);
+  // llama.cpp renders an unused piece (and one of no known type) as nothing, special tokens
+  // asked for or not: the [PAD151700] fillers of padded vocabularies never show as text.
+  const rendered = new Set<number>([TokenType.NORMAL, TokenType.UNKNOWN, TokenType.CONTROL, TokenType.USER_DEFINED, TokenType.BYTE]);
+  const addedSet = new Set(addedIds);
+  const unrenderedIds = tokens.map((_, id) => id).filter((id) => !rendered.has(types[id] as never) && !addedSet.has(id));
   const modelName = file.metadata.get('general.name');
   const rightStripped = phi3RightStrippedTokens(typeof modelName === 'string' ? modelName : undefined, tokens, addedIds.filter((id) => special(id) || types[id] === TokenType.USER_DEFINED));
   const addedTokens = addedIds.map((id) => ({
@@ -153,7 +158,7 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
       postProcessor: postProcessor(),
       unkToken: unk !== undefined ? tokens[unk] : null,
       vocab,
-      merges: deriveMerges(tokens, scores, mergeable),
+      merges: sentencepieceMerges(tokens, scores, mergeable),
       addSpacePrefix,
     });
   } else {
@@ -207,6 +212,8 @@ export function ggufTokenizerFiles(file: GgufFile, modelMaxLength: number): Gguf
     clean_up_tokenization_spaces: false,
     ...(isSpm ? { legacy: true } : {}),
     spaces_between_special_tokens: false,
+    // Read by HfTokenizer (UNRENDERED_TOKEN_IDS in src/tokenizer/hf-tokenizer.ts).
+    ...(unrenderedIds.length > 0 ? { unrendered_token_ids: unrenderedIds } : {}),
     ...(typeof template === 'string' ? { chat_template: template } : {}),
   };
   // llama.cpp ends a generation on EOS and on the end-of-turn / end-of-message tokens it knows.

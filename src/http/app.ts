@@ -92,7 +92,7 @@ export function createApp(deps: AppDeps): Hono {
     engine: deps.engine,
     embeddings: deps.embeddings ?? null,
     config: deps.config,
-    chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine),
+    chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine, deps.config.chatTemplate),
     mediaFetcher: deps.mediaFetcher ?? createMediaFetcher(resolveMediaConfig()),
     acceptedMedia: engineAcceptedMedia(deps.engine),
     videoSampling: deps.engine.info.videoSampling,
@@ -148,10 +148,15 @@ export function createApp(deps: AppDeps): Hono {
   return app;
 }
 
-/** The chat template from the engine's tokenizer_config.json, when the engine carries it. */
-function engineChatTemplate(engine: Engine): ChatTemplate | null {
-  const tokenizerConfig = (engine as Engine & { tokenizerConfig?: Record<string, unknown> }).tokenizerConfig;
-  if (!tokenizerConfig) return null;
+/**
+ * The chat template from the engine's tokenizer_config.json, when the engine carries it; with
+ * `override` (the chatTemplate setting, vLLM's --chat-template) that template instead, with the
+ * model's BOS and EOS tokens.
+ */
+function engineChatTemplate(engine: Engine, override?: string): ChatTemplate | null {
+  const modelConfig = (engine as Engine & { tokenizerConfig?: Record<string, unknown> }).tokenizerConfig;
+  if (!modelConfig && override === undefined) return null;
+  const tokenizerConfig = override === undefined ? modelConfig! : { ...modelConfig, chat_template: override };
   const { tokenizer } = engine;
   const tokenText = (id: number | null | undefined) => (id === null || id === undefined ? undefined : tokenizer.idToToken(id));
   try {
@@ -160,7 +165,8 @@ function engineChatTemplate(engine: Engine): ChatTemplate | null {
       eosToken: tokenText(tokenizer.eosTokenIds[0]),
     });
   } catch (error) {
-    throw new Error(`The model's chat template (tokenizer_config.json "chat_template") is not valid Jinja: ${(error as Error).message}`);
+    const which = override === undefined ? `The model's chat template (tokenizer_config.json "chat_template")` : 'The chat template of the chatTemplate setting (--chat-template)';
+    throw new Error(`${which} is not valid Jinja: ${(error as Error).message}`);
   }
 }
 

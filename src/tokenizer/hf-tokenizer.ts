@@ -25,6 +25,13 @@ function tokenContent(token: ConfigToken): string | undefined {
   return undefined;
 }
 
+/**
+ * tokenizer_config.json key (this project's, written by the GGUF tokenizer bridge): ids that
+ * decode to no text whether or not special tokens are asked for, as llama.cpp renders a
+ * vocabulary's unused pieces (the `[PAD151700]` fillers of a padded vocabulary).
+ */
+export const UNRENDERED_TOKEN_IDS = 'unrendered_token_ids';
+
 /** Characters tokenized per slice by encodeInSlices: a few milliseconds of BPE. */
 export const ENCODE_SLICE_CHARS = 16 * 1024;
 
@@ -89,7 +96,12 @@ export class HfTokenizer implements Tokenizer {
     this.bosTokenId = prefix.length > 0 && this.specialTokenIds.has(prefix[0]) ? prefix[0] : null;
 
     this.eosTokenIds = options.eosTokenIds ? [...options.eosTokenIds] : this.configEosIds(config);
+    const unrendered = config[UNRENDERED_TOKEN_IDS];
+    if (Array.isArray(unrendered)) this.unrenderedIds = new Set(unrendered.filter((id): id is number => Number.isInteger(id)));
   }
+
+  /** Ids decoded as no text at all, special tokens asked for or not (UNRENDERED_TOKEN_IDS). */
+  private readonly unrenderedIds: ReadonlySet<number> = new Set();
 
   static fromJson(tokenizerJson: unknown, tokenizerConfig: unknown, options: HfTokenizerOptions = {}): HfTokenizer {
     const json = asRecord(tokenizerJson, 'tokenizer.json');
@@ -222,8 +234,9 @@ export class HfTokenizer implements Tokenizer {
 
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
     // @huggingface/tokenizers rejects an empty list; an empty list is simply no text.
-    if (ids.length === 0) return '';
-    return this.impl.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? true });
+    const shown = this.unrenderedIds.size === 0 ? [...ids] : ids.filter((id) => !this.unrenderedIds.has(id));
+    if (shown.length === 0) return '';
+    return this.impl.decode(shown, { skip_special_tokens: options.skipSpecialTokens ?? true });
   }
 
   idToToken(id: number): string | undefined {

@@ -1,7 +1,9 @@
 /**
  * dataParallelSize > 1: several engine processes behind one port (src/runtime/node/cluster.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { golden } from '../helpers/model.js';
 import { spawnFailingServer, spawnServer } from './spawn-server.js';
@@ -80,10 +82,15 @@ describe('data parallel server (DATA_PARALLEL_SIZE=2)', () => {
   });
 
   it('exits with 1 and the engine processes\' own reason when they cannot start', async () => {
-    const { code, output } = await spawnFailingServer({ DATA_PARALLEL_SIZE: '2', MODEL_DIR: '/nonexistent/model' });
+    // A folder that exists but holds no model: the engine processes find out (a missing one is refused before they start).
+    const { code, output } = await spawnFailingServer({ DATA_PARALLEL_SIZE: '2', MODEL_DIR: mkdtempSync(join(tmpdir(), 'edge-llm-no-model-')) });
     expect(code).toBe(1);
     expect(output).toMatch(/Cannot load the model/);
     expect(output).toMatch(/stopping the server/);
+    const missing = await spawnFailingServer({ DATA_PARALLEL_SIZE: '2', MODEL_DIR: '/nonexistent/model' });
+    expect(missing.code).toBe(1);
+    expect(missing.output).toMatch(/The model "\/nonexistent\/model" does not exist/);
+    expect(missing.output).not.toMatch(/starting 2 engine processes/);
   });
 
   it('refuses a data-parallel size that is not a whole number', async () => {

@@ -19,8 +19,8 @@ export interface ExitedServer {
 /** What `npm start` runs (its node flags included), built once by test/e2e/build-server.global.ts. */
 const SERVER_ARGS = npmStartArgs();
 
-function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, SERVER_ARGS, {
+function start(env: Record<string, string>, args: readonly string[] = []): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, [...SERVER_ARGS, ...args], {
     env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -30,9 +30,9 @@ function start(env: Record<string, string>): { child: ChildProcess; output: () =
   return { child, output: () => output };
 }
 
-/** `npm start`'s server as it runs it (node dist/node/server.js), on a free port. */
-export function spawnServer(env: Record<string, string> = {}): Promise<RunningServer> {
-  const { child, output } = start(env);
+/** `npm start`'s server as it runs it (node dist/node/server.js serve), on a free port; `args` as after `npm start --`. */
+export function spawnServer(env: Record<string, string> = {}, args: readonly string[] = []): Promise<RunningServer> {
+  const { child, output } = start(env, args);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${output()}`)), 30_000);
@@ -60,8 +60,8 @@ export function spawnServer(env: Record<string, string> = {}): Promise<RunningSe
 }
 
 /** Runs the server expecting it to refuse to start. */
-export function spawnFailingServer(env: Record<string, string>): Promise<ExitedServer> {
-  const { child, output } = start(env);
+export function spawnFailingServer(env: Record<string, string>, args: readonly string[] = []): Promise<ExitedServer> {
+  const { child, output } = start(env, args);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

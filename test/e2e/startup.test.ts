@@ -51,6 +51,12 @@ describe('npm start (dist/node/server.js)', () => {
   it.concurrent('exits with 1 when the model directory cannot be loaded', async () => {
     const { code, output } = await spawnFailingServer({ MODEL_DIR: '/nonexistent/model' });
     expect(code).toBe(1);
-    expect(output).toMatch(/Cannot load the model/);
+    expect(output).toMatch(/The model "\/nonexistent\/model" does not exist/);
+    // Refused before the port is bound.
+    expect(output).not.toMatch(/Bound http/);
+    const empty = mkdtempSync(join(tmpdir(), 'edge-llm-empty-model-'));
+    const loadFailure = await spawnFailingServer({ MODEL_DIR: empty });
+    expect(loadFailure.code).toBe(1);
+    expect(loadFailure.output).toMatch(/Cannot load the model/);
   });
 });

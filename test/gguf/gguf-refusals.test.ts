@@ -85,8 +85,8 @@ describe('GGUF refusals', () => {
     const nameAt = copy.indexOf(Buffer.from(tensor.name), 24);
     const typeAt = nameAt + tensor.name.length + 4 + 8 * tensor.dims.length;
     expect(copy.readUInt32LE(typeAt)).toBe(2);
-    copy.writeUInt32LE(20, typeAt); // IQ4_NL: same block size and bytes as Q4_0
-    expect(await refusal(copy)).toMatch(new RegExp(`tensor ${tensor.name.replaceAll('.', '\\.')} is IQ4_NL, a type this engine cannot execute \\(supported: F32, F16, Q4_0, Q4_1, .*Q4_K, Q5_K, Q6_K, BF16\\)`));
+    copy.writeUInt32LE(39, typeAt); // MXFP4: 32-element blocks as Q4_0 (17 bytes, not 18)
+    expect(await refusal(copy)).toMatch(new RegExp(`tensor ${tensor.name.replaceAll('.', '\\.')} is MXFP4, a type this engine cannot execute \\(supported: F32, F16, Q4_0, Q4_1, .*Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, BF16\\)`));
     copy.writeUInt32LE(99, typeAt);
     expect(await refusal(copy)).toMatch(/unknown tensor type|type id 99/);
   });

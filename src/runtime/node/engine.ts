@@ -40,6 +40,8 @@ export interface NodeEngineOptions {
   lora?: LoraOptions;
   /** Worker mode: overlapped lanes (engine/model-thread/lanes.ts); default DEFAULT_PIPELINE. */
   pipeline?: PipelineSettings;
+  /** Told each stage of the load as it starts ("reading ...", "building ...", "creating the session ..."), for a start-up a user can follow. */
+  onProgress?: (stage: string) => void;
   /** Tokenize text with long unbroken pieces on a thread (tokenizer/node-tokenizer-thread.ts; started by the first such text). */
   tokenizerThread?: boolean;
 }
@@ -59,6 +61,8 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   }
   // A .gguf (MODEL_DIR naming the file, or MODEL_FILE inside MODEL_DIR) becomes a model folder first (gguf/node-gguf.ts).
   const ggufPath = isGgufPath(options.modelDir) ? options.modelDir : isGgufPath(options.modelFile) ? resolve(options.modelDir, options.modelFile) : undefined;
+  const progress = options.onProgress ?? (() => {});
+  if (ggufPath !== undefined) progress(`reading ${ggufPath} and building its ONNX graph (kept in a cache for the next start)`);
   const gguf = ggufPath === undefined ? undefined : await ggufModelFolder(ggufPath);
   const modelDir = gguf?.dir ?? resolve(options.modelDir);
   // onnxruntime-node opens the graph by path, so its external data resolves beside it;
@@ -72,6 +76,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     readExternalData: backend === 'wasm',
     graphStructureOnly: backend === 'native' && options.lora === undefined,
   };
+  progress(`reading the model files in ${modelDir}`);
   const files = await readModelDir(modelDir, fileSettings);
   const plan = planThreads(
     { intraOpNumThreads: options.intraOpNumThreads, modelThread: options.modelThread },
@@ -101,6 +106,8 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     threads: reasons.join('; '),
     startTokenizerThread: options.tokenizerThread ? createNodeTokenizerThread : undefined,
   });
+  const mib = ((files.weightBytes ?? files.onnx.byteLength) / 2 ** 20).toFixed(1);
+  progress(`creating the onnxruntime session for ${files.onnxFile} (${mib} MiB of weights), then a self-test pass`);
   const engine = await create(plan.modelThread, plan.reasons);
   if (gguf) engine.loadReport.notes.unshift(...gguf.notes);
   return engine;

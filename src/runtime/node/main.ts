@@ -1,20 +1,37 @@
 /**
- * `npm start`: the HTTP server under Node, compiled to dist/node/server.js and run by plain
- * `node` (scripts/build-server.ts), so signals reach this process. Configuration: defaults
- * < config file (the path in CONFIG, else ./config.json when present) < environment (HOST,
- * PORT, MODEL_DIR, SERVED_MODEL_NAME, DATA_PARALLEL_SIZE, ALLOWED_HOSTS, API_KEY or
- * VLLM_API_KEY). Media input: ALLOWED_MEDIA_DOMAINS_ENV and MEDIA_* (docs/media.md).
+ * The HTTP server under Node, as `edge-llm serve` (src/cli/) and `npm start` run it
+ * (compiled to dist/node/server.js and run by plain `node`, scripts/build-server.ts, so
+ * signals reach this process). Configuration: defaults < config file (--config, else the
+ * path in CONFIG, else ./config.json when present) < environment (HOST, PORT, MODEL_DIR,
+ * ..., API_KEY or VLLM_API_KEY) < command-line flags. Media input: ALLOWED_MEDIA_DOMAINS_ENV
+ * and MEDIA_* (docs/media.md).
+ *
+ * Start-up order, so a user can follow it: settings are checked and the model's path is
+ * looked at (a typo fails before anything else); the port is bound (a clash fails at once,
+ * not after a long load), answering 503 while the model loads; the load prints what it is
+ * doing; the last line names the API's and the playground's URLs.
  *
  * On SIGTERM/SIGINT it stops accepting connections, answers new requests on open ones with
  * a 503, and lets running requests finish for shutdownGraceMs; then it cuts the rest (a
  * stream gets an error event, and [DONE] on the OpenAI routes) and exits with code 1.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
+import { join, resolve as resolvePath } from 'node:path';
 import { serve } from '@hono/node-server';
-import { resolveServerConfig, schedulerLimitsOf, type ServerConfig } from '../../config/server-config.js';
+import {
+  DEFAULT_SERVER_CONFIG,
+  describeOrigin,
+  resolveServerSettings,
+  schedulerLimitsOf,
+  settingSurface,
+  type ServerConfig,
+  type SettingKey,
+  type SettingOrigin,
+} from '../../config/server-config.js';
 import type { LocalEngine } from '../../engine/local-engine.js';
 import { formatLoadReport } from '../../engine/loading/load-report.js';
 import type { Engine } from '../../engine/types.js';
@@ -29,33 +46,129 @@ import { checkMediaDiskSpace, createNodeMediaFetcher } from '../../media/node.js
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './cluster.js';
 import { createNodeEngine } from './engine.js';
 import { createNodeEmbeddingEngine, isEmbeddingModelDir } from './embedding-engine.js';
-import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
 import { isGgufPath } from '../../gguf/node-gguf.js';
+import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
 import { nodeLoraOptions } from './adapters.js';
 import { nodeGuideCompiler } from './guides.js';
 import { playgroundRoutes } from './static.js';
 import { writingSseDirectly } from './sse.js';
 import { capConnections, nodeServerOptions } from './connections.js';
+import { loadingFetch } from './loading.js';
+import { packageRoot } from './package-root.js';
+import { downloadProgressPrinter, formatHubModelRef, HubError, hubRefIfNotLocal, hubSettingsFromEnv, resolveHubModel, type HubModelRef } from './hub/index.js';
 
 /** After the grace period, how long cut streams get to send their error event before connections are closed. */
 const CUT_FLUSH_MS = 1000;
 
 class StartupError extends Error {}
 
-async function readConfigFile(env: NodeJS.ProcessEnv): Promise<unknown> {
-  const explicit = env.CONFIG !== undefined && env.CONFIG.trim() !== '';
-  const path = explicit ? env.CONFIG!.trim() : 'config.json';
+/** What the command line asks of the server (src/cli/args.ts); everything optional, so `{}` is `npm start` with the environment alone. */
+export interface NodeServeRequest {
+  /** The MODEL argument: a folder or .gguf file here (a Hugging Face id is resolved to its snapshot folder before). */
+  model?: string;
+  /** How the model was given, for the report: "MODEL" (the argument) or "--model". */
+  modelFlag?: string;
+  /** Settings from flags, converted and checked, and the flag each came from. */
+  settings?: Record<string, unknown>;
+  flagNames?: Record<string, string>;
+  /** --config; else CONFIG; else ./config.json when present. */
+  configPath?: string;
+  /** vLLM's --enable-auto-tool-choice: refused without a tool-call parser, as vLLM does. */
+  enableAutoToolChoice?: boolean;
+  /** --revision: the branch, tag or commit of a Hugging Face id. */
+  revision?: string;
+}
+
+/**
+ * Fetches a Hugging Face model (or finds it in the cache) and points the settings at it: the
+ * snapshot folder, or the .gguf file in it. Unless a name was given, clients name the model
+ * as the user did (vLLM serves a Hub model under its id).
+ */
+async function fetchHubModel(
+  ref: HubModelRef,
+  config: ServerConfig,
+  origins: Partial<Record<SettingKey, SettingOrigin>>,
+  revision: string | undefined,
+): Promise<ServerConfig> {
+  const settings = hubSettingsFromEnv(process.env);
+  let resolved;
+  try {
+    resolved = await resolveHubModel(ref, settings, { dtype: config.dtype, modelFile: config.modelFile, revision, onProgress: downloadProgressPrinter() });
+  } catch (error) {
+    throw new StartupError(error instanceof HubError ? error.message : `Cannot fetch ${formatHubModelRef(ref)}: ${(error as Error).message}`);
+  }
+  console.log(`Hub: ${formatHubModelRef(ref)} at commit ${resolved.commit}: ${resolved.path}`);
+  return {
+    ...config,
+    modelDir: resolved.path,
+    // The .gguf was picked by the reference; MODEL_FILE names a file inside a folder.
+    modelFile: resolved.path.endsWith('.gguf') ? undefined : config.modelFile,
+    servedModelName: origins.servedModelName === undefined ? formatHubModelRef(ref) : config.servedModelName,
+  };
+}
+
+async function readConfigFile(env: NodeJS.ProcessEnv, flagPath: string | undefined): Promise<{ file: unknown; path?: string }> {
+  const fromEnv = env.CONFIG !== undefined && env.CONFIG.trim() !== '' ? env.CONFIG.trim() : undefined;
+  const explicit = flagPath ?? fromEnv;
+  const path = explicit ?? 'config.json';
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
-    if (!explicit && (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (explicit === undefined && (error as NodeJS.ErrnoException).code === 'ENOENT') return { file: undefined };
     throw new StartupError(`Cannot read the configuration file "${path}": ${(error as Error).message}`);
   }
   try {
-    return JSON.parse(text);
+    return { file: JSON.parse(text), path };
   } catch (error) {
     throw new StartupError(`The configuration file "${path}" is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** How the report shows a setting's value (a key only as "set"). */
+function shownValue(key: SettingKey, value: unknown): string {
+  if (settingSurface(key).secret) return Array.isArray(value) ? `(${value.length} set)` : '(set)';
+  if (key === 'loraModules' && Array.isArray(value)) return value.map((m: { name: string; path: string }) => `${m.name}=${m.path}`).join(',');
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** One line per setting not at its default: its value and where it came from (flag, env, file). */
+export function settingsReport(config: ServerConfig, origins: Partial<Record<SettingKey, SettingOrigin>>): string[] {
+  const lines: string[] = [];
+  for (const [key, origin] of Object.entries(origins) as Array<[SettingKey, SettingOrigin]>) {
+    const value = (config as Record<string, unknown>)[key];
+    if (JSON.stringify(value) === JSON.stringify((DEFAULT_SERVER_CONFIG as Record<string, unknown>)[key]) && key !== 'modelDir') continue;
+    lines.push(`  ${key} = ${shownValue(key, value)}  (${describeOrigin(origin)})`);
+  }
+  return lines.length === 0 ? [] : ['Settings other than the defaults:', ...lines];
+}
+
+/**
+ * vLLM's --chat-template: a file when one exists at that path, else the template itself when
+ * it looks like Jinja; anything else is a path that is not there.
+ */
+async function chatTemplateText(value: string): Promise<string> {
+  try {
+    return await readFile(value, 'utf8');
+  } catch (error) {
+    if (/[{][{%]/.test(value)) return value;
+    throw new StartupError(`The chat template "${value}" cannot be read: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file (and it is not a Jinja template)' : (error as Error).message}.`);
+  }
+}
+
+/** The default model folder: relative to the package root (the folder a clone or an install holds), unless the working directory has it. */
+function embeddedModelDir(defaultDir: string): string {
+  if (existsSync(defaultDir)) return defaultDir;
+  return join(packageRoot(import.meta.url), defaultDir);
+}
+
+/** Refuses a model path that is not there, before the port is bound: a typo should not look like a load failure. */
+async function checkModelPath(modelDir: string): Promise<void> {
+  try {
+    await stat(modelDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return;
+    throw new StartupError(`The model "${modelDir}" does not exist: no such folder or file (${resolvePath(modelDir)}).`);
   }
 }
 
@@ -64,20 +177,27 @@ function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').replace(/^media config: /, '').trim();
 }
 
-function listen(app: ReturnType<typeof createApp>, config: ServerConfig): Promise<{ server: Server; url: string }> {
+/** A fetch as @hono/node-server calls it (env: its bindings, `outgoing` among them; `any` as in its own type). */
+type NodeFetch = (request: Request, env: any) => Response | Promise<Response>;
+
+/** Binds the port now; requests go to whatever `handler.current` is (the loading answer, then the app). */
+function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<{ server: Server; url: string }> {
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(config);
+    const fetch: NodeFetch = (request, env) => handler.current(request, env);
     // Without createServer, @hono/node-server makes a node:http server.
-    const server = serve({ fetch: writingSseDirectly(app.fetch), hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
+    const server = serve({ fetch: writingSseDirectly(fetch), hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       resolve({ server, url: `http://${host}:${info.port}` });
     }) as Server;
     // Past the cap the oldest idle connection makes room; a new one is dropped only when all are busy.
     capConnections(server, config);
-    server.once('error', (error) =>
-      reject(new StartupError(`Cannot listen on ${config.host}:${config.port}: ${(error as Error).message}`)),
-    );
+    server.once('error', (error) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      const why = code === 'EADDRINUSE' ? `the port is in use by another program (choose another with --port)` : (error as Error).message;
+      reject(new StartupError(`Cannot listen on ${config.host}:${config.port}: ${why}`));
+    });
   });
 }
 
@@ -136,12 +256,38 @@ async function servesEmbeddings(config: ServerConfig): Promise<boolean> {
   return !gguf && (await isEmbeddingModelDir(config.modelDir));
 }
 
-async function main(): Promise<void> {
+/** Resolves the settings (flags > environment > config file > defaults), binds the port, loads the model and serves it. */
+export async function serveOnNode(request: NodeServeRequest = {}): Promise<void> {
   let config: ServerConfig;
+  let origins: Partial<Record<SettingKey, SettingOrigin>>;
   try {
-    config = resolveServerConfig({ file: await readConfigFile(process.env), env: process.env });
+    const { file, path } = await readConfigFile(process.env, request.configPath);
+    const flags = { ...request.settings };
+    const flagNames = { ...request.flagNames };
+    if (request.model !== undefined) {
+      flags.modelDir = request.model;
+      flagNames.modelDir = request.modelFlag ?? 'MODEL argument';
+    }
+    ({ config, origins } = resolveServerSettings({ file, filePath: path, env: process.env, flags, flagNames }));
+    // No model named: the embedded one, from this package wherever it is installed (not the working directory).
+    if (origins.modelDir === undefined) config = { ...config, modelDir: embeddedModelDir(config.modelDir) };
   } catch (error) {
     throw error instanceof StartupError ? error : new StartupError((error as Error).message);
+  }
+  if (config.chatTemplate !== undefined) config = { ...config, chatTemplate: await chatTemplateText(config.chatTemplate) };
+  if (request.enableAutoToolChoice && config.toolCallParser === undefined) {
+    throw new StartupError('--enable-auto-tool-choice needs --tool-call-parser (the format the model writes its calls in), as in vLLM.');
+  }
+  if (!isEngineWorker()) for (const line of settingsReport(config, origins)) console.log(line);
+  const hubRef = await hubRefIfNotLocal(config.modelDir);
+  if (hubRef === null) await checkModelPath(config.modelDir);
+  // Offline the cache answers at once; data-parallel processes share one download, made before they start.
+  let fetchAfterBinding = hubRef !== null;
+  if (hubRef !== null && (hubSettingsFromEnv(process.env).offline || config.dataParallelSize > 1)) {
+    config = await fetchHubModel(hubRef, config, origins, request.revision);
+    fetchAfterBinding = false;
+    // The engine processes find it in the cache, without asking the Hub again.
+    if (config.dataParallelSize > 1) process.env.HF_HUB_OFFLINE = '1';
   }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new StartupError(
@@ -174,6 +320,27 @@ async function main(): Promise<void> {
     if (diskWarning !== null) console.warn(`Warning: ${diskWarning}`);
   }
 
+  // The port first: a clash is refused now, not after the load; until the model is ready
+  // every request gets a 503 saying so (GET /health: 503, as vLLM's when not ready).
+  const loading = { stage: 'starting', model: config.modelDir };
+  const handler: { current: NodeFetch } = { current: loadingFetch(loading) };
+  const { server, url } = await listen(config, handler);
+  console.log(`Bound ${url}: loading the model "${config.modelDir}" (requests get a 503 until it is ready)`);
+  const loadStarted = performance.now();
+  const progress = (stage: string) => {
+    loading.stage = stage;
+    console.log(`Loading: ${stage} (${((performance.now() - loadStarted) / 1000).toFixed(1)} s)`);
+  };
+  if (fetchAfterBinding && hubRef !== null) {
+    loading.stage = `fetching ${formatHubModelRef(hubRef)} from the Hugging Face Hub`;
+    try {
+      config = await fetchHubModel(hubRef, config, origins, request.revision);
+    } catch (error) {
+      server.close();
+      throw error;
+    }
+  }
+
   let engine: LocalEngine | EmbeddingEngine;
   let embeddings: EmbeddingEngine | null = null;
   try {
@@ -189,6 +356,7 @@ async function main(): Promise<void> {
         intraOpNumThreads: config.intraOpNumThreads === 'auto' ? Math.max(1, Math.floor(availableParallelism() / config.dataParallelSize)) : config.intraOpNumThreads,
       });
       engine = embeddings;
+      progress('ready');
       for (const line of embeddings.notes) console.log(line);
     } else {
       const local = await createNodeEngine({
@@ -202,15 +370,18 @@ async function main(): Promise<void> {
         modelThread: config.modelThread,
         processes: config.dataParallelSize,
         tokenizerThread: true,
+        onProgress: progress,
       });
       engine = local;
+      progress('ready');
       // The model was run once already (the batching self-test is its warm-up pass).
       const report = formatLoadReport(local.loadReport);
       for (const line of report.info) console.log(line);
       for (const line of report.warnings) console.warn(`Warning: ${line}`);
     }
   } catch (error) {
-    throw new StartupError((error as Error).message);
+    server.close();
+    throw error instanceof StartupError ? error : new StartupError((error as Error).message);
   }
 
   // XGrammar (its WebAssembly and the vocabulary prepared for it, ~20 MiB here) starts with
@@ -241,17 +412,46 @@ async function main(): Promise<void> {
     // The playground page at / and its assets; API routes keep priority.
     app.route('/', playgroundRoutes({ modelDir: config.modelDir }));
   } catch (error) {
+    server.close();
     throw new StartupError((error as Error).message);
   }
-  const { server, url } = await listen(app, config);
+  handler.current = app.fetch as NodeFetch;
   installShutdown(server, engine, activity, config.shutdownGraceMs);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
   if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
-  console.log(`Listening on ${url}`);
+  // The last line: where to go next.
+  console.log(`Listening on ${url} (API ${url}/v1, playground ${url}/)`);
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof StartupError) console.error(error.message);
-  else console.error('Startup failed:', error);
-  process.exit(1);
-});
+/** `edge-llm pull MODEL`: fetches a Hugging Face model into the cache, prints where, and stops. */
+export async function pullOnNode(request: NodeServeRequest): Promise<void> {
+  const ref = request.model === undefined ? null : (await hubRefIfNotLocal(request.model)) ?? null;
+  if (ref === null) throw new StartupError(`"${request.model}" is not a Hugging Face id (owner/repo, owner/repo:QUANT, owner/repo/file.gguf), or it is a path here.`);
+  let resolved;
+  try {
+    resolved = resolveServerSettings({ env: process.env, flags: { ...request.settings }, flagNames: request.flagNames });
+  } catch (error) {
+    throw new StartupError((error as Error).message);
+  }
+  const { config, origins } = resolved;
+  const fetched = await fetchHubModel(ref, config, origins, request.revision);
+  console.log(fetched.modelDir);
+}
+
+/** Runs a command (serve, pull) as a process's main: a start-up failure is one message and exit code 1. */
+export function runNodeCommand(command: (request: NodeServeRequest) => Promise<void>, request: NodeServeRequest): void {
+  command(request).catch((error: unknown) => {
+    if (error instanceof StartupError) console.error(error.message);
+    else console.error('Startup failed:', error);
+    process.exit(1);
+  });
+}
+
+/** Runs serveOnNode as a process's main: a start-up failure is one message and exit code 1. */
+export function runNodeServer(request: NodeServeRequest = {}): void {
+  serveOnNode(request).catch((error: unknown) => {
+    if (error instanceof StartupError) console.error(error.message);
+    else console.error('Startup failed:', error);
+    process.exit(1);
+  });
+}
