@@ -55,6 +55,8 @@ export const REQUEST_BOUNDS_SHAPE = {
    * Node tokenizes such pieces on its tokenizer thread and ignores it.
    */
   maxInlinePieceChars: bound(1, 16 * 1024, 'characters of a piece the tokenizer takes in one call on the request thread (workerd)'),
+  /** Inputs of one /v1/embeddings request (OpenAI's own limit is 2048). */
+  maxEmbeddingInputs: bound(1, 2048, 'inputs of one /v1/embeddings request'),
   /** Distinct strings in a request's stop list. */
   maxStopStrings: bound(0, 128, 'distinct strings in stop'),
   /**

@@ -85,6 +85,36 @@ export const ServerConfigSchema = z.strictObject(
     /** Any .onnx file inside the model folder (e.g. "onnx/my-export.onnx"); wins over dtype. */
     modelFile: setting(nonEmpty.optional(), { group: "The model and where it listens", help: "any .onnx (or .gguf) file inside the model folder; wins over --dtype", text: 'string', env: ["MODEL_FILE"], valueName: "FILE" }),
     /**
+     * vLLM's --runner: "generate" (a text-generation model), "pooling" (an embedding model,
+     * served on /v1/embeddings), or "auto": pooling for a folder with sentence-transformers'
+     * modules.json, or an encoder family (BERT, XLM-R, ...) whose config.json names no
+     * *ForCausalLM / *ForConditionalGeneration / *LMHeadModel architecture; generate otherwise.
+     */
+    runner: setting(z.enum(['auto', 'generate', 'pooling'], { error: 'must be "auto", "generate" or "pooling"' }).default('auto'), { group: "The model and where it listens", help: "generate, pooling (an embedding model on /v1/embeddings) or auto (by the folder)", text: 'string', env: ["RUNNER"], valueName: "auto|generate|pooling" }),
+    /**
+     * vLLM's --pooler-config for an embedding model: {"pooling_type": "CLS" | "MEAN" | "LAST",
+     * "normalize": true | false}, over what modules.json says (a JSON string in POOLER_CONFIG).
+     */
+    poolerConfig: setting(z
+      .preprocess(
+        (value) => {
+          if (typeof value !== 'string') return value;
+          try {
+            return JSON.parse(value) as unknown;
+          } catch {
+            return value;
+          }
+        },
+        z.strictObject(
+          {
+            pooling_type: z.enum(['CLS', 'MEAN', 'LAST', 'cls', 'mean', 'last'], { error: 'must be "CLS", "MEAN" or "LAST"' }).optional(),
+            normalize: z.boolean({ error: 'must be true or false' }).optional(),
+          },
+          { error: 'must be a JSON object like {"pooling_type": "MEAN", "normalize": true}' },
+        ),
+      )
+      .optional(), { group: "The model and where it listens", help: "an embedding model's pooling over modules.json: {\"pooling_type\": \"MEAN\", \"normalize\": true}", text: 'string', env: ["POOLER_CONFIG"], valueName: "JSON" }),
+    /**
      * Decode sequences of different requests in one batch. Off: one request per model
      * call (its own n / beams still share it), for graphs whose outputs batching changes
      * (dynamic int8 quantisation computes its scales over the whole batch).

@@ -3,6 +3,7 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import { requestBoundsOf } from '../config/bound-settings.js';
 import type { ServerConfig } from '../config/server-config.js';
 import { servedMaxModelLen } from '../protocol/prompt-limits.js';
+import type { EmbeddingService } from '../embeddings/types.js';
 import type { Engine, ModelInfo } from '../engine/types.js';
 import { createMediaFetcher, resolveMediaConfig, type MediaFetcher, type MediaKind } from '../media/index.js';
 import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat-template.js';
@@ -16,6 +17,7 @@ import { ServerActivity } from './observability/activity.js';
 import { observabilityRoutes, observeRequests } from './observability/middleware.js';
 import { chatRoutes } from './routes/chat.js';
 import { completionsRoutes } from './routes/completions.js';
+import { embeddingsRoutes, generationRefusals } from './routes/embeddings.js';
 import { generateRoutes } from './routes/generate.js';
 import { healthRoutes } from './routes/health.js';
 import { loraRoutes } from './routes/lora.js';
@@ -28,6 +30,11 @@ import { resolveServingLimits, type ServingContext } from './serving/context.js'
 
 export interface AppDeps {
   engine: Engine;
+  /**
+   * The embedding model the engine serves (an EmbeddingEngine is both): /v1/embeddings answers
+   * with it and the generation routes give vLLM's 400 for a pooling model. Left out: none.
+   */
+  embeddings?: EmbeddingService | null;
   config: ServerConfig;
   /**
    * The chat template to render messages with. Left out, it is read from the engine's
@@ -87,6 +94,7 @@ export function serverActivity(engine: Engine, config: ServerConfig, log?: (line
 export function createApp(deps: AppDeps): Hono {
   const ctx: ServingContext = {
     engine: deps.engine,
+    embeddings: deps.embeddings ?? null,
     config: deps.config,
     chatTemplate: deps.chatTemplate !== undefined ? deps.chatTemplate : engineChatTemplate(deps.engine, deps.config.chatTemplate),
     mediaFetcher: deps.mediaFetcher ?? createMediaFetcher(resolveMediaConfig()),
@@ -130,11 +138,14 @@ export function createApp(deps: AppDeps): Hono {
   );
 
   if (deps.routesBefore !== undefined) app.route('/', deps.routesBefore);
+  // An embedding model (vLLM's "embed" task) answers the generation routes with vLLM's 400.
+  if (ctx.embeddings !== null) app.route('/', generationRefusals(ctx));
   app.route('/', generateRoutes(ctx));
   app.route('/', completionsRoutes(ctx));
   app.route('/', chatRoutes(ctx));
   app.route('/', messagesRoutes(ctx));
   app.route('/', responsesRoutes(ctx));
+  app.route('/', embeddingsRoutes(ctx));
   app.route('/', modelsRoutes(ctx));
   app.route('/', loraRoutes(ctx));
   app.route('/', tokenizeRoutes(ctx));

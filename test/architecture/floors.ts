@@ -7,8 +7,8 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['runtime', 'cli'],
   ['gateway'],
   ['http'],
-  // Requests and generation.
-  ['protocol', 'config', 'engine'],
+  // Requests, generation and embeddings.
+  ['protocol', 'config', 'engine', 'embeddings'],
   // Capabilities the engine and the routes use, one folder each.
   ['adapters', 'multimodal', 'media', 'gguf', 'graph', 'convert', 'tools'],
   ['sampling', 'tokenizer', 'guided', 'reasoning'],

@@ -49,7 +49,7 @@ const rows = settingRows();
 
 /** A valid value for a setting's flag, as text: its default where it has one. */
 function sampleValue(key: string): string {
-  const samples: Record<string, string> = { dtype: 'q4', toolCallParser: 'hermes', reasoningParser: 'qwen3', maxSeqLen: '64', apiKey: 'k', loraRoot: '/tmp', allowedHosts: 'localhost', loraModules: 'a=/tmp/a', modelFile: 'onnx/model.onnx', servedModelName: 'm' };
+  const samples: Record<string, string> = { dtype: 'q4', toolCallParser: 'hermes', reasoningParser: 'qwen3', maxSeqLen: '64', apiKey: 'k', loraRoot: '/tmp', allowedHosts: 'localhost', loraModules: 'a=/tmp/a', modelFile: 'onnx/model.onnx', servedModelName: 'm', poolerConfig: '{"pooling_type": "MEAN"}' };
   const fallback = (DEFAULT_SERVER_CONFIG as Record<string, unknown>)[key];
   return samples[key] ?? (Array.isArray(fallback) ? fallback.join(',') : String(fallback));
 }

@@ -1,5 +1,6 @@
 import { requestBoundsOf, type RequestBounds } from '../../config/bound-settings.js';
 import type { ServerConfig } from '../../config/server-config.js';
+import type { EmbeddingService } from '../../embeddings/types.js';
 import type { Engine } from '../../engine/types.js';
 import type { MediaFetcher, MediaKind, VideoSampling } from '../../media/index.js';
 import { refuseLongInlinePiece, refuseOverTokenizeCeiling, servedMaxModelLen, tokenizeCeiling, type PromptLimits } from '../../protocol/prompt-limits.js';
@@ -16,6 +17,8 @@ import type { InlinePieceBound } from '../prompt-tokens.js';
 /** What every route needs: the engine, the server's limits, the chat template and media input. */
 export interface ServingContext {
   engine: Engine;
+  /** The served embedding model (vLLM's "embed" task); null: the engine generates, and /v1/embeddings answers vLLM's 400. */
+  embeddings: EmbeddingService | null;
   config: ServerConfig;
   /** null when the model ships none: chat requests are then refused with a 400. */
   chatTemplate: ChatTemplate | null;

@@ -19,6 +19,7 @@ import { requestBoundsOf } from '../../config/bound-settings.js';
 import { budgetRequestBytes } from './bytes-in-flight.js';
 import { capPipelinedRequests } from './pipelining.js';
 import { readFile, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync } from 'node:fs';
@@ -47,6 +48,9 @@ import { mediaConfigFromEnv, type MediaConfig } from '../../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../../media/node.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './cluster.js';
 import { createNodeEngine } from './engine.js';
+import { createNodeEmbeddingEngine, isEmbeddingModelDir } from './embedding-engine.js';
+import { isGgufPath } from '../../gguf/node-gguf.js';
+import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
 import { nodeLoraOptions } from './adapters.js';
 import { nodeGuideCompiler } from './guides.js';
 import { playgroundRoutes } from './static.js';
@@ -246,6 +250,19 @@ function installShutdown(server: Server, engine: Engine, activity: ServerActivit
   });
 }
 
+/**
+ * vLLM's --runner: "pooling" serves the folder as an embedding model, "generate" as a
+ * generation model, "auto" decides from the folder (runtime/node/embedding-engine.ts).
+ */
+async function servesEmbeddings(config: ServerConfig): Promise<boolean> {
+  const gguf = isGgufPath(config.modelDir) || isGgufPath(config.modelFile);
+  if (config.runner === 'pooling' && gguf) {
+    throw new StartupError('runner "pooling": GGUF embedding models are not served yet; serve the model\'s ONNX export (feature-extraction) instead.');
+  }
+  if (config.runner !== 'auto') return config.runner === 'pooling';
+  return !gguf && (await isEmbeddingModelDir(config.modelDir));
+}
+
 /** Resolves the settings (flags > environment > config file > defaults), binds the port, loads the model and serves it. */
 export async function serveOnNode(request: NodeServeRequest = {}): Promise<void> {
   let config: ServerConfig;
@@ -331,30 +348,48 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     }
   }
 
-  let engine: LocalEngine;
+  let engine: LocalEngine | EmbeddingEngine;
+  let embeddings: EmbeddingEngine | null = null;
   try {
-    engine = await createNodeEngine({
-      modelDir: config.modelDir,
-      servedModelName: config.servedModelName,
-      limits: schedulerLimitsOf(config),
-      dtype: config.dtype,
-      modelFile: config.modelFile,
-      lora: nodeLoraOptions(config),
-      intraOpNumThreads: config.intraOpNumThreads,
-      modelThread: config.modelThread,
-      processes: config.dataParallelSize,
-      tokenizerThread: true,
-      onProgress: progress,
-    });
+    if (await servesEmbeddings(config)) {
+      embeddings = await createNodeEmbeddingEngine({
+        modelDir: config.modelDir,
+        servedModelName: config.servedModelName,
+        dtype: config.dtype,
+        modelFile: config.modelFile,
+        limits: schedulerLimitsOf(config),
+        maxSeqLen: config.maxSeqLen,
+        poolerOverride: config.poolerConfig === undefined ? undefined : { poolingType: config.poolerConfig.pooling_type, normalize: config.poolerConfig.normalize },
+        intraOpNumThreads: config.intraOpNumThreads === 'auto' ? Math.max(1, Math.floor(availableParallelism() / config.dataParallelSize)) : config.intraOpNumThreads,
+      });
+      engine = embeddings;
+      progress('ready');
+      for (const line of embeddings.notes) console.log(line);
+    } else {
+      const local = await createNodeEngine({
+        modelDir: config.modelDir,
+        servedModelName: config.servedModelName,
+        limits: schedulerLimitsOf(config),
+        dtype: config.dtype,
+        modelFile: config.modelFile,
+        lora: nodeLoraOptions(config),
+        intraOpNumThreads: config.intraOpNumThreads,
+        modelThread: config.modelThread,
+        processes: config.dataParallelSize,
+        tokenizerThread: true,
+        onProgress: progress,
+      });
+      engine = local;
+      progress('ready');
+      // The model was run once already (the batching self-test is its warm-up pass).
+      const report = formatLoadReport(local.loadReport);
+      for (const line of report.info) console.log(line);
+      for (const line of report.warnings) console.warn(`Warning: ${line}`);
+    }
   } catch (error) {
     server.close();
-    throw new StartupError((error as Error).message);
+    throw error instanceof StartupError ? error : new StartupError((error as Error).message);
   }
-  progress('ready');
-  // The model was run once already (the batching self-test is its warm-up pass).
-  const report = formatLoadReport(engine.loadReport);
-  for (const line of report.info) console.log(line);
-  for (const line of report.warnings) console.warn(`Warning: ${line}`);
 
   // XGrammar (its WebAssembly and the vocabulary prepared for it, ~20 MiB here) starts with
   // the first structured-output request, which pays its start-up once (nodeGuideCompiler):
@@ -376,7 +411,8 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
       engine,
       config,
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
-      guideCompiler: nodeGuideCompiler(engine),
+      embeddings,
+      guideCompiler: embeddings === null ? nodeGuideCompiler(engine) : null,
       templateThread: createNodeTemplateThread(),
       activity,
     });
@@ -389,7 +425,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
   handler.current = app.fetch as NodeFetch;
   installShutdown(server, engine, activity, config.shutdownGraceMs);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
-  for (const line of engine.adapters?.startupLines() ?? []) console.log(line);
+  if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
   // The last line: where to go next.
   console.log(`Listening on ${url} (API ${url}/v1, playground ${url}/)`);
 }

@@ -1,0 +1,92 @@
+/**
+ * Embeddings per second for requests of 1, 8 and 64 inputs: our embedding engine against
+ * transformers.js's feature-extraction pipeline in the same Node process, on the same ONNX
+ * folder (same onnxruntime-node kernels underneath), medians of interleaved rounds. Both sides
+ * pool and normalize as the folder says (the peer is told the same pooling), and the first
+ * round's vectors are checked equal (cosine ≥ 0.9999) before anything is timed.
+ *
+ *   npx tsx bench/embeddings.ts            (BENCH_RUNS rounds, default 5;
+ *   BENCH_EMBEDDING_MODEL=<folder>          default test/fixtures/embeddings/bert-wordpiece)
+ *
+ * Figures, not pass/fail; on a shared machine say "loaded" and compare the ratio.
+ */
+import { basename, dirname, resolve } from 'node:path';
+import { loadavg } from 'node:os';
+import { env, pipeline } from '@huggingface/transformers';
+import { createNodeEmbeddingEngine } from '../src/runtime/node/embedding-engine.js';
+import { formatTable, median } from './stats.js';
+
+const modelDir = resolve(process.env.BENCH_EMBEDDING_MODEL ?? 'test/fixtures/embeddings/bert-wordpiece');
+const runs = Number(process.env.BENCH_RUNS ?? 5);
+const SIZES = [1, 8, 64];
+const SENTENCES = [
+  'The quick brown fox jumps over the lazy dog.',
+  'Retrieval finds the passages that answer a question.',
+  'Embeddings map sentences to vectors; similar sentences lie close together.',
+  'Edge servers run small models close to their users.',
+  'What is the capital of France? Paris is the capital of France.',
+  'Tom had a big dog and the dog liked to run in the park.',
+  'Lily saw a cat on the roof, and the cat was happy.',
+  'A journey of a thousand miles begins with a single step.',
+];
+const textsOf = (count: number) => Array.from({ length: count }, (_, i) => SENTENCES[i % SENTENCES.length]!);
+
+function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i += 1) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return dot / Math.sqrt(na * nb);
+}
+
+async function main(): Promise<void> {
+  const threads = 1;
+  const ours = await createNodeEmbeddingEngine({
+    modelDir,
+    limits: { maxRunningSequences: 64, maxBatchedTokens: 8192, maxWaitingRequests: 64 },
+    intraOpNumThreads: threads,
+  });
+  env.localModelPath = `${dirname(modelDir)}/`;
+  env.allowRemoteModels = false;
+  const peer = await pipeline('feature-extraction', basename(modelDir), { dtype: 'fp32', session_options: { intraOpNumThreads: threads } } as never);
+  const pooling = ours.pooling.mode === 'last' ? 'last_token' : ours.pooling.mode;
+  const embedOurs = async (texts: string[]) => ours.embed({ inputs: texts.map((text) => ours.tokenizer.encode(text)) });
+  const embedPeer = async (texts: string[]) => ((await peer(texts, { pooling: pooling as 'mean', normalize: ours.pooling.normalize })).tolist() as number[][]);
+
+  const check = textsOf(8);
+  const [a, b] = [await embedOurs(check), await embedPeer(check)];
+  const worst = Math.min(...a.map((vector, i) => cosine(vector, b[i]!)));
+  if (!(worst >= 0.9999)) throw new Error(`the two sides disagree (worst cosine ${worst}): no timing`);
+
+  const rows = [];
+  for (const size of SIZES) {
+    const texts = textsOf(size);
+    // Enough calls a round that each round takes a while at every size.
+    const calls = Math.max(2, Math.round(256 / size));
+    const time = async (embed: (texts: string[]) => Promise<unknown>) => {
+      const start = performance.now();
+      for (let i = 0; i < calls; i += 1) await embed(texts);
+      return (calls * size) / ((performance.now() - start) / 1000);
+    };
+    await time(embedOurs);
+    await time(embedPeer);
+    const oursRates: number[] = [];
+    const peerRates: number[] = [];
+    for (let round = 0; round < runs; round += 1) {
+      oursRates.push(await time(embedOurs));
+      peerRates.push(await time(embedPeer));
+    }
+    const [o, p] = [median(oursRates), median(peerRates)];
+    rows.push({ 'inputs a request': size, 'ours (embeddings/s)': Math.round(o), 'transformers.js (embeddings/s)': Math.round(p), 'ours ÷ peer': (o / p).toFixed(2) });
+  }
+  console.log(`\n## Embeddings: ${basename(modelDir)}, ${threads} intra-op thread each, median of ${runs} interleaved rounds (load ${loadavg()[0]!.toFixed(1)}; worst cosine ${worst.toFixed(6)})\n`);
+  console.log(formatTable(rows));
+  await ours.dispose();
+  await peer.dispose();
+}
+
+await main();

@@ -1,0 +1,106 @@
+/**
+ * An embedding model folder under Node: the onnx-community / Optimum layout (config.json,
+ * tokenizer.json, tokenizer_config.json, onnx/model*.onnx) with sentence-transformers' files
+ * beside it (modules.json, its modules' config.json, config_sentence_transformers.json,
+ * sentence_bert_config.json), read from disk and served by onnxruntime-node.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { loadOnnxruntimeNode } from '../../onnx/ort-native.js';
+import { chooseOnnxFile, type ModelDtype } from '../../engine/loading/model-variants.js';
+import type { EmbeddingEngine, EmbeddingEngineLimits } from '../../embeddings/embedding-engine.js';
+import { loadEmbeddingEngine, looksLikeEmbeddingModel, type EmbeddingModelFiles } from '../../embeddings/load.js';
+import type { PoolerOverride } from '../../embeddings/pooling-config.js';
+
+async function readJsonIfPresent(path: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`${basename(path)}: ${(error as Error).message}`);
+  }
+}
+
+async function listing(dir: string): Promise<string[]> {
+  const top = await readdir(dir);
+  const onnx = await readdir(join(dir, 'onnx')).catch(() => [] as string[]);
+  return [...top, ...onnx.map((name) => `onnx/${name}`)];
+}
+
+/** vLLM's `--runner auto` on a folder: whether it holds an embedding model (embeddings/load.ts looksLikeEmbeddingModel). */
+export async function isEmbeddingModelDir(dir: string): Promise<boolean> {
+  const config = await readJsonIfPresent(join(dir, 'config.json')).catch(() => undefined);
+  if (config === undefined) return false;
+  const modules = await readJsonIfPresent(join(dir, 'modules.json')).catch(() => undefined);
+  return looksLikeEmbeddingModel(config, modules !== undefined);
+}
+
+/** Reads an embedding model folder (module configs by the paths modules.json names). */
+export async function readEmbeddingModelDir(dir: string, settings: { dtype?: ModelDtype; modelFile?: string }): Promise<EmbeddingModelFiles> {
+  const files = await listing(dir);
+  const choice = chooseOnnxFile(files, settings, 'the model folder');
+  const read = (name: string) => readJsonIfPresent(join(dir, name));
+  const [config, tokenizerJson, tokenizerConfig, modules, settingsJson, sentenceBertConfig] = await Promise.all([
+    read('config.json'),
+    read('tokenizer.json'),
+    read('tokenizer_config.json'),
+    read('modules.json'),
+    read('config_sentence_transformers.json'),
+    read('sentence_bert_config.json'),
+  ]);
+  if (config === undefined) throw new Error('config.json is missing.');
+  if (tokenizerJson === undefined) throw new Error('tokenizer.json is missing (the fast tokenizer is required).');
+  const moduleConfigs: Record<string, unknown> = {};
+  if (Array.isArray(modules)) {
+    for (const entry of modules as Array<Record<string, unknown>>) {
+      const path = typeof entry?.path === 'string' ? entry.path : '';
+      // Only relative paths inside the folder (a module path is data from the folder).
+      if (path === '' || path.includes('..') || path.startsWith('/')) continue;
+      moduleConfigs[path] = await read(join(path, 'config.json'));
+    }
+  }
+  return {
+    config,
+    tokenizerJson,
+    tokenizerConfig: tokenizerConfig ?? {},
+    modules,
+    moduleConfigs,
+    settings: settingsJson,
+    sentenceBertConfig,
+    onnx: join(dir, choice.file),
+    onnxFile: choice.file,
+  };
+}
+
+export interface NodeEmbeddingEngineOptions {
+  modelDir: string;
+  servedModelName?: string;
+  dtype?: ModelDtype;
+  modelFile?: string;
+  limits: EmbeddingEngineLimits;
+  maxSeqLen?: number | null;
+  poolerOverride?: PoolerOverride;
+  /** onnxruntime's threads per model call; "auto": the cores (an embedding call is one big batch). */
+  intraOpNumThreads?: number | 'auto';
+}
+
+export async function createNodeEmbeddingEngine(options: NodeEmbeddingEngineOptions): Promise<EmbeddingEngine> {
+  const dir = resolve(options.modelDir);
+  let files: EmbeddingModelFiles;
+  try {
+    files = await readEmbeddingModelDir(dir, { dtype: options.dtype, modelFile: options.modelFile });
+  } catch (error) {
+    throw new Error(`Cannot load the model in "${dir}": ${(error as Error).message}`);
+  }
+  const threads = options.intraOpNumThreads === undefined || options.intraOpNumThreads === 'auto' ? availableParallelism() : options.intraOpNumThreads;
+  return loadEmbeddingEngine({
+    ort: await loadOnnxruntimeNode(),
+    files,
+    servedModelName: options.servedModelName ?? basename(dir),
+    limits: options.limits,
+    maxSeqLen: options.maxSeqLen,
+    poolerOverride: options.poolerOverride,
+    sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' },
+  });
+}
