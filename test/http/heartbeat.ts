@@ -154,11 +154,16 @@ function threadSchedstatMs(): number | null {
  * by work, and /health, the timer and the stream were never later than that plus the
  * longest time the OS kept the process off the CPU.
  */
-export function expectNoStall(report: HeartbeatReport, bound = STALL_BOUND_MS): void {
+export function expectNoStall(
+  report: HeartbeatReport,
+  bound = STALL_BOUND_MS,
+  /** A model call the stream must wait for whatever the server does (a long prefill on its thread), measured by the test on this machine. */
+  modelStepMs = 0,
+): void {
   const figures = JSON.stringify({ ...report, healthStatuses: [...report.healthStatuses] });
   expect(report.maxBlockedMs, `event loop held by work (${figures})`).toBeLessThan(bound);
   const wall = bound + report.maxStarvedMs;
   expect(report.maxLoopLagMs, `event-loop lag (${figures})`).toBeLessThan(wall);
   expect(report.maxHealthMs, `/health latency (${figures})`).toBeLessThan(wall);
-  expect(report.maxTokenGapMs, `inter-token gap of a running stream (${figures})`).toBeLessThan(wall);
+  expect(report.maxTokenGapMs, `inter-token gap of a running stream (${figures})`).toBeLessThan(wall + modelStepMs);
 }

@@ -148,7 +148,7 @@ describe('features not supported yet → 400 naming the parameter', () => {
 
 describe('routing', () => {
   it('unknown route → 404 in the error shape', async () => {
-    await expectError(testApp(engine).request('/v1/embeddings', { method: 'POST' }), 404, 'NotFoundError');
+    await expectError(testApp(engine).request('/v1/no-such-endpoint', { method: 'POST' }), 404, 'NotFoundError');
   });
 
   it('wrong method → 405 with Allow', async () => {
