@@ -85,8 +85,9 @@ export async function startTestHub(repos: Record<string, HubRepo>): Promise<Test
     const url = new URL(req.url!, 'http://hub.test');
     const path = decodeURIComponent(url.pathname);
     requests.push({ method: req.method!, path, range: req.headers.range, authorization: req.headers.authorization });
-    // No keep-alive: a connection cut on purpose (cutNextDownload) or timed out idle is never reused by the next test.
-    res.setHeader('connection', 'close');
+    // Keep-alive, as the Hub answers: a server closing each connection after its response trips Node 24's
+    // fetch when a response's body is left unread (undici's parser asserts it is not paused). A cut
+    // download destroys its own socket, which is never reused.
 
     let match = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/([^/]+)$/.exec(path);
     if (match) {
@@ -188,7 +189,10 @@ export async function startTestHub(repos: Record<string, HubRepo>): Promise<Test
       headers['content-range'] = `bytes ${start}-${end}/${bytes.byteLength}`;
     }
     const body = bytes.subarray(start, end + 1);
-    res.writeHead(status, { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(body.byteLength) });
+    // A cut download is sent chunked, so that the client sees the stream end without its last
+    // chunk (Node 24's fetch left a Content-Length body cut by a destroyed socket pending).
+    const length: Record<string, string> = cut && req.method !== 'HEAD' ? {} : { 'content-length': String(body.byteLength) };
+    res.writeHead(status, { ...headers, 'content-type': 'application/octet-stream', ...length });
     if (req.method === 'HEAD') return void res.end();
     if (cut) {
       res.write(body.subarray(0, Math.floor(body.byteLength / 2)), () => res.destroy());

@@ -213,6 +213,8 @@ async function downloadToCache(job: FileDownload): Promise<number> {
   const auth: Record<string, string> = job.settings.token ? { authorization: `Bearer ${job.settings.token}` } : {};
   // The HEAD is not followed: an LFS file's ETag and size are on the Hub's own answer (X-Linked-*), not the CDN's.
   const head = await job.fetch(url, { method: 'HEAD', redirect: 'manual', headers: { ...auth, 'accept-encoding': 'identity' } });
+  // Nothing of a HEAD's body is read; released at once so its connection is not left to the collector.
+  await head.body?.cancel().catch(() => {});
   if (head.status >= 400) throw hubError({ statusCode: head.status, message: `HTTP ${head.status} for ${job.file}` }, job.ref, job.commit, job.settings);
   const etagHeader = head.headers.get('x-linked-etag') ?? head.headers.get('etag');
   if (etagHeader === null) throw new HubError(`Cannot fetch ${job.file} of ${job.repo}: the Hub sent no ETag for it.`);
@@ -245,8 +247,14 @@ async function fetchResumable(url: string, partial: string, total: number, auth:
   const headers: Record<string, string> = { ...(sameHost ? auth : {}), 'accept-encoding': 'identity' };
   if (have > 0) headers.range = `bytes=${have}-`;
   const response = await job.fetch(url, { headers });
-  if (response.status === 416 && have === total) return 0;
-  if (!response.ok || response.body === null) throw new HubError(`Cannot fetch ${job.file} of ${job.repo}: HTTP ${response.status}.`);
+  if (response.status === 416 && have === total) {
+    await response.body?.cancel().catch(() => {});
+    return 0;
+  }
+  if (!response.ok || response.body === null) {
+    await response.body?.cancel().catch(() => {});
+    throw new HubError(`Cannot fetch ${job.file} of ${job.repo}: HTTP ${response.status}.`);
+  }
   const resumed = response.status === 206 ? have : 0;
   let received = resumed;
   let lastReport = 0;
