@@ -1,65 +1,14 @@
 /** Request schema of `POST /v1/completions` (vLLM's CompletionRequest). */
 import { z } from 'zod';
-import { checkedField, optional, str, withDefault } from './fields.js';
+import { optional, str, withDefault } from './fields.js';
 // Numbers and booleans are read as pydantic's lax mode reads them (see lax.ts).
 import { laxBool as bool, laxIntIn as intIn } from './lax.js';
 import { addCommonOpenAIIssues, openAISamplingShape } from './openai-common.js';
+import { promptInputField, type PromptInput } from './prompt-input.js';
 
-export type CompletionPrompt = string | string[] | number[] | number[][];
+export type CompletionPrompt = PromptInput;
 
-const PROMPT_SHAPES = 'must be a string, a list of strings, a list of token ids or a list of lists of token ids';
-
-function isTokenId(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
-
-const completionPrompt = checkedField((input, report): CompletionPrompt => {
-  if (input === undefined) {
-    report('is required');
-    return '';
-  }
-  if (typeof input === 'string') return input;
-  if (!Array.isArray(input)) {
-    report(PROMPT_SHAPES);
-    return '';
-  }
-  // vLLM: "please provide at least one prompt".
-  if (input.length === 0) {
-    report('must contain at least one prompt');
-    return '';
-  }
-  const first = input[0];
-  if (typeof first === 'string') {
-    const bad = input.findIndex((p) => typeof p !== 'string');
-    if (bad !== -1) report('must be a string, like the other prompts in the list', { path: [bad], input: input[bad] });
-    return input as string[];
-  }
-  if (typeof first === 'number' || typeof first === 'bigint') {
-    const bad = input.findIndex((id) => !isTokenId(id));
-    if (bad !== -1) report('must be a token id (an integer >= 0)', { path: [bad], input: input[bad] });
-    return input as number[];
-  }
-  if (Array.isArray(first)) {
-    for (const [i, ids] of input.entries()) {
-      if (!Array.isArray(ids)) {
-        report('must be a list of token ids, like the other prompts in the list', { path: [i], input: ids });
-        return [];
-      }
-      if (ids.length === 0) {
-        report('must not be an empty list of token ids', { path: [i], input: ids });
-        return [];
-      }
-      const bad = ids.findIndex((id) => !isTokenId(id));
-      if (bad !== -1) {
-        report('must be a token id (an integer >= 0)', { path: [i, bad], input: ids[bad] });
-        return [];
-      }
-    }
-    return input as number[][];
-  }
-  report(PROMPT_SHAPES);
-  return '';
-});
+const completionPrompt = promptInputField({ item: 'prompt' });
 
 export const CompletionRequestSchema = z
   .object(

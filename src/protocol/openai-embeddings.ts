@@ -6,67 +6,13 @@
  * accepted; the ones that change the answer and are not served are refused by name.
  */
 import { z } from 'zod';
-import { checkedField, optional, str, withDefault } from './fields.js';
+import { optional, str, withDefault } from './fields.js';
 import { laxBool as bool, laxIntIn as intIn } from './lax.js';
+import { promptInputField, type PromptInput } from './prompt-input.js';
 
-export type EmbeddingInput = string | string[] | number[] | number[][];
+export type EmbeddingInput = PromptInput;
 
-const INPUT_SHAPES = 'must be a string, a list of strings, a list of token ids or a list of lists of token ids';
-
-function isTokenId(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
-
-const embeddingInput = checkedField((input, report): EmbeddingInput => {
-  if (input === undefined) {
-    report('is required');
-    return '';
-  }
-  if (typeof input === 'string') return input;
-  if (!Array.isArray(input)) {
-    report(INPUT_SHAPES);
-    return '';
-  }
-  if (input.length === 0) {
-    report('must contain at least one input');
-    return '';
-  }
-  const first = input[0];
-  if (typeof first === 'string') {
-    const bad = input.findIndex((item) => typeof item !== 'string');
-    if (bad !== -1) report('must be a string, like the other inputs in the list', { path: [bad], input: input[bad] });
-    return input as string[];
-  }
-  if (typeof first === 'number') {
-    const bad = input.findIndex((id) => !isTokenId(id));
-    if (bad !== -1) report('must be a token id (an integer >= 0)', { path: [bad], input: input[bad] });
-    return input as number[];
-  }
-  if (Array.isArray(first)) {
-    for (const [i, ids] of input.entries()) {
-      if (!Array.isArray(ids)) {
-        report('must be a list of token ids, like the other inputs in the list', { path: [i], input: ids });
-        return [];
-      }
-      if (ids.length === 0) {
-        report('must not be an empty list of token ids', { path: [i], input: ids });
-        return [];
-      }
-      const bad = ids.findIndex((id) => !isTokenId(id));
-      if (bad !== -1) {
-        report('must be a token id (an integer >= 0)', { path: [i, bad], input: ids[bad] });
-        return [];
-      }
-    }
-    return input as number[][];
-  }
-  if (first !== null && typeof first === 'object') {
-    report('chat messages as embedding input are not served; send the text (or its token ids)');
-    return '';
-  }
-  report(INPUT_SHAPES);
-  return '';
-});
+const embeddingInput = promptInputField({ item: 'input', objects: 'chat messages as embedding input are not served; send the text (or its token ids)' });
 
 export const EmbeddingRequestSchema = z.object(
   {
