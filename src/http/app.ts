@@ -1,6 +1,5 @@
 import { Hono } from 'hono';
 import { methodNotAllowed } from 'hono/method-not-allowed';
-import { requestBoundsOf } from '../config/bound-settings.js';
 import type { ServerConfig } from '../config/server-config.js';
 import { servedMaxModelLen } from '../protocol/prompt-limits.js';
 import type { EmbeddingService } from '../embeddings/types.js';
@@ -129,8 +128,8 @@ export function createApp(deps: AppDeps): Hono {
     }),
   );
   if (config.requireJsonContentType) app.use(jsonContentTypeRequired());
-  // Bodies past maxRequestBytes are refused before parsing (request-bounds.ts).
-  const maxBodyBytes = requestBoundsOf(deps.config).maxRequestBytes;
+  // Bodies past maxRequestBytes are refused before parsing (config/bound-settings.ts).
+  const maxBodyBytes = ctx.limits.bounds.maxRequestBytes;
   app.use(
     bodySizeLimit(maxBodyBytes, () =>
       errorResponse(new HttpError(413, 'RequestEntityTooLargeError', `The request body is larger than ${maxBodyBytes} bytes (maxRequestBytes).`)),
