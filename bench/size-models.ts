@@ -36,8 +36,9 @@ export const SMOLLM2_135M_SHAPE = {
  * 4: the fp32 graph's in-place KV twin beside it.
  * 5: the q4 graph's in-place KV twin (onnx/model_q4.inplace.onnx) beside it.
  * 6: the in-place twins output every layer's new keys and values as one new_key_values.
+ * 7: tokenizer_config.json's model_max_length is the checkpoint's 1024 (was the converter's 512).
  */
-const FORMAT = 6;
+const FORMAT = 7;
 export const SEED = 135;
 
 export interface BenchModelFiles {

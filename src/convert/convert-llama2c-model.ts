@@ -58,7 +58,9 @@ export function convertCheckpoint(ckpt: DecoderCheckpoint, tokenizer: Uint8Array
     'config.json': json(buildHfConfig(ckpt, ropeTheta)),
     'generation_config.json': json(buildGenerationConfig()),
     'tokenizer.json': json(tokenizerJson),
-    'tokenizer_config.json': json(tokenizerConfig),
+    // The checkpoint's own context, not the tokenizer converter's 512: a longer checkpoint
+    // would otherwise be served at 512 (max_model_len takes the lower of the two).
+    'tokenizer_config.json': json({ ...tokenizerConfig, model_max_length: seqLen }),
     ...graphs,
   };
 }
