@@ -219,6 +219,15 @@ export const ServerConfigSchema = z.strictObject(
      * that does not fit gets a 503 with Retry-After (Node only; at least maxRequestBytes).
      */
     maxRequestBytesInFlight: setting(int(1).default(256 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "request-body bytes taken in at once over all connections", text: 'int' }),
+    /**
+     * Output one stream may leave unread by its client (bytes, as held in memory); past it the
+     * generation is stopped and the stream ends with a 408 error event (engine/unread-output.ts).
+     */
+    maxStreamUnreadBytes: setting(int(1).default(8 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output one stream may leave unread by its client before it is ended (bytes)", text: 'int' }),
+    /** Output all streams together may leave unread; past it the stream holding most is ended the same way. */
+    maxUnreadBytesTotal: setting(int(1).default(128 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output all streams together may leave unread; past it the one holding most is ended (bytes)", text: 'int' }),
+    /** A stream whose socket takes nothing for this long is ended with a 408 error event (Node only). */
+    streamWriteTimeoutMs: setting(int(1).default(30_000), { group: "Authentication, hosts, logs, connections", help: "a stream whose client reads nothing for this long is ended (ms)", text: 'int' }),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
     keepAliveTimeoutMs: setting(int(1).default(5000), { group: "Authentication, hosts, logs, connections", help: "how long a keep-alive connection may sit idle (ms)", text: 'int' }),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */
@@ -310,6 +319,8 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     maxSeqLen: config.maxSeqLen ?? null,
     kvCacheMemoryBytes: config.kvCacheMemoryBytes,
     enablePrefixCaching: config.enablePrefixCaching,
+    maxStreamUnreadBytes: config.maxStreamUnreadBytes,
+    maxUnreadBytesTotal: config.maxUnreadBytesTotal,
   };
 }
 

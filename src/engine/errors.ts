@@ -44,3 +44,16 @@ export class EngineOverloadedError extends Error {
     this.name = 'EngineOverloadedError';
   }
 }
+
+/**
+ * A stream's client did not read its output: more of it waited unread than the stream's
+ * share or the server's budget allows (unread-output.ts), or the socket took nothing for
+ * the write timeout. The generation is stopped and the stream ends with this error's
+ * event; the HTTP layer reports it as a 408.
+ */
+export class EngineOutputUnreadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineOutputUnreadError';
+  }
+}

@@ -23,6 +23,7 @@ import { TokenEmbedder } from './token-embedder.js';
 import { VisionLanguageModel } from '../multimodal/model.js';
 import { AudioLanguageModel } from '../multimodal/audio-model.js';
 import type { OrtRuntime } from '../onnx/ort-runtime.js';
+import { UnreadOutputBudget } from './unread-output.js';
 import { DEFAULT_SCHEDULER_LIMITS, type SchedulerLimits } from './scheduler-limits.js';
 import { Scheduler } from './scheduler.js';
 import { SamplingGroup, type RequestGroup } from './sequence-group.js';
@@ -126,6 +127,8 @@ export class LocalEngine implements Engine {
   readonly limits: SchedulerLimits;
   readonly adapters: EngineLora | undefined;
   private readonly scheduler: Scheduler;
+  /** Output generated and not yet read by its client, over every stream (unread-output.ts). */
+  readonly unreadOutput: UnreadOutputBudget;
 
   private constructor(
     private readonly decoder: Decoder,
@@ -149,6 +152,7 @@ export class LocalEngine implements Engine {
     this.generationDefaults = generationDefaultsFromConfig(files.generationConfig);
     this.tokenizerConfig = files.tokenizerConfig;
     this.limits = limits;
+    this.unreadOutput = new UnreadOutputBudget(limits);
     this.scheduler = new Scheduler(decoder, {
       limits,
       batching: loadReport.batching,
@@ -329,8 +333,9 @@ export class LocalEngine implements Engine {
     const onAbort = () => this.scheduler.abort(group);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    this.scheduler.enqueue(group, request.placeholders);
     const { scheduler } = this;
+    const untrack = this.unreadOutput.track(group.deltas, () => scheduler.abort(group));
+    scheduler.enqueue(group, request.placeholders);
     return {
       async *[Symbol.asyncIterator]() {
         try {
@@ -345,6 +350,7 @@ export class LocalEngine implements Engine {
             }
           }
         } finally {
+          untrack();
           signal?.removeEventListener('abort', onAbort);
           // A consumer that stops reading (client gone, error downstream) ends the request.
           if (!group.finished) scheduler.abort(group);
@@ -363,6 +369,7 @@ export class LocalEngine implements Engine {
       ...counters,
       running: this.scheduler.rowsRunning() + waiting.length,
       kvCacheUsage: Math.min(1, this.scheduler.kvBytesRunning() / this.limits.kvCacheMemoryBytes),
+      unreadOutputBytes: this.unreadOutput.unreadBytes,
     };
     if (prefixCache !== null) {
       const { queries, hits, entries } = prefixCache.stats();

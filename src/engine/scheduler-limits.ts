@@ -45,6 +45,10 @@ export interface SchedulerLimits {
    * --enable-prefix-caching, on by default; prefix-cache/).
    */
   enablePrefixCaching: boolean;
+  /** Output one stream may leave unread before it is ended with an error event (unread-output.ts). */
+  maxStreamUnreadBytes: number;
+  /** Output all streams together may leave unread; past it the one holding most is ended. */
+  maxUnreadBytesTotal: number;
 }
 
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
@@ -61,6 +65,8 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   maxSeqLen: null,
   kvCacheMemoryBytes: 8 * 1024 ** 3,
   enablePrefixCaching: true,
+  maxStreamUnreadBytes: 8 * 1024 ** 2,
+  maxUnreadBytesTotal: 128 * 1024 ** 2,
 };
 
 /** Rows the requests' extra sequences may hold together (maxExtraSequenceSlotPercent of the batch), at least 1. */

@@ -21,7 +21,7 @@ export interface RequestGroup extends RowGroup {
   readonly enqueuedAt: number;
   /** Batch rows the request occupies once running (best_of, or the beam width). */
   readonly width: number;
-  readonly deltas: AsyncIterable<GenerationDelta>;
+  readonly deltas: DeltaQueue<GenerationDelta>;
   /** Every sequence ended: nothing more will be emitted. */
   readonly finished: boolean;
   /** Set when the client went away; the loop aborts the group before its next step. */

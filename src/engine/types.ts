@@ -102,6 +102,8 @@ export interface EngineStats {
   prefixCache?: { queries: number; hits: number; keptSequences: number };
   /** Share of the KV budget the running sequences hold, 0..1 (vllm:kv_cache_usage_perc); absent: not known. */
   kvCacheUsage?: number;
+  /** Output generated for streams and not yet read by their clients, in bytes (engine/unread-output.ts); absent: not tracked. */
+  unreadOutputBytes?: number;
 }
 
 /**

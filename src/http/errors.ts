@@ -1,5 +1,5 @@
 import { UpstreamError, UpstreamTimeoutError } from '../engine/remote/errors.js';
-import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
+import { EngineOutputUnreadError, EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
 import { ProtocolError, type ProtocolErrorKind } from '../common/protocol-error.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
 
@@ -78,6 +78,10 @@ export function mapError(error: unknown): MappedError {
   }
   if (error instanceof EngineRequestError) {
     return shaped(400, 'BadRequestError', error.message, null, {});
+  }
+  if (error instanceof EngineOutputUnreadError) {
+    // The client did not take what was sent: it was too slow, as with a request that does not arrive in time.
+    return shaped(408, 'RequestTimeoutError', error.message, null, {});
   }
   if (error instanceof EngineOverloadedError) {
     return shaped(503, 'ServiceUnavailableError', error.message, null, { 'retry-after': String(error.retryAfterSeconds) });

@@ -64,6 +64,14 @@ export class GenerationRun implements AsyncIterable<GenerationDelta> {
     this.controller.abort();
     // A stream cancelled before its first pull never runs the iterator's finally.
     this.observer?.ended();
+    // Nor the engine's, parked after the first delta: ending it releases what it holds.
+    void this.rest.return?.()?.catch(() => {});
+  }
+
+  /** Stops the run so that its consumer gets `error` at its next pull (a stream ended early). */
+  cut(error: Error): void {
+    this.cutState.error ??= error;
+    this.controller.abort();
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<GenerationDelta> {
@@ -188,6 +196,10 @@ export class MergedRuns implements AsyncIterable<GenerationDelta> {
 
   abort(): void {
     for (const run of this.runs) run.abort();
+  }
+
+  cut(error: Error): void {
+    for (const run of this.runs) run.cut(error);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<GenerationDelta> {

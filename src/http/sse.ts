@@ -40,6 +40,19 @@ export interface SseEvents {
   next(): Promise<string | undefined>;
   /** The client went away before the end: stop the generation behind the stream. */
   cancel(): Promise<void>;
+  /**
+   * End the stream early with `error` (a client that stopped reading, a shutdown): the
+   * generation is stopped, and the next events are the stream's error event and whatever
+   * its dialect sends after one ([DONE]), then the end.
+   */
+  interrupt(error: Error): void;
+}
+
+/** What stops the source behind a stream: a generation run (abort, and cut with an error) or a bare cancel. */
+export interface StreamControl {
+  abort(): void;
+  /** Stops the source so that its next pull throws `error` (which the serving module reports in-stream). */
+  cut?(error: Error): void;
 }
 
 /** Streams not yet read, by body: a home may take one over once (sseEventsOf). */
@@ -56,14 +69,23 @@ export function takeSseEvents(body: ReadableStream<Uint8Array> | null): SseEvent
   return events;
 }
 
-function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void, framing: SseFraming): SseEvents {
+function framedEvents(payloads: AsyncIterable<string>, control: StreamControl, framing: SseFraming): SseEvents {
   const iterator = payloads[Symbol.asyncIterator]();
   let finished = false;
+  // A source that cannot be cut ends with this error's event, framed here.
+  let interruption: Error | null = null;
+  const endWith = (error: unknown) => {
+    finished = true;
+    void iterator.return?.()?.catch(() => {});
+    return framing.error(error);
+  };
   return {
     async next() {
       if (finished) return undefined;
+      if (interruption !== null) return endWith(interruption);
       try {
         const next = await iterator.next();
+        if (interruption !== null) return endWith(interruption);
         if (!next.done) return framing.event(next.value);
       } catch (error) {
         finished = true;
@@ -76,19 +98,33 @@ function framedEvents(payloads: AsyncIterable<string>, onCancel: () => void, fra
     },
     async cancel() {
       finished = true;
-      onCancel();
+      control.abort();
       await iterator.return?.();
+    },
+    interrupt(error) {
+      if (finished) return;
+      if (control.cut !== undefined) {
+        control.cut(error);
+      } else {
+        interruption ??= error;
+        control.abort();
+      }
     },
   };
 }
 
 /**
  * Streams `payloads` as SSE events, pulling the next one only when the client has
- * taken the previous (backpressure). `onCancel` runs when the consumer goes away
- * before the end (client disconnect): it must stop the generation behind the stream.
+ * taken the previous (backpressure). `control` stops the generation behind the stream:
+ * its abort when the consumer goes away before the end (client disconnect), its cut when
+ * the stream is ended early with an error (SseEvents.interrupt); a bare function is an abort.
  */
-export function sseResponse(payloads: AsyncIterable<string>, onCancel: () => void = () => {}, framing: SseFraming = DATA_EVENTS): Response {
-  const events = framedEvents(payloads, onCancel, framing);
+export function sseResponse(
+  payloads: AsyncIterable<string>,
+  control: StreamControl | (() => void) = () => {},
+  framing: SseFraming = DATA_EVENTS,
+): Response {
+  const events = framedEvents(payloads, typeof control === 'function' ? { abort: control } : control, framing);
   const encoder = new TextEncoder();
   // After cancel() the controller is closed; a pull still waiting on the source must not touch it.
   let cancelled = false;

@@ -102,7 +102,7 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
 
     respond(run, prepared, request, call) {
       const job = chatJob(ctx, prepared, request, call);
-      if (request.stream) return sseResponse(chatStream(run, job), () => run.abort());
+      if (request.stream) return sseResponse(chatStream(run, job), run);
       return chatNonStreaming(run, job).then(jsonResponse);
     },
   };

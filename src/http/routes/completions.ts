@@ -89,7 +89,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
         job.prompts = prepared.prompts;
         job.choicesPerPrompt = prepared.choicesPerPrompt;
       }
-      if (request.stream) return sseResponse(completionStream(run, job), () => run.abort());
+      if (request.stream) return sseResponse(completionStream(run, job), run);
       return completeNonStreaming(run, job).then(jsonResponse);
     },
   };

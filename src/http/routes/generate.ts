@@ -90,7 +90,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
 
     respond(run, prepared, request) {
       if (request.stream) {
-        return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: prepared.prompts[0].params.n }), () => run.abort());
+        return sseResponse(generateStream(run, { fullText: ctx.config.fullTextEnabled, n: prepared.prompts[0].params.n }), run);
       }
       return generateNonStreaming(run, prepared.promptText).then(jsonResponse);
     },

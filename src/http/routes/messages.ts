@@ -37,7 +37,7 @@ export function messagesRoutes(ctx: ServingContext): Hono {
       const id = responseId('msg', call.c.req.raw, undefined, call.record?.id).replace(/^msg-/, 'msg_');
       if (request.stream) {
         const events = messageStream(chatChunks(run, job), { id, model: job.model, inputTokens: job.promptTokenCount });
-        return sseResponse(events, () => run.abort(), preFramed((error) => namedSseEvent('error', JSON.stringify(anthropicStreamError(error)))));
+        return sseResponse(events, run, preFramed((error) => namedSseEvent('error', JSON.stringify(anthropicStreamError(error)))));
       }
       return jsonResponse(messageFromChat(await chatNonStreaming(run, job), id));
     },

@@ -51,7 +51,7 @@ export function responsesRoutes(ctx: ServingContext, store = new ResponseStore()
         store.put({ response, messages: reply === null ? turns : [...turns, reply] });
       };
       if (request.stream) {
-        return sseResponse(responseStream(chatChunks(run, chatJob), job, keep), () => run.abort(), preFramed(responsesStreamError));
+        return sseResponse(responseStream(chatChunks(run, chatJob), job, keep), run, preFramed(responsesStreamError));
       }
       const response = responseFromChat(await chatNonStreaming(run, chatJob), job);
       keep(response);

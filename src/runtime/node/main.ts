@@ -54,7 +54,7 @@ import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
 import { nodeLoraOptions } from './adapters.js';
 import { nodeGuideCompiler } from './guides.js';
 import { playgroundRoutes } from './static.js';
-import { writingSseDirectly } from './sse.js';
+import { LiveSseStreams, writingSseDirectly } from './sse.js';
 import { capConnections, nodeServerOptions } from './connections.js';
 import { loadingFetch } from './loading.js';
 import { packageRoot } from './package-root.js';
@@ -184,14 +184,14 @@ function oneLine(text: string): string {
 type NodeFetch = (request: Request, env: any) => Response | Promise<Response>;
 
 /** Binds the port now; requests go to whatever `handler.current` is (the loading answer, then the app). */
-function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<{ server: Server; url: string }> {
+function listen(config: ServerConfig, handler: { current: NodeFetch }, streams: LiveSseStreams): Promise<{ server: Server; url: string }> {
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(config);
     const fetch: NodeFetch = (request, env) => handler.current(request, env);
     // Without createServer, @hono/node-server makes a node:http server.
     // Request bodies in flight share one budget, at least one largest body (bytes-in-flight.ts).
     const maxRequestBytes = requestBoundsOf(config).maxRequestBytes;
-    const budgeted = budgetRequestBytes(writingSseDirectly(fetch), Math.max(config.maxRequestBytesInFlight, maxRequestBytes), maxRequestBytes);
+    const budgeted = budgetRequestBytes(writingSseDirectly(fetch, { writeTimeoutMs: config.streamWriteTimeoutMs, streams }), Math.max(config.maxRequestBytesInFlight, maxRequestBytes), maxRequestBytes);
     const server = serve({ fetch: budgeted.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
@@ -208,7 +208,7 @@ function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<
   });
 }
 
-function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number): void {
+function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number, streams: LiveSseStreams): void {
   let stopping = false;
   let cut = 0;
   const exit = async () => {
@@ -235,9 +235,11 @@ function installShutdown(server: Server, engine: Engine, activity: ServerActivit
     setTimeout(() => {
       if (activity.openRequests === 0) return;
       cut = activity.openRequests;
-      const generating = activity.cutGenerations(
-        new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`),
-      );
+      const error = new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`);
+      const generating = activity.cutGenerations(error);
+      // Streams whose clients read slowly (or not at all) write their error event now, whole,
+      // without waiting for the socket to take what came before it.
+      streams.endAll(error);
       console.log(`Grace period over: cutting ${cut} requests (${generating} generating).`);
       // The cut streams send their error event (and [DONE]) as the engine stops them; then whatever is left is closed.
       setTimeout(() => server.closeAllConnections(), CUT_FLUSH_MS).unref();
@@ -331,7 +333,9 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
   // every request gets a 503 saying so (GET /health: 503, as vLLM's when not ready).
   const loading = { stage: 'starting', model: config.modelDir };
   const handler: { current: NodeFetch } = { current: loadingFetch(loading) };
-  const { server, url } = await listen(config, handler);
+  // The streams being written, ended whole at shutdown (sse.ts).
+  const streams = new LiveSseStreams();
+  const { server, url } = await listen(config, handler, streams);
   console.log(`Bound ${url}: loading the model "${config.modelDir}" (requests get a 503 until it is ready)`);
   const loadStarted = performance.now();
   const progress = (stage: string) => {
@@ -423,7 +427,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     throw new StartupError((error as Error).message);
   }
   handler.current = app.fetch as NodeFetch;
-  installShutdown(server, engine, activity, config.shutdownGraceMs);
+  installShutdown(server, engine, activity, config.shutdownGraceMs, streams);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
   if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
   // The last line: where to go next.
