@@ -9,7 +9,9 @@ export type ProtocolErrorKind =
   /** The named model / adapter is not served: 404 NotFoundError. */
   | 'not_found'
   /** The server cannot take more work now: 503 (with Retry-After). */
-  | 'overloaded';
+  | 'overloaded'
+  /** This client has its share of a shared resource in use: 429 (with Retry-After). */
+  | 'rate_limited';
 
 export class ProtocolError extends Error {
   constructor(

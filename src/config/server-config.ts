@@ -228,6 +228,15 @@ export const ServerConfigSchema = z.strictObject(
     maxUnreadBytesTotal: setting(int(1).default(128 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output all streams together may leave unread; past it the one holding most is ended (bytes)", text: 'int' }),
     /** A stream whose socket takes nothing for this long is ended with a 408 error event (Node only). */
     streamWriteTimeoutMs: setting(int(1).default(30_000), { group: "Authentication, hosts, logs, connections", help: "a stream whose client reads nothing for this long is ended (ms)", text: 'int' }),
+    /**
+     * Structured-output compiles that may wait their turn (they run one at a time, paced to
+     * half the thread: guided/compile-gate.ts); past it a 503 with Retry-After.
+     */
+    maxGuidedCompileQueue: setting(int(1).default(64), { group: "Authentication, hosts, logs, connections", help: "structured-output compiles that may wait their turn; past it a 503", text: 'int' }),
+    /** Of those, how many one client (its connection's address) may have; past it a 429 with Retry-After. */
+    maxGuidedCompileQueuePerClient: setting(int(1).default(8), { group: "Authentication, hosts, logs, connections", help: "structured-output compiles one client may have waiting; past it a 429", text: 'int' }),
+    /** A structured-output compile still waiting after this long is refused (503). */
+    guidedCompileDeadlineMs: setting(int(1).default(10_000), { group: "Authentication, hosts, logs, connections", help: "a structured-output compile still waiting after this long gets a 503 (ms)", text: 'int' }),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
     keepAliveTimeoutMs: setting(int(1).default(5000), { group: "Authentication, hosts, logs, connections", help: "how long a keep-alive connection may sit idle (ms)", text: 'int' }),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */

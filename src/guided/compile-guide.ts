@@ -3,6 +3,7 @@ import { ProtocolError } from '../common/protocol-error.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { GuidedDecodingError } from './errors.js';
 import type { GuideFactory } from './guide.js';
+import type { CompileGate } from './compile-gate.js';
 import { DEFAULT_GUIDED_LIMITS, type GuidedLimits } from './limits.js';
 import { requestGrammar } from './request-grammar.js';
 import { guidedParam, type GuidedDecodingRequest } from './request.js';
@@ -21,6 +22,10 @@ export interface CompileGuideOptions {
   vocabSize?: number;
   /** What a constraint may ask for (the server's request bounds). */
   limits?: GuidedLimits;
+  /** Where compiles wait their turn (compile-gate.ts); absent: at once. Cached constraints never wait. */
+  gate?: CompileGate;
+  /** Who asks (the gate's per-client share). */
+  client?: string;
 }
 
 /** Compiled grammars kept per tokenizer (least recently used dropped first). */
@@ -33,12 +38,16 @@ interface TokenizerState {
   /** The embind matcher class, so guides can be created synchronously. */
   matcherClass: MatcherConstructor | null;
   factories: Map<string, Promise<GuideFactory>>;
+  /** The same factories by the request as sent (requestKey), so a repeat is found before any grammar work. */
+  byRequest: Map<string, Promise<GuideFactory>>;
   /** Set once this state's XGrammar instance trapped. */
   discarded: boolean;
 }
 
 /** Per tokenizer and vocabulary size; replaced (everything dropped) when XGrammar traps. */
 let states = new WeakMap<Tokenizer, Map<number, Promise<TokenizerState>>>();
+/** The same states once started, for the synchronous look-up of a cached constraint. */
+let startedStates = new WeakMap<Tokenizer, Map<number, TokenizerState>>();
 
 /**
  * XGrammar's WebAssembly trapped (a grammar it could not take): its memory cannot be
@@ -49,6 +58,7 @@ function onTrap(trapped: TokenizerState, error: unknown): void {
   if (trapped.discarded) return;
   trapped.discarded = true;
   states = new WeakMap();
+  startedStates = new WeakMap();
   discardTrappedXGrammar(error);
 }
 
@@ -99,6 +109,7 @@ async function createState(tokenizer: Tokenizer, vocabSize: number): Promise<Tok
     },
     matcherClass: null,
     factories: new Map(),
+    byRequest: new Map(),
     discarded: false,
   };
   return state;
@@ -110,7 +121,15 @@ function tokenizerState(tokenizer: Tokenizer, vocabSize: number): Promise<Tokeni
   let state = bySize.get(vocabSize);
   if (!state) {
     state = createState(tokenizer, vocabSize);
-    state.catch(() => bySize.delete(vocabSize));
+    state.then(
+      (started) => {
+        if (started.discarded) return;
+        let started_ = startedStates.get(tokenizer);
+        if (!started_) startedStates.set(tokenizer, (started_ = new Map()));
+        started_.set(vocabSize, started);
+      },
+      () => bySize.delete(vocabSize),
+    );
     bySize.set(vocabSize, state);
   }
   return state;
@@ -160,17 +179,45 @@ export async function compileGuide(
   tokenizer: Tokenizer,
   options: CompileGuideOptions = {},
 ): Promise<GuideFactory> {
-  const param = guidedParam(request);
   const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
+  const key = requestKey(request);
+  const started = startedStates.get(tokenizer)?.get(vocabSize);
+  const cached = key === null || started === undefined || started.discarded ? undefined : started.byRequest.get(key);
+  if (cached !== undefined) {
+    started!.byRequest.delete(key!); // re-inserted as most recently used
+    started!.byRequest.set(key!, cached);
+    return cached;
+  }
+  const compile = () => compileUncached(request, tokenizer, vocabSize, key, options.limits ?? DEFAULT_GUIDED_LIMITS);
+  return options.gate === undefined ? compile() : options.gate.run(options.client, compile);
+}
+
+/** The request as sent, as a cache key; null when it cannot be one (a schema JSON cannot write). */
+function requestKey(request: GuidedDecodingRequest): string | null {
+  try {
+    return JSON.stringify(request);
+  } catch {
+    return null;
+  }
+}
+
+async function compileUncached(
+  request: GuidedDecodingRequest,
+  tokenizer: Tokenizer,
+  vocabSize: number,
+  key: string | null,
+  limits: GuidedLimits,
+): Promise<GuideFactory> {
+  const param = guidedParam(request);
   let grammar;
   try {
-    grammar = requestGrammar(request, options.limits ?? DEFAULT_GUIDED_LIMITS, vocabulariesOf(tokenizer, vocabSize).grammar);
+    grammar = requestGrammar(request, limits, vocabulariesOf(tokenizer, vocabSize).grammar);
   } catch (error) {
     if (error instanceof GuidedDecodingError) throw new ProtocolError('invalid_request', `Invalid ${param}: ${error.message}.`, param);
     throw error;
   }
   const state = await tokenizerState(tokenizer, vocabSize);
-  const { factories } = state;
+  const { factories, byRequest } = state;
   let factory = factories.get(grammar.key);
   if (factory) {
     factories.delete(grammar.key); // re-inserted below as most recently used
@@ -180,6 +227,11 @@ export async function compileGuide(
   }
   factories.set(grammar.key, factory);
   while (factories.size > GUIDE_CACHE_SIZE) factories.delete(factories.keys().next().value!);
+  if (key !== null) {
+    byRequest.set(key, factory);
+    factory.catch(() => byRequest.delete(key));
+    while (byRequest.size > GUIDE_CACHE_SIZE) byRequest.delete(byRequest.keys().next().value!);
+  }
   return factory;
 }
 

@@ -52,6 +52,7 @@ const PROTOCOL_STATUS: Record<ProtocolErrorKind, { status: number; type: string;
   invalid_request: { status: 400, type: 'BadRequestError' },
   not_found: { status: 404, type: 'NotFoundError' },
   overloaded: { status: 503, type: 'ServiceUnavailableError', headers: { 'retry-after': '1' } },
+  rate_limited: { status: 429, type: 'RateLimitError', headers: { 'retry-after': '1' } },
 };
 
 export interface MappedError {

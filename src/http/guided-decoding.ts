@@ -17,7 +17,7 @@ import { invalidRequest } from '../common/protocol-error.js';
  * compileGuide on XGrammar). The runtime provides it: XGrammar's WebAssembly starts
  * differently under Node, workerd and in a browser, and the app must bundle for each.
  */
-export type GuideCompiler = ((request: GuidedDecodingRequest, limits?: GuidedLimits) => Promise<GuideFactory>) & {
+export type GuideCompiler = ((request: GuidedDecodingRequest, limits?: GuidedLimits, client?: string) => Promise<GuideFactory>) & {
   /** Null while the compiler's engine works; otherwise why not (GET /health then answers 503). */
   brokenReason?: () => string | null;
 };
@@ -53,6 +53,8 @@ export async function requestGuide(
   compile: GuideCompiler | null,
   fields: RequestGuidedFields,
   limits?: GuidedLimits,
+  /** Who asks, for the compile queue's per-client share (connectionClient). */
+  client?: string,
 ): Promise<GuideFactory | undefined> {
   const request = pickGuidedDecoding({
     guided_json: asJsonNumbers(fields.guided_json),
@@ -71,5 +73,15 @@ export async function requestGuide(
   }
   const param = guidedParam(request);
   if (compile === null) throw invalidRequest(`Structured output (${param}) is not available in this runtime.`, param);
-  return compile(request, limits);
+  return compile(request, limits, client);
+}
+
+/**
+ * The peer address of the connection a request came on, where the home gives one (Node:
+ * @hono/node-server's `incoming`): a client cannot forge it by header. Undefined elsewhere
+ * (workerd, the page), where all requests share one share.
+ */
+export function connectionClient(env: unknown): string | undefined {
+  const address = (env as { incoming?: { socket?: { remoteAddress?: unknown } } } | undefined)?.incoming?.socket?.remoteAddress;
+  return typeof address === 'string' ? address.slice(0, 64) : undefined;
 }

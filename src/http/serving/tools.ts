@@ -32,6 +32,7 @@ export async function toolCallGuide(
   request: ChatCompletionRequest,
   calling: ToolCalling & { schema: Record<string, unknown> },
   limits?: GuidedLimits,
+  client?: string,
 ): Promise<GuideFactory> {
   const other = guidedDecodingFields(request)[0];
   if (other !== undefined) {
@@ -40,5 +41,5 @@ export async function toolCallGuide(
   if (compile === null) {
     throw invalidRequest(`${describeChoice(request)} is served through structured output, which is not available in this runtime.`, 'tool_choice');
   }
-  return compile({ kind: 'json', schema: calling.schema, param: 'tools' }, limits);
+  return compile({ kind: 'json', schema: calling.schema, param: 'tools' }, limits, client);
 }

@@ -416,7 +416,14 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
       config,
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
       embeddings,
-      guideCompiler: embeddings === null ? nodeGuideCompiler(engine) : null,
+      guideCompiler:
+        embeddings === null
+          ? nodeGuideCompiler(engine, {
+              maxQueued: config.maxGuidedCompileQueue,
+              maxQueuedPerClient: config.maxGuidedCompileQueuePerClient,
+              deadlineMs: config.guidedCompileDeadlineMs,
+            })
+          : null,
       templateThread: createNodeTemplateThread(),
       activity,
     });

@@ -1,5 +1,6 @@
 import type { Engine } from '../../engine/types.js';
 import { compileGuide } from '../../guided/compile-guide.js';
+import { CompileGate } from '../../guided/compile-gate.js';
 import { setXGrammarLoader, xgrammarBrokenReason } from '../../guided/xgrammar-runtime.js';
 import type { GuideCompiler } from '../../http/guided-decoding.js';
 import { workerXGrammarLoader } from './xgrammar.js';
@@ -17,8 +18,9 @@ export function workerGuideCompiler(engine: Engine): GuideCompiler {
     loaderInstalled = true;
   }
   // The engine's logits row length, which may pad the tokenizer's vocabulary (as node-guides.ts does).
-  const options = { vocabSize: engine.info.vocabSize };
-  const compile: GuideCompiler = (request, limits) => compileGuide(request, engine.tokenizer, { ...options, limits });
+  // Compiles take turns, paced to half the isolate's thread (compile-gate.ts; default bounds).
+  const options = { vocabSize: engine.info.vocabSize, gate: new CompileGate() };
+  const compile: GuideCompiler = (request, limits, client) => compileGuide(request, engine.tokenizer, { ...options, limits, client });
   compile.brokenReason = xgrammarBrokenReason;
   return compile;
 }

@@ -1,0 +1,120 @@
+import { ProtocolError } from '../common/protocol-error.js';
+import { yieldToEventLoop } from '../threads/yield.js';
+
+/**
+ * Where structured-output compiles wait their turn. A compile (the constraint turned into a
+ * grammar, then XGrammar's compile of it) runs synchronously on the thread that asks for it,
+ * tens of milliseconds for a short pattern, up to about a second at maxGrammarWork; the
+ * audit's 100 concurrent ~130-byte guided_regex requests, each a new pattern, ran back to
+ * back and held the event loop 11.4 s. Here they run one at a time, each after a yield to the
+ * event loop, and after each the gate rests as long as the compile took (compiles take at
+ * most half the thread: /health, the step loop and other requests run in between). The wait
+ * is bounded: at most `maxQueued` compiles wait (past it a 503), each client at most
+ * `maxQueuedPerClient` of them (past it a 429), and a compile still waiting after
+ * `deadlineMs` is refused (503). Cached constraints never wait (compile-guide.ts).
+ *
+ * The same in every home (Node, workerd, the page): XGrammar's compiled grammar lives in its
+ * WebAssembly memory and cannot be handed from another thread, so the compile stays on this
+ * one, bounded in size by GuidedLimits and paced here.
+ */
+export interface CompileGateLimits {
+  /** Compiles that may wait (running one included); past it a 503. */
+  maxQueued: number;
+  /** Of those, how many one client may have; past it a 429. */
+  maxQueuedPerClient: number;
+  /** A compile not started after this long is refused (503). */
+  deadlineMs: number;
+}
+
+export const DEFAULT_COMPILE_GATE_LIMITS: CompileGateLimits = { maxQueued: 64, maxQueuedPerClient: 8, deadlineMs: 10_000 };
+
+/** Requests that name no client (a home that gives no address) share this one's share. */
+const ANONYMOUS = '';
+
+interface Waiting {
+  client: string;
+  enqueuedAt: number;
+  /** Starts the compile; settles when it has. */
+  start(): Promise<void>;
+  refuse(error: unknown): void;
+}
+
+export class CompileGate {
+  private readonly queue: Waiting[] = [];
+  private readonly perClient = new Map<string, number>();
+  private running = false;
+
+  constructor(private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS) {}
+
+  /** Compiles waiting or running. */
+  get size(): number {
+    return this.queue.length + (this.running ? 1 : 0);
+  }
+
+  /** Runs `compile` in its turn; refused at once (429 / 503) when the client's share or the queue is full. */
+  run<T>(client: string | undefined, compile: () => Promise<T>): Promise<T> {
+    const key = client ?? ANONYMOUS;
+    const { maxQueued, maxQueuedPerClient, deadlineMs } = this.limits;
+    if (this.size >= maxQueued) {
+      return Promise.reject(
+        new ProtocolError('overloaded', `The server is busy compiling structured-output constraints: ${this.size} are waiting (maxGuidedCompileQueue). Retry later.`),
+      );
+    }
+    const mine = this.perClient.get(key) ?? 0;
+    if (mine >= maxQueuedPerClient) {
+      return Promise.reject(
+        new ProtocolError(
+          'rate_limited',
+          `Too many structured-output constraints compiling for this client at once: ${mine} (maxGuidedCompileQueuePerClient). Wait for them, or reuse a constraint (compiled ones are cached).`,
+        ),
+      );
+    }
+    this.perClient.set(key, mine + 1);
+    return new Promise<T>((resolve, reject) => {
+      const done = () => {
+        const left = (this.perClient.get(key) ?? 1) - 1;
+        if (left <= 0) this.perClient.delete(key);
+        else this.perClient.set(key, left);
+      };
+      this.queue.push({
+        client: key,
+        enqueuedAt: Date.now(),
+        start: () =>
+          compile()
+            .then(resolve, reject)
+            .finally(done),
+        refuse: (error) => {
+          done();
+          reject(error);
+        },
+      });
+      if (!this.running) void this.drain(deadlineMs);
+    });
+  }
+
+  private async drain(deadlineMs: number): Promise<void> {
+    this.running = true;
+    try {
+      for (;;) {
+        // Whatever the event loop has (I/O, timers, model steps) runs before each compile.
+        await yieldToEventLoop();
+        const next = this.queue.shift();
+        if (next === undefined) return;
+        const waited = Date.now() - next.enqueuedAt;
+        if (waited > deadlineMs) {
+          next.refuse(
+            new ProtocolError('overloaded', `The server is busy compiling structured-output constraints: this one waited ${waited} ms, past ${deadlineMs} ms. Retry later.`),
+          );
+          continue;
+        }
+        const startedAt = performance.now();
+        await next.start();
+        const took = performance.now() - startedAt;
+        // Compiles take at most about half the thread while they queue.
+        if (took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}
