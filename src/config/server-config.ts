@@ -223,9 +223,9 @@ export const ServerConfigSchema = z.strictObject(
      * Output one stream may leave unread by its client (bytes, as held in memory); past it the
      * generation is stopped and the stream ends with a 408 error event (engine/unread-output.ts).
      */
-    maxStreamUnreadBytes: setting(int(1).default(8 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output one stream may leave unread by its client before it is ended (bytes)", text: 'int' }),
+    maxStreamUnreadBytes: setting(int(1).default(4 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output one stream may leave unread by its client before it is ended (bytes)", text: 'int' }),
     /** Output all streams together may leave unread; past it the stream holding most is ended the same way. */
-    maxUnreadBytesTotal: setting(int(1).default(128 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output all streams together may leave unread; past it the one holding most is ended (bytes)", text: 'int' }),
+    maxUnreadBytesTotal: setting(int(1).default(64 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "output all streams together may leave unread; past it the one holding most is ended (bytes)", text: 'int' }),
     /** A stream whose socket takes nothing for this long is ended with a 408 error event (Node only). */
     streamWriteTimeoutMs: setting(int(1).default(30_000), { group: "Authentication, hosts, logs, connections", help: "a stream whose client reads nothing for this long is ended (ms)", text: 'int' }),
     /**

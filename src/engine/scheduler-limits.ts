@@ -65,8 +65,8 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   maxSeqLen: null,
   kvCacheMemoryBytes: 8 * 1024 ** 3,
   enablePrefixCaching: true,
-  maxStreamUnreadBytes: 8 * 1024 ** 2,
-  maxUnreadBytesTotal: 128 * 1024 ** 2,
+  maxStreamUnreadBytes: 4 * 1024 ** 2,
+  maxUnreadBytesTotal: 64 * 1024 ** 2,
 };
 
 /** Rows the requests' extra sequences may hold together (maxExtraSequenceSlotPercent of the batch), at least 1. */

@@ -50,8 +50,8 @@ describe('server configuration', () => {
       maxConnections: 1024,
       maxPipelinedRequests: 16,
       maxRequestBytesInFlight: 268435456,
-      maxStreamUnreadBytes: 8 * 1024 * 1024,
-      maxUnreadBytesTotal: 128 * 1024 * 1024,
+      maxStreamUnreadBytes: 4 * 1024 * 1024,
+      maxUnreadBytesTotal: 64 * 1024 * 1024,
       streamWriteTimeoutMs: 30_000,
       maxGuidedCompileQueue: 64,
       maxGuidedCompileQueuePerClient: 8,
@@ -150,8 +150,8 @@ describe('server configuration', () => {
       maxSeqLen: null,
       kvCacheMemoryBytes: 8 * 1024 ** 3,
       enablePrefixCaching: true,
-      maxStreamUnreadBytes: 8 * 1024 * 1024,
-      maxUnreadBytesTotal: 128 * 1024 * 1024,
+      maxStreamUnreadBytes: 4 * 1024 * 1024,
+      maxUnreadBytesTotal: 64 * 1024 * 1024,
     });
     expect(schedulerLimitsOf(parseServerConfig({ maxSeqLen: 1024 })).maxSeqLen).toBe(1024);
     expect(schedulerLimitsOf(parseServerConfig({ enablePrefixCaching: false })).enablePrefixCaching).toBe(false);
