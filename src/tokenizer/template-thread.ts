@@ -40,8 +40,10 @@ export interface TemplateThread {
   /**
    * ChatTemplate.render's text, or its ChatTemplateError; past `timeoutMs` the thread is
    * stopped and a ChatTemplateError with budgetBound 'time' is thrown; the signal's reason once it aborts.
+   * The deadline counts from the call (queued time included); `client` takes its turn among others'
+   * (a ThreadQueueFullError when the queue, or the client's share of it, is full).
    */
-  render(job: TemplateRenderJob, control: { timeoutMs: number; signal?: AbortSignal }): Promise<string>;
+  render(job: TemplateRenderJob, control: { timeoutMs: number; signal?: AbortSignal; client?: string }): Promise<string>;
   /** Stops the thread; renderings still queued are refused. */
   close(): Promise<void>;
 }
@@ -51,6 +53,8 @@ export interface TemplateOffLoop {
   thread: TemplateThread;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Who asked: renderings are taken from clients in turn. */
+  client?: string;
 }
 
 /**
@@ -102,7 +106,7 @@ export async function renderChatTemplate(
     }
   }
   const job: TemplateRenderJob = { source: template.source, bosToken: template.bosToken, eosToken: template.eosToken, otherTokens: template.otherTokens, messages, options: { ...options, budget } };
-  return offLoop.thread.render(job, { timeoutMs: offLoop.timeoutMs, signal: offLoop.signal });
+  return offLoop.thread.render(job, { timeoutMs: offLoop.timeoutMs, signal: offLoop.signal, client: offLoop.client });
 }
 
 function parseHere({ source, bosToken, eosToken, otherTokens }: TemplateSource): ChatTemplate {
