@@ -72,12 +72,6 @@ export const INLINE_TEMPLATE_MESSAGES = 32;
  */
 export const INLINE_TEMPLATE_CHARS = 64 * 1024;
 
-/**
- * Template sources longer than this are parsed on the thread, with their rendering, when
- * there is one (parsing takes ~1.3–2 µs a character: a 64 K request template held the loop
- * 80–360 ms; this is ~5 ms).
- */
-export const INLINE_TEMPLATE_SOURCE_CHARS = 4096;
 
 /**
  * Renders `messages` with `template`: here when it is short, on the thread otherwise (see the
