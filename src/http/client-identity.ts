@@ -7,6 +7,15 @@
  * address: the queues are then bounded but not per-client fair.
  */
 
+import type { Context, MiddlewareHandler } from 'hono';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Who the request comes from (noteRequestClient), read before a middleware replaces the raw Request (hono/body-limit does). */
+    client?: string;
+  }
+}
+
 const clients = new WeakMap<Request, string>();
 
 /** Characters of an address kept (an IPv6 address with a zone is under 64). */
@@ -18,7 +27,16 @@ export function noteRequestClient(request: Request, address: string | undefined 
   clients.set(request, address.slice(0, MAX_ADDRESS_CHARS));
 }
 
-/** The client `request` comes from; undefined when the home gave none (workerd, the page, tests calling app.fetch). */
-export function requestClient(request: Request): string | undefined {
-  return clients.get(request);
+/** Outermost: keeps the client the home noted for the request it was given (later middleware may wrap the Request anew). */
+export function identifyClient(): MiddlewareHandler {
+  return async (c, next) => {
+    const client = clients.get(c.req.raw);
+    if (client !== undefined) c.set('client', client);
+    await next();
+  };
+}
+
+/** The client a request comes from; undefined when the home gave none (workerd, the page). */
+export function requestClient(c: Context): string | undefined {
+  return c.get('client');
 }
