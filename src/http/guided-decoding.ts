@@ -53,7 +53,7 @@ export async function requestGuide(
   compile: GuideCompiler | null,
   fields: RequestGuidedFields,
   limits?: GuidedLimits,
-  /** Who asks, for the compile queue's per-client share (connectionClient). */
+  /** Who asks, for the compile queue's per-client share (http/client-identity.ts). */
   client?: string,
 ): Promise<GuideFactory | undefined> {
   const request = pickGuidedDecoding({
@@ -76,12 +76,3 @@ export async function requestGuide(
   return compile(request, limits, client);
 }
 
-/**
- * The peer address of the connection a request came on, where the home gives one (Node:
- * @hono/node-server's `incoming`): a client cannot forge it by header. Undefined elsewhere
- * (workerd, the page), where all requests share one share.
- */
-export function connectionClient(env: unknown): string | undefined {
-  const address = (env as { incoming?: { socket?: { remoteAddress?: unknown } } } | undefined)?.incoming?.socket?.remoteAddress;
-  return typeof address === 'string' ? address.slice(0, 64) : undefined;
-}

@@ -11,6 +11,7 @@
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../src/engine/types.js';
+import { noteRequestClient } from '../../src/http/client-identity.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, expectErrorBody, golden, loadEngine, testApp } from './helpers.js';
 
@@ -27,17 +28,17 @@ const pattern = (nonce: string) =>
   `${nonce}(\\w+ ){1,12}(cat|dog|bird)[0-9]{1,5}\\.(foo|bar|baz){1,3}[A-Z][a-z]{2,8}@[a-z]{3,10}\\.(com|org|net)[0-9a-f]{8}`;
 const nonce = (i: number) => String.fromCharCode(0x41 + (i % 26)) + String.fromCharCode(0x61 + Math.floor(i / 26));
 
-/** A guided request from the connection at `address` (as @hono/node-server hands the app its socket). */
+/** A guided request from the connection at `address`. */
 async function guided(i: number, address: string): Promise<{ status: number; body: any; ms: number; pattern: string }> {
   const startedAt = performance.now();
-  const response = await app.fetch(
-    new Request('http://localhost/v1/completions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, prompt: 'Once upon a time', max_tokens: 64, temperature: 0, guided_regex: pattern(nonce(i)) }),
-    }),
-    { incoming: { socket: { remoteAddress: address } } },
-  );
+  const request = new Request('http://localhost/v1/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, prompt: 'Once upon a time', max_tokens: 64, temperature: 0, guided_regex: pattern(nonce(i)) }),
+  });
+  // What the Node home does with the connection's peer address (runtime/node/main.ts).
+  noteRequestClient(request, address);
+  const response = await app.fetch(request);
   return { status: response.status, body: await response.json(), ms: performance.now() - startedAt, pattern: pattern(nonce(i)) };
 }
 

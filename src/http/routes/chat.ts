@@ -4,7 +4,8 @@ import { checkPromptTokenLimit, promptTokenCeiling, truncatePromptTokens } from 
 import { chatToSamplingParams } from '../../protocol/sampling-params.js';
 import { unsupportedChatFeatures } from '../../protocol/unsupported.js';
 import { buildChatPrompt, chatTemplateVariables, refuseUntrustedTemplate } from '../chat-prompt.js';
-import { requestGuide, connectionClient } from '../guided-decoding.js';
+import { requestGuide } from '../guided-decoding.js';
+import { requestClient } from '../client-identity.js';
 import { requestToolCalling, toolCallGuide } from '../serving/tools.js';
 import { chatReasoning, type ChatReasoning } from '../serving/reasoning.js';
 import { responseId } from '../ids.js';
@@ -55,8 +56,8 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
       // structured output too.
       const guide =
         tools?.schema !== undefined
-          ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema }, limits.guided, connectionClient(call.c.env))
-          : await requestGuide(ctx.guideCompiler, request, limits.guided, connectionClient(call.c.env));
+          ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema }, limits.guided, requestClient(call.c))
+          : await requestGuide(ctx.guideCompiler, request, limits.guided, requestClient(call.c));
       // Media parts are fetched and decoded before the model may refuse them (text-only today).
       const media = await loadChatRequestMedia(ctx, request.messages, call.signal);
       const chatMedia = await prepareChatMedia(ctx, media, call.signal);
@@ -73,7 +74,7 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
         addSpecialTokens: request.add_special_tokens,
         templateOverride: request.chat_template,
         templateBudget: limits.templateBudget,
-        templateOffLoop: templateOffLoop(ctx, call.signal),
+        templateOffLoop: templateOffLoop(ctx, call.c),
         stopAfter: ceiling,
         // Truncating: only the last tokens are tokenized where the text can be cut; a piece
         // tokenized whole is bounded by its length first.

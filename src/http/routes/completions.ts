@@ -4,7 +4,8 @@ import { checkPromptTokenIds, checkPromptTokenLimit, promptTokenCeiling, truncat
 import { completionToSamplingParams } from '../../protocol/sampling-params.js';
 import { unsupportedCompletionFeatures } from '../../protocol/unsupported.js';
 import { encodePrompt } from '../prompt-tokens.js';
-import { requestGuide, connectionClient } from '../guided-decoding.js';
+import { requestGuide } from '../guided-decoding.js';
+import { requestClient } from '../client-identity.js';
 import { responseId } from '../ids.js';
 import { jsonResponse } from '../json-body.js';
 import { inlinePieceBound, refuseOverTokenizeBound, type ServingContext } from '../serving/context.js';
@@ -29,7 +30,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
     async prepare(request, call) {
       // Structured output is compiled with the rest of validation: a constraint the server
       // cannot serve is refused before any prompt work.
-      const guide = await requestGuide(ctx.guideCompiler, request, limits.guided, connectionClient(call.c.env));
+      const guide = await requestGuide(ctx.guideCompiler, request, limits.guided, requestClient(call.c));
       // vLLM runs a list of prompts as one request: one set of n choices per prompt.
       const prompts = completionPrompts(request.prompt);
       // Tokenizing can stop once a prompt (its last truncate_prompt_tokens, when truncating) is surely too long.

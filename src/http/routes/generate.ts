@@ -4,7 +4,8 @@ import { checkPromptTokenLimit, promptTokenCeiling } from '../../protocol/prompt
 import { mindieToSamplingParams } from '../../protocol/sampling-params.js';
 import { unsupportedMindieFeatures } from '../../protocol/unsupported.js';
 import { encodePrompt } from '../prompt-tokens.js';
-import { requestGuide, type RequestGuidedFields, connectionClient } from '../guided-decoding.js';
+import { requestGuide, type RequestGuidedFields } from '../guided-decoding.js';
+import { requestClient } from '../client-identity.js';
 import { jsonResponse } from '../json-body.js';
 import { inlinePieceBound, type ServingContext } from '../serving/context.js';
 import { generateNonStreaming, generateStream } from '../serving/generate.js';
@@ -53,7 +54,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     logprobParam: () => null,
 
     async prepare(request, call) {
-      const guide = await requestGuide(ctx.guideCompiler, call.body as RequestGuidedFields, limits.guided, connectionClient(call.c.env));
+      const guide = await requestGuide(ctx.guideCompiler, call.body as RequestGuidedFields, limits.guided, requestClient(call.c));
       // Media parts are fetched and decoded before the model may refuse them (text-only today).
       const media = await loadGenerateMedia(ctx, request.prompt, call.signal);
 
