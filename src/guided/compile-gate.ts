@@ -20,7 +20,7 @@ import { yieldToEventLoop } from '../threads/yield.js';
 export interface CompileGateLimits {
   /** Compiles that may wait (running one included); past it a 503. */
   maxQueued: number;
-  /** Of those, how many one client may have; past it a 429. */
+  /** Of those, how many one client may have; past it a 429 (requests naming no client: only maxQueued). */
   maxQueuedPerClient: number;
   /** A compile not started after this long is refused (503). */
   deadlineMs: number;
@@ -28,7 +28,10 @@ export interface CompileGateLimits {
 
 export const DEFAULT_COMPILE_GATE_LIMITS: CompileGateLimits = { maxQueued: 64, maxQueuedPerClient: 8, deadlineMs: 10_000 };
 
-/** Requests that name no client (a home that gives no address) share this one's share. */
+/**
+ * Requests that name no client (workerd, the page: the home gives no address) are counted
+ * here but not held to a client's share: one share for everyone would be a server-wide 429.
+ */
 const ANONYMOUS = '';
 
 interface Waiting {
@@ -43,12 +46,14 @@ export class CompileGate {
   private readonly queue: Waiting[] = [];
   private readonly perClient = new Map<string, number>();
   private running = false;
+  /** Compiles accepted and not yet settled (waiting, or the one running). */
+  private pending = 0;
 
   constructor(private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS) {}
 
   /** Compiles waiting or running. */
   get size(): number {
-    return this.queue.length + (this.running ? 1 : 0);
+    return this.pending;
   }
 
   /** Runs `compile` in its turn; refused at once (429 / 503) when the client's share or the queue is full. */
@@ -61,7 +66,7 @@ export class CompileGate {
       );
     }
     const mine = this.perClient.get(key) ?? 0;
-    if (mine >= maxQueuedPerClient) {
+    if (client !== undefined && mine >= maxQueuedPerClient) {
       return Promise.reject(
         new ProtocolError(
           'rate_limited',
@@ -70,8 +75,10 @@ export class CompileGate {
       );
     }
     this.perClient.set(key, mine + 1);
+    this.pending += 1;
     return new Promise<T>((resolve, reject) => {
       const done = () => {
+        this.pending -= 1;
         const left = (this.perClient.get(key) ?? 1) - 1;
         if (left <= 0) this.perClient.delete(key);
         else this.perClient.set(key, left);
