@@ -62,6 +62,10 @@ function positiveInt(value: unknown): number | null {
 }
 
 /** The longest input, as vLLM derives it: position embeddings (RoBERTa's less two), sentence-transformers' max_seq_length, the server's maxSeqLen. */
+export function embeddingContextOf(files: EmbeddingModelFiles, maxSeqLen: number | null | undefined): { maxModelLen: number; why: string } {
+  return contextOf(files, typeof files.config.model_type === 'string' ? files.config.model_type : '', maxSeqLen);
+}
+
 function contextOf(files: EmbeddingModelFiles, modelType: string, maxSeqLen: number | null | undefined): { maxModelLen: number; why: string } {
   const positions = positiveInt(files.config.max_position_embeddings);
   if (positions === null) throw new PoolingConfigError('config.json has no max_position_embeddings: the context length is unknown.');
