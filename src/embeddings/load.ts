@@ -30,6 +30,8 @@ export interface LoadEmbeddingOptions {
   maxSeqLen?: number | null;
   poolerOverride?: PoolerOverride;
   sessionOptions?: InferenceSession.SessionOptions;
+  /** Lines leading the startup report (how the graph was made). */
+  notes?: string[];
 }
 
 /** Model types whose attention is bidirectional (vLLM's encoder embedding families); others are decoders. */
@@ -99,6 +101,7 @@ export async function loadEmbeddingEngine(options: LoadEmbeddingOptions): Promis
     const prompts = embeddingPromptsOf(files.settings);
     const matryoshka = matryoshkaOf(files.config);
     const notes = [
+      ...(options.notes ?? []),
       `Embedding model (${decoder ? 'decoder' : 'encoder'}, ${modelType || 'unknown type'}) from ${files.onnxFile}: ${width} dimensions, ` +
         `${pooling.mode === 'last' ? 'last-token' : pooling.mode.toUpperCase()} pooling${pooling.normalize ? ', normalized' : ''} (${pooling.source}); ` +
         `context ${maxModelLen} tokens (${why})`,
