@@ -12,6 +12,7 @@ modules.json and 1_Pooling beside them, converted by llama.cpp's own convert_hf_
 test/fixtures/embeddings/gguf/
   bert-wordpiece-f32.gguf    architecture bert, tokenizer model "bert" (WPM), pooling_type MEAN
   qwen3-embedding-f32.gguf   architecture qwen3, tokenizer gpt2 / qwen2 pre-tokenizer, pooling_type LAST
+  qwen3-embedding-q8_0.gguf  the same weights converted with --outtype q8_0
   reference.json             per file: texts, llama-server's /tokenize ids (special tokens added as
                              --embedding adds them), llama-server's /v1/embeddings vectors, and
                              sentence-transformers' encode vectors, with their cosines
@@ -40,14 +41,14 @@ LLAMA_CPP = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser('~/.cache/e
 PORT = int(os.environ.get('LLAMA_SERVER_PORT', '18650'))
 
 
-def convert(hf_dir, out, pre):
+def convert(hf_dir, out, pre, outtype='f32'):
     """llama.cpp's converter; a tokenizer trained here is unknown to its pre-tokenizer hash table, so `pre` names it."""
     runner = (
         'import sys, runpy\n'
         f'sys.path.insert(0, {LLAMA_CPP!r})\n'
         'import conversion.base as base\n'
         f'base.TextModel.get_vocab_base_pre = lambda self, tokenizer: {pre!r}\n'
-        f'sys.argv = ["convert_hf_to_gguf.py", {hf_dir!r}, "--outfile", {out!r}, "--outtype", "f32"]\n'
+        f'sys.argv = ["convert_hf_to_gguf.py", {hf_dir!r}, "--outfile", {out!r}, "--outtype", {outtype!r}]\n'
         f'runpy.run_path({os.path.join(LLAMA_CPP, "convert_hf_to_gguf.py")!r}, run_name="__main__")\n'
     )
     subprocess.run([sys.executable, '-c', runner], check=True, cwd=LLAMA_CPP)
@@ -89,7 +90,7 @@ def cosine(a, b):
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
 
 
-def build(work, maker, hf_name, st_name, gguf_name, pre):
+def build(work, maker, hf_name, st_name, gguf_name, pre, also_q8=None):
     os.makedirs(work)
     fake_out = os.path.join(work, 'st-out')
     bf.OUT = fake_out
@@ -116,6 +117,14 @@ def build(work, maker, hf_name, st_name, gguf_name, pre):
     ids, vectors = llama_server_vectors(out, texts)
     cosines = [cosine(a, b) for a, b in zip(vectors, st_vectors)]
     print(gguf_name, 'llama-server vs sentence-transformers cosines:', ['%.6f' % c for c in cosines])
+    if also_q8 is not None:
+        # The same weights in Q8_0 (what most published embedding GGUFs are): llama-server's vectors on that file.
+        q8 = os.path.join(OUT, also_q8)
+        convert(hf_dir, q8, pre, 'q8_0')
+        q8_ids, q8_vectors = llama_server_vectors(q8, texts)
+        assert q8_ids == ids
+        extra[also_q8] = {'texts': texts, 'ids': q8_ids, 'llama_server': q8_vectors, 'sentence_transformers': st_vectors.tolist(),
+                          'cosine_llama_server_vs_sentence_transformers': [cosine(a, b) for a, b in zip(q8_vectors, st_vectors)]}
     return {
         'texts': texts,
         'ids': ids,
@@ -126,13 +135,17 @@ def build(work, maker, hf_name, st_name, gguf_name, pre):
     }
 
 
+extra = {}
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     reference = {}
     with tempfile.TemporaryDirectory() as work:
         reference['bert-wordpiece-f32.gguf'] = build(os.path.join(work, 'b'), bf.bert, 'bert-hf', 'bert-wordpiece', 'bert-wordpiece-f32.gguf', 'default')
     with tempfile.TemporaryDirectory() as work:
-        reference['qwen3-embedding-f32.gguf'] = build(os.path.join(work, 'q'), bf.qwen3, 'qwen3-hf', 'qwen3-decoder', 'qwen3-embedding-f32.gguf', 'qwen2')
+        reference['qwen3-embedding-f32.gguf'] = build(os.path.join(work, 'q'), bf.qwen3, 'qwen3-hf', 'qwen3-decoder', 'qwen3-embedding-f32.gguf', 'qwen2', also_q8='qwen3-embedding-q8_0.gguf')
+    reference.update(extra)
     with open(os.path.join(OUT, 'reference.json'), 'w') as f:
         json.dump(reference, f, separators=(',', ':'))
         f.write('\n')

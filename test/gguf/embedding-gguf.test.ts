@@ -84,6 +84,25 @@ describe('a Qwen3-Embedding-style GGUF (qwen3.pooling_type LAST)', () => {
   });
 });
 
+describe('the same weights in Q8_0 (convert_hf_to_gguf.py --outtype q8_0)', () => {
+  it('embeds within quantization of llama-server --embedding on that file, its 8-bit codes kept as MatMulNBits', async () => {
+    const ref = reference['qwen3-embedding-q8_0.gguf']!;
+    const engine = await createNodeEmbeddingEngine({ modelDir: join(DIR, 'qwen3-embedding-q8_0.gguf'), limits: { maxRunningSequences: 64, maxBatchedTokens: 8192, maxWaitingRequests: 16 }, intraOpNumThreads: 1 });
+    try {
+      expect(engine.notes.join('\n')).toMatch(/GGUF Q8_0 ×\d+: MatMulNBits\/GatherBlockQuantized, 8-bit codes/);
+      ref.texts.forEach((text, i) => expect(engine.tokenizer.encode(text, { addSpecialTokens: true })).toEqual(ref.ids[i]));
+      const got = await engine.embed({ inputs: ref.ids });
+      got.forEach((vector, i) => {
+        // Seeded random weights magnify 8-bit rounding: llama-server's own Q8_0 vectors are 0.9988-0.9997 from the float32 model's.
+        expect(cosine(vector, ref.llama_server[i]!), `llama-server, input ${i}`).toBeGreaterThanOrEqual(0.999);
+        expect(cosine(vector, ref.sentence_transformers[i]!), `sentence-transformers, input ${i}`).toBeGreaterThanOrEqual(0.998);
+      });
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
+
 describe('npm start on the Qwen3 GGUF, and the openai client', () => {
   const ref = reference[QWEN3]!;
   let server: RunningServer;
