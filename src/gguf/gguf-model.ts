@@ -13,6 +13,7 @@ import { refuseEmbeddingGguf, refuseEncoderGguf } from './embedding-gguf.js';
 import { architectureOf, llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
 import { buildGemma2Graph } from '../graph/gemma2-graph.js';
 import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2Shape, readGemma2Checkpoint } from './architectures/gemma2.js';
+import { GEMMA3, gemma3ConfigFields, gemma3ReportLines, gemma3ShapeOf, isGemma3Shape, readGemma3Checkpoint } from './architectures/gemma3.js';
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
@@ -63,7 +64,8 @@ export async function openGgufModel(source: ByteSource, options: { embedding?: b
   const file = await readGguf(source);
   if (options.embedding) refuseEncoderGguf(file);
   else refuseEmbeddingGguf(file);
-  const shape = architectureOf(file) === GEMMA2 ? gemma2ShapeOf(file) : llamaShapeOf(file);
+  const architecture = architectureOf(file);
+  const shape = architecture === GEMMA2 ? gemma2ShapeOf(file) : architecture === GEMMA3 ? gemma3ShapeOf(file) : llamaShapeOf(file);
   const tokenizer = ggufTokenizerFiles(file, shape.contextLength);
   const tokens = (file.metadata.get('tokenizer.ggml.tokens') as string[]).length;
   if (tokens !== shape.vocabSize) {
@@ -91,6 +93,7 @@ export async function openGgufModel(source: ByteSource, options: { embedding?: b
     torch_dtype: 'float32',
     use_cache: true,
     ...(isGemma2Shape(shape) ? gemma2ConfigFields(shape) : {}),
+    ...(isGemma3Shape(shape) ? gemma3ConfigFields(shape) : {}),
   };
   const generationConfig = { bos_token_id: tokenizer.bosTokenId ?? null, eos_token_id: tokenizer.eosTokenIds };
   return { file, shape, tokenizer, config, generationConfig };
@@ -145,7 +148,9 @@ export async function buildGgufGraph(model: GgufModel, ops: GraphOps, options: G
   const build = async (projection: 'values' | 'scales' | 'mins') =>
     isGemma2Shape(shape)
       ? buildGemma2Graph(await readGemma2Checkpoint(model.file, shape, projection), shape.rmsNormEps, ops)
-      : buildLlamaGraph(await readLlamaCheckpoint(model.file, shape, projection), { rmsNormEps: shape.rmsNormEps, ops });
+      : isGemma3Shape(shape)
+        ? buildGemma2Graph(await readGemma3Checkpoint(model.file, shape, projection), shape.rmsNormEps, ops)
+        : buildLlamaGraph(await readLlamaCheckpoint(model.file, shape, projection), { rmsNormEps: shape.rmsNormEps, ops });
   const values = await build('values');
   if (options.weights === 'float32') return { graph: values, execution: executionLines(model, null), weights: new Map() };
   const hasMins = hasMinTypes(model);
@@ -183,6 +188,7 @@ export function ggufReportLines(model: GgufModel): string[] {
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     ...(isGemma2Shape(shape) ? gemma2ReportLines(shape) : []),
+    ...(isGemma3Shape(shape) ? gemma3ReportLines(shape) : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
   ];
 }
