@@ -6,7 +6,7 @@
  * token. node-llama-cpp is not a dependency: it is found where scripts/peer installs it
  * (~/.cache/edge-llm/llama-server/npm) or at NODE_LLAMA_CPP (its dist/index.js).
  *
- *   npx tsx bench/node-llama-cpp-step.ts [threads=1] [tokens=128] [rounds=4]
+ *   npx tsx bench/node-llama-cpp-step.ts [threads=1] [tokens=128] [rounds=4] [q4|fp32]
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,8 @@ import { stepFeeds } from './fp32-bound/feeds.js';
 import { ensureBenchModel } from './size-models.js';
 import { median } from './stats.js';
 
-const [threads = 1, tokens = 128, rounds = 4] = process.argv.slice(2).map(Number);
+const [threads = 1, tokens = 128, rounds = 4] = process.argv.slice(2, 5).map(Number);
+const dtype = process.argv[5] === 'fp32' ? 'fp32' : 'q4';
 const modulePath = process.env.NODE_LLAMA_CPP ?? join(homedir(), '.cache/edge-llm/llama-server/npm/node_modules/node-llama-cpp/dist/index.js');
 /** The few calls used here (node-llama-cpp 3.x), typed by hand: it is not a dependency. */
 interface Sequence {
@@ -36,11 +37,11 @@ const { getLlama } = (await import(pathToFileURL(modulePath).href)) as NodeLlama
 
 const files = await ensureBenchModel();
 const llama = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
-const model = await llama.loadModel({ modelPath: files.gguf.Q4_0 });
+const model = await llama.loadModel({ modelPath: dtype === 'q4' ? files.gguf.Q4_0 : files.gguf.F32 });
 const context = await model.createContext({ contextSize: 1024, batchSize: 256, threads, flashAttention: false });
 const sequence = context.getSequence();
 
-const session = await ort.InferenceSession.create(join(files.onnxDir, 'onnx', 'model_q4.inplace.onnx'), {
+const session = await ort.InferenceSession.create(join(files.onnxDir, 'onnx', dtype === 'q4' ? 'model_q4.inplace.onnx' : 'model.inplace.onnx'), {
   intraOpNumThreads: threads,
   interOpNumThreads: 1,
   graphOptimizationLevel: 'all',
@@ -78,11 +79,11 @@ for (let round = 0; round < rounds; round++) {
   const order = round % 2 === 0 ? (['llama', 'ort'] as const) : (['ort', 'llama'] as const);
   for (const side of order) results[side].push(await measure(side === 'llama' ? llamaRun : ortRun));
 }
-console.log(`${threads} thread(s), ${tokens} tokens × ${rounds} rounds (loaded machine: ratios only)`);
+console.log(`${dtype}, ${threads} thread(s), ${tokens} tokens × ${rounds} rounds (loaded machine: ratios only)`);
 for (const side of ['llama', 'ort'] as const) {
   const cpu = median(results[side].map((r) => r.cpu));
   const wall = median(results[side].map((r) => r.wall));
-  console.log(`${side === 'llama' ? 'node-llama-cpp (Q4_0 GGUF), sampling included' : 'onnxruntime q4 in-place step, graph only'}: CPU ${cpu.toFixed(2)} ms/token, wall ${wall.toFixed(2)} ms/token`);
+  console.log(`${side === 'llama' ? `node-llama-cpp (${dtype === 'q4' ? 'Q4_0' : 'F32'} GGUF), sampling included` : `onnxruntime ${dtype} in-place step, graph only`}: CPU ${cpu.toFixed(2)} ms/token, wall ${wall.toFixed(2)} ms/token`);
 }
 const ratio = (key: 'cpu' | 'wall') => median(results.ort.map((r) => r[key])) / median(results.llama.map((r) => r[key]));
 console.log(`ours ÷ node-llama-cpp: CPU ${ratio('cpu').toFixed(2)}×, wall ${ratio('wall').toFixed(2)}×`);
