@@ -178,6 +178,13 @@ export const ServerConfigSchema = z.strictObject(
       .custom<'auto' | number>((v) => v === 'auto' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v <= 256), { error: THREAD_COUNT })
       .default('auto'), { group: "Processes and threads", help: "onnxruntime's threads per model call: auto or 1-256", text: 'threads', env: ["INTRA_OP_NUM_THREADS"] }),
     /**
+     * onnxruntime's intra-op threads spin-wait between kernels (Node, more than one thread).
+     * Off by default: on cores other work shares, spinning made steps 1.2–1.6× slower than
+     * one thread. On a host whose cores the server has to itself, a one-request decode step's
+     * ~100 thread hand-offs stop waiting on a futex wake (llama.cpp spins likewise).
+     */
+    intraOpSpinning: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Processes and threads", help: "intra-op threads spin between kernels (cores the server has to itself)", text: 'bool', env: ["INTRA_OP_SPINNING"] }),
+    /**
      * Which thread makes the model calls (Node, native backend): "main", "worker" (a worker
      * thread owns the session and the KV cache, so HTTP and streaming go on during a step),
      * or "auto": worker for models of 64 MiB and more, whose steps are long.

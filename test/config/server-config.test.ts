@@ -40,6 +40,7 @@ describe('server configuration', () => {
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
       intraOpNumThreads: 'auto',
+      intraOpSpinning: false,
       modelThread: 'auto',
       requireJsonContentType: true,
       allowedHosts: null,
@@ -241,6 +242,13 @@ describe('thread settings', () => {
       modelThread: 'main',
     });
     expect(resolveServerConfig({ file: { intraOpNumThreads: 2 }, env: { INTRA_OP_NUM_THREADS: 'auto' } }).intraOpNumThreads).toBe('auto');
+  });
+
+  it('reads intraOpSpinning (off by default) from the file, INTRA_OP_SPINNING and --intra-op-spinning, and refuses a non-boolean', () => {
+    expect(resolveServerConfig({}).intraOpSpinning).toBe(false);
+    expect(resolveServerConfig({ file: { intraOpSpinning: true } }).intraOpSpinning).toBe(true);
+    expect(resolveServerConfig({ file: { intraOpSpinning: true }, env: { INTRA_OP_SPINNING: 'false' } }).intraOpSpinning).toBe(false);
+    expect(configError(() => parseServerConfig({ intraOpSpinning: 'yes' }))).toContain('intraOpSpinning must be true or false');
   });
 
   it('refuses a thread count or a model thread it does not know, naming the setting', () => {

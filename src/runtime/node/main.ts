@@ -386,6 +386,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
         modelFile: config.modelFile,
         lora: nodeLoraOptions(config),
         intraOpNumThreads: config.intraOpNumThreads,
+        intraOpSpinning: config.intraOpSpinning,
         modelThread: config.modelThread,
         processes: config.dataParallelSize,
         tokenizerThread: true,
