@@ -78,6 +78,13 @@ export class BatchRunner {
   /** The in-place cache's operations: on this thread's arrays, or messages to the model's worker. */
   private readonly inPlaceKv: InPlaceKvOps;
   private readonly padding: KvPadding;
+  /**
+   * Where a finished row's KV is kept for later prompts (its prompt and output: a chat's next
+   * turn reuses the reply too), by its group; undefined: not kept. Set by the scheduler.
+   */
+  keepFinished: ((group: RowGroup) => PrefixReuse | undefined) | null = null;
+  /** Finished rows already kept (keepFinishedRows runs before admission and again at the repack). */
+  private readonly keptRows = new WeakSet<BatchRow>();
 
   constructor(
     private readonly decoder: Decoder,
@@ -274,6 +281,7 @@ export class BatchRunner {
       return;
     }
     this.forks = [];
+    this.keepFinishedRows();
 
     const sources: KvRowSource[] = [];
     const rows: BatchRow[] = [];
@@ -305,6 +313,26 @@ export class BatchRunner {
       // The runner's in-place store and the prefills' caches were read by no one but this batch.
       if (this.inPlace) freeReplacedKvBuffers(replaced, this.cache);
     }
+  }
+
+  /**
+   * Hands the finished rows' KV (prompt + the output fed so far) to the prefix cache, before
+   * the repack drops them; the scheduler calls it before admitting prompts, so a chat's next
+   * turn arriving as soon as the last one ended finds it.
+   */
+  keepFinishedRows(): void {
+    if (this.keepFinished === null) return;
+    this.rows.forEach((row, index) => {
+      if (!row.finished || row.sequenceTokenIds === undefined || row.cachedLength <= 0 || this.keptRows.has(row)) return;
+      this.keptRows.add(row);
+      const reuse = this.keepFinished!(this.groups[index]);
+      if (reuse === undefined) return;
+      const ids = row.sequenceTokenIds();
+      if (ids.length < row.cachedLength) return;
+      // Real slots last in the row (left padding), or first (right padding, in-place caches).
+      const end = this.padding === 'end' ? this.cache.length : row.cachedLength;
+      reuse.cache.insert(reuse.namespace, ids.slice(0, row.cachedLength), this.cache, index, end);
+    });
   }
 
   /**

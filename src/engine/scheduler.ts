@@ -108,6 +108,8 @@ export class Scheduler {
   private readonly adapterNamespaces = new WeakMap<LoraAdapter, string>();
   /** Media features of waiting requests, handed to their prefill. */
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
+  /** Requests with media parts: their KV is not kept (prefix-cache.ts). */
+  private readonly withMedia = new WeakSet<RequestGroup>();
 
   private readonly kvBytesPerToken: number;
   /** SchedulerOptions.chunkedPrefill. */
@@ -138,11 +140,19 @@ export class Scheduler {
       sizer: new SliceSizer(limits.longPrefillTokenThreshold),
     }));
     this.chunkedPrefill = options.chunkedPrefill ?? false;
+    // A finished sequence's prompt and output stay for the next turn of its conversation
+    // (llama.cpp keeps a slot's whole sequence; vLLM caches generated tokens' full blocks).
+    if (this.prefixCache !== null) {
+      for (const lane of this.lanes) lane.runner.keepFinished = (group) => (this.withMedia.has(group as RequestGroup) ? undefined : this.prefixReuse(group as RequestGroup));
+    }
   }
 
   /** Queues an accepted request (with its media features, if any) and starts the lanes' loops. */
   enqueue(group: RequestGroup, placeholders: readonly PlaceholderEmbeds[] | undefined): void {
-    if (placeholders !== undefined && placeholders.length > 0) this.placeholders.set(group, placeholders);
+    if (placeholders !== undefined && placeholders.length > 0) {
+      this.placeholders.set(group, placeholders);
+      this.withMedia.add(group);
+    }
     this.waiting.push(group);
     this.ensureLoop();
   }
@@ -229,6 +239,7 @@ export class Scheduler {
         const joining = this.collectPrepared(lane);
         lane.joining = joining.length + preparingWidth(lane) + chunkingWidth(lane);
         if (lane.chunking !== null) await this.prefillNextSlice(lane, joining);
+        runner.keepFinishedRows();
         joining.push(...(await this.prefillWaiting(lane, joining.length)));
         runner.admitAndEvict(joining);
         lane.joining = preparingWidth(lane) + chunkingWidth(lane);
