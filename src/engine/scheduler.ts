@@ -410,7 +410,7 @@ export class Scheduler {
       // Counted while its prefill runs, so the other lanes balance against it.
       lane.joining += next.width;
       const reuse = this.prefixReuse(next);
-      if (this.sliced(lane, next, rowsNow, reuse)) {
+      if (this.sliced(lane, next, reuse)) {
         this.startChunking(lane, next, reuse);
         await this.prefillNextSlice(lane, joining);
         lane.joining = alreadyJoining + joining.length + preparingWidth(lane) + chunkingWidth(lane) + widthOf(together);
@@ -453,13 +453,16 @@ export class Scheduler {
 
   /**
    * Whether `group`'s prompt is prefilled in slices: chunked prefill is on, rows are decoding
-   * (or joining) whose pace it would hold up, and the prompt's uncached part is longer than a
+   * whose pace it would hold up, and the prompt's uncached part is longer than a
    * slice. Prompts whose every position's logits are wanted, or with media features, run whole.
    */
-  private sliced(lane: Lane, group: RequestGroup, rowsNow: number, reuse: PrefixReuse | undefined): boolean {
-    if (!this.chunkedPrefill || rowsNow === 0 || group.needsPromptLogits || this.placeholders.has(group)) return false;
+  private sliced(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): boolean {
+    // Rows only joining (prompts admitted in this pass) are not decoding yet: requests arriving
+    // together at an idle engine are all prefilled at once (together, where the graph can).
+    const decoding = this.rowsRunning();
+    if (!this.chunkedPrefill || decoding === 0 || group.needsPromptLogits || this.placeholders.has(group)) return false;
     const cached = reuse === undefined ? 0 : reuse.cache.peek(reuse.namespace, group.promptTokenIds);
-    return group.promptTokenIds.length - cached > lane.sizer.sliceTokens(this.limits.maxBatchedTokens - rowsNow);
+    return group.promptTokenIds.length - cached > lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
   }
 
   private startChunking(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): void {
