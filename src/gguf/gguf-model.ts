@@ -12,6 +12,7 @@ import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js
 import { architectureOf, llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
 import { buildGemma2Graph } from '../graph/gemma2-graph.js';
 import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2Shape, readGemma2Checkpoint } from './architectures/gemma2.js';
+import { GEMMA3, gemma3ConfigFields, gemma3ReportLines, gemma3ShapeOf, isGemma3Shape, readGemma3Checkpoint } from './architectures/gemma3.js';
 import { keepWeightsQuantized, type GgufAccuracyLevel } from './quantized-weights.js';
 
 /** Bumped whenever the folder made from the same file would differ (the Node cache keys on it). */
@@ -56,7 +57,8 @@ const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qw
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
   const file = await readGguf(source);
-  const shape = architectureOf(file) === GEMMA2 ? gemma2ShapeOf(file) : llamaShapeOf(file);
+  const architecture = architectureOf(file);
+  const shape = architecture === GEMMA2 ? gemma2ShapeOf(file) : architecture === GEMMA3 ? gemma3ShapeOf(file) : llamaShapeOf(file);
   const tokenizer = ggufTokenizerFiles(file, shape.contextLength);
   const tokens = (file.metadata.get('tokenizer.ggml.tokens') as string[]).length;
   if (tokens !== shape.vocabSize) {
@@ -84,6 +86,7 @@ export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
     torch_dtype: 'float32',
     use_cache: true,
     ...(isGemma2Shape(shape) ? gemma2ConfigFields(shape) : {}),
+    ...(isGemma3Shape(shape) ? gemma3ConfigFields(shape) : {}),
   };
   const generationConfig = { bos_token_id: tokenizer.bosTokenId ?? null, eos_token_id: tokenizer.eosTokenIds };
   return { file, shape, tokenizer, config, generationConfig };
@@ -138,7 +141,9 @@ export async function buildGgufGraph(model: GgufModel, ops: GraphOps, options: G
   const build = async (projection: 'values' | 'scales' | 'mins') =>
     isGemma2Shape(shape)
       ? buildGemma2Graph(await readGemma2Checkpoint(model.file, shape, projection), shape.rmsNormEps, ops)
-      : buildLlamaGraph(await readLlamaCheckpoint(model.file, shape, projection), { rmsNormEps: shape.rmsNormEps, ops });
+      : isGemma3Shape(shape)
+        ? buildGemma2Graph(await readGemma3Checkpoint(model.file, shape, projection), shape.rmsNormEps, ops)
+        : buildLlamaGraph(await readLlamaCheckpoint(model.file, shape, projection), { rmsNormEps: shape.rmsNormEps, ops });
   const values = await build('values');
   if (options.weights === 'float32') return { graph: values, execution: executionLines(model, null), weights: new Map() };
   const hasMins = hasMinTypes(model);
@@ -176,6 +181,7 @@ export function ggufReportLines(model: GgufModel): string[] {
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     ...(isGemma2Shape(shape) ? gemma2ReportLines(shape) : []),
+    ...(isGemma3Shape(shape) ? gemma3ReportLines(shape) : []),
     `GGUF tokenizer: ${model.tokenizer.description}`,
   ];
 }

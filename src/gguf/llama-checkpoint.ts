@@ -37,7 +37,7 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, PHI3, 'gemma2'] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, PHI3, 'gemma2', 'gemma3'] as const;
 
 /** Architectures whose RoPE is llama.cpp's NEOX (rotate-half): their q/k rows are in HF order in the file. */
 const NEOX_ROPE = new Set(['qwen2', QWEN3, PHI3]);

@@ -1,6 +1,6 @@
 /**
- * The Gemma 2 decoder (transformers' Gemma2ForCausalLM, llama.cpp's src/models/gemma2.cpp)
- * in the converter's graph interface (llama-graph-io.ts), flavours `fused` (the Hugging Face
+ * The Gemma 2 and Gemma 3 text decoders (transformers' Gemma2ForCausalLM / Gemma3ForCausalLM,
+ * llama.cpp's src/models/gemma2.cpp / gemma3.cpp) in the converter's graph interface (llama-graph-io.ts), flavours `fused` (the Hugging Face
  * contract: present = concat(past, new)) and `inplace` (the engine's own cache, written in
  * place: llama-graph-inplace.ts explains the contract). What differs from llama's decoder:
  * - the embedding rows are multiplied by sqrt(hidden) on the way in (not on the tied head);
@@ -11,8 +11,12 @@
  *   mask and the softmax; the logits likewise with their own cap;
  * - heads may be wider than hidden / heads (gemma-2-2b: 8 heads of 256 on 2304), so q and the
  *   attention output are heads * head_dim wide.
- * - sliding-window layers (every other one in Google's files) mask keys `window` or more
- *   positions back, as llama.cpp (its SWA "standard" mask) and transformers do.
+ * - sliding-window layers (every other one in Google's Gemma 2 files, five of six in Gemma 3's)
+ *   mask keys `window` or more positions back, as llama.cpp (its SWA "standard" mask) and
+ *   transformers do.
+ * Gemma 3 beside that: per-head RMSNorms of q and k before RoPE (q_norm / k_norm), its own
+ * rope base (and no scaling) on the sliding layers, and no attention soft-cap (the final one
+ * only where the file sets it).
  */
 import type { DecoderHeader } from './decoder-checkpoint.js';
 import { GraphBuilder } from './graph-builder.js';
@@ -37,9 +41,13 @@ export interface Gemma2Layer {
   gate: Float32Array; // [hidden, dim]
   up: Float32Array; // [hidden, dim]
   down: Float32Array; // [dim, hidden]
+  /** Gemma 3: RMSNorm weights over each q and each k head [headDim], as llama.cpp stores them (1 + w). */
+  qNorm?: Float32Array;
+  kNorm?: Float32Array;
 }
 
 export interface Gemma2Checkpoint {
+  family: 'gemma2' | 'gemma3';
   /** sharedClassifier is always true: the head is the embedding. */
   header: DecoderHeader;
   headDim: number;
@@ -50,10 +58,13 @@ export interface Gemma2Checkpoint {
   /** RoPE cos / sin [seqLen, headDim / 2]. */
   ropeCos: Float32Array;
   ropeSin: Float32Array;
+  /** Gemma 3: the sliding layers' tables (their own base, no scaling); the others use ropeCos / ropeSin. */
+  slidingRope?: { cos: Float32Array; sin: Float32Array };
   embeddingScale: number;
   queryScale: number;
-  attentionSoftcap: number;
-  finalSoftcap: number;
+  /** null: no soft-cap (Gemma 3's attention; its logits unless the file sets one). */
+  attentionSoftcap: number | null;
+  finalSoftcap: number | null;
   /** Keys this many positions back or more are masked on the layers marked here (by index). */
   slidingWindow: number;
   slidingLayers: boolean[];
@@ -62,14 +73,14 @@ export interface Gemma2Checkpoint {
 export type Gemma2GraphOps = 'fused' | 'inplace';
 
 export function buildGemma2Graph(ckpt: Gemma2Checkpoint, rmsNormEps: number, ops: string, options: { logitsToKeep?: boolean } = {}): OnnxGraph {
-  if (ops !== 'fused' && ops !== 'inplace') throw new Error(`gemma2 is built in the fused and inplace flavours only, not ${ops}`);
+  if (ops !== 'fused' && ops !== 'inplace') throw new Error(`${ckpt.family} is built in the fused and inplace flavours only, not ${ops}`);
   const { dim, hiddenDim, vocabSize } = ckpt.header;
-  const g = new GraphBuilder('gemma2_decoder');
+  const g = new GraphBuilder(`${ckpt.family}_decoder`);
   const inputs = declareDecoderInputs(g, ckpt);
   const epsilon = { float: rmsNormEps };
   const norm = (x: string, weight: Float32Array, name: string, scope: string) =>
     g.op('SimplifiedLayerNormalization', [x, g.floats(name, [dim], weight)], scope, { axis: -1, epsilon });
-  const attention = gemma2Attention(g, ckpt, inputs, ops);
+  const attention = gemma2Attention(g, ckpt, inputs, ops, rmsNormEps);
   const mlpSplit = g.int64Constant([hiddenDim, hiddenDim]);
 
   const embedding = g.floats('model.embed_tokens.weight', [vocabSize, dim], ckpt.tokenEmbedding);
@@ -107,7 +118,7 @@ export function buildGemma2Graph(ckpt: Gemma2Checkpoint, rmsNormEps: number, ops
   else declareNewKvOutputs(g, ckpt);
   // num_logits_to_keep slices the hidden states before the head; the cap goes after it.
   const graph = options.logitsToKeep === false ? g.build() : withLogitsToKeep(g.build());
-  return withFinalSoftcap(graph, ckpt.finalSoftcap);
+  return ckpt.finalSoftcap === null ? graph : withFinalSoftcap(graph, ckpt.finalSoftcap);
 }
 
 /** tanh(x * prescale / cap) * cap (llama.cpp's and transformers' soft-capping after a scale), three nodes. */
@@ -138,18 +149,28 @@ type Gemma2Attention = (layer: Gemma2Layer, index: number, x: string, scope: str
  * matrix ([B, kv, group * S, d], as llama-graph-fused.ts does) and the scores are scaled
  * and soft-capped in one Mul / Tanh / Mul before the shared mask bias.
  */
-function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: DecoderInputs, ops: Gemma2GraphOps): Gemma2Attention {
+function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: DecoderInputs, ops: Gemma2GraphOps, rmsNormEps: number): Gemma2Attention {
   const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
   const { headDim, kvDim } = ckpt;
   const qDim = nHeads * headDim;
   const fullBias = buildGroupedAttentionBias(g, inputs.inputIds, inputs.attentionMask, nHeads / nKvHeads);
   const windowBias = ckpt.slidingLayers.some(Boolean) ? slidingWindowBias(g, inputs, fullBias, ckpt.slidingWindow, nHeads / nKvHeads) : fullBias;
-  const cosCache = g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.ropeCos);
-  const sinCache = g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.ropeSin);
+  const globalRope = { cos: g.floats('model.rotary_emb.cos_cache', [seqLen, headDim / 2], ckpt.ropeCos), sin: g.floats('model.rotary_emb.sin_cache', [seqLen, headDim / 2], ckpt.ropeSin) };
+  const slidingRope = ckpt.slidingRope
+    ? { cos: g.floats('model.rotary_emb_local.cos_cache', [seqLen, headDim / 2], ckpt.slidingRope.cos), sin: g.floats('model.rotary_emb_local.sin_cache', [seqLen, headDim / 2], ckpt.slidingRope.sin) }
+    : globalRope;
   const { qkvShape, qkvSplit, qkSplit, groupedQueryShape, headsShape, mergedShape } = attentionShapeConstants(g, nHeads, nKvHeads, headDim);
   const transposeKeys = (keys: string, scope: string) => g.op('Transpose', [keys], scope, { perm: [0, 1, 3, 2] });
+  const { attentionSoftcap } = ckpt;
+  // With q/k norms and no cap, the query scale rides on q_norm's weight (headNorms); else on the scores.
+  const scaleInQNorm = attentionSoftcap === null && ckpt.layers.every((layer) => layer.qNorm);
   const cappedScores = (scores: string, scope: string) =>
-    softcap(g, scores, ckpt.attentionSoftcap, scope, { prescale: 'attention_scale_over_softcap', cap: 'attention_softcap' }, ckpt.queryScale);
+    attentionSoftcap !== null
+      ? softcap(g, scores, attentionSoftcap, scope, { prescale: 'attention_scale_over_softcap', cap: 'attention_softcap' }, ckpt.queryScale)
+      : scaleInQNorm
+        ? scores
+        : g.op('Mul', [scores, g.floatScalar('attention_scale', ckpt.queryScale)], scope, undefined, 'scale/Mul');
+  const unitNorm = ckpt.layers.some((layer) => layer.qNorm) ? g.floats('model.qk_norm.unit', [headDim], new Float32Array(headDim).fill(1)) : '';
   // In place: the probabilities split between the cached slots and the fed tokens, [T, S].
   const probsSplit =
     ops === 'inplace'
@@ -162,7 +183,9 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
     const headsFirst = g.op('Transpose', [g.op('Reshape', [qkv, qkvShape], scope)], scope, { perm: [0, 2, 1, 3] }); // [B, heads, S, d]
     const newNames = ops === 'inplace' ? { value: newKvName(index, 'value'), key: newKvName(index, 'key') } : null;
     const [qk, v] = g.node('Split', [headsFirst, qkvSplit], { scope, attributes: { axis: 1 }, outputs: newNames ? [`${scope}/Split_output_0`, newNames.value] : 2 });
-    const [rotated] = g.node('RotaryEmbedding', [qk, inputs.positionIds, cosCache, sinCache], { scope, domain: MS_DOMAIN, attributes: { interleaved: 0 } });
+    const normed = layer.qNorm && layer.kNorm ? headNorms(g, qk, layer.qNorm, layer.kNorm, unitNorm, { nHeads, nKvHeads, headDim, qScale: scaleInQNorm ? ckpt.queryScale : 1, epsilon: rmsNormEps }, scope, prefix) : qk;
+    const rope = ckpt.slidingLayers[index] ? slidingRope : globalRope;
+    const [rotated] = g.node('RotaryEmbedding', [normed, inputs.positionIds, rope.cos, rope.sin], { scope, domain: MS_DOMAIN, attributes: { interleaved: 0 } });
     const [q, k] = g.node('Split', [rotated, qkSplit], { scope, attributes: { axis: 1 }, outputs: newNames ? [`${scope}/Split_1_output_0`, newNames.key] : 2 });
     const qGrouped = g.op('Reshape', [q, groupedQueryShape], scope); // [B, kv, group*S, d]
     const past = inputs.past[index];
@@ -186,6 +209,32 @@ function gemma2Attention(g: GraphBuilder, ckpt: Gemma2Checkpoint, inputs: Decode
     const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [qDim, dim], transpose(layer.wo, dim, qDim));
     return g.op('MatMul', [merged, woT], scope, undefined, 'o_proj/MatMul');
   };
+}
+
+/**
+ * Gemma 3's q_norm / k_norm on q|k heads [B, heads + kv heads, S, d]: one RMSNorm over the
+ * last axis with a unit weight, then one Mul by [heads + kv heads, 1, d] holding q_norm
+ * (times the query scale, when it rides here) on each q head and k_norm on each k head —
+ * llama.cpp's build_norm (rms_norm, then the weight) and transformers' Gemma3RMSNorm.
+ * The file's rows are in rotate-half order already (llama.cpp's NEOX rope): no permutation.
+ */
+function headNorms(
+  g: GraphBuilder,
+  qk: string,
+  qNorm: Float32Array,
+  kNorm: Float32Array,
+  unit: string,
+  dims: { nHeads: number; nKvHeads: number; headDim: number; qScale: number; epsilon: number },
+  scope: string,
+  prefix: string,
+): string {
+  const { nHeads, nKvHeads, headDim, qScale } = dims;
+  const weight = new Float32Array((nHeads + nKvHeads) * headDim);
+  for (let h = 0; h < nHeads + nKvHeads; h++) {
+    for (let i = 0; i < headDim; i++) weight[h * headDim + i] = h < nHeads ? qNorm[i] * qScale : kNorm[i];
+  }
+  const normed = g.op('SimplifiedLayerNormalization', [qk, unit], `${scope}/qk_norm`, { axis: -1, epsilon: { float: dims.epsilon } });
+  return g.op('Mul', [normed, g.floats(`${prefix}.self_attn.qk_norm.weight`, [nHeads + nKvHeads, 1, headDim], weight)], `${scope}/qk_norm`);
 }
 
 /**

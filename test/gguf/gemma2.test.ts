@@ -12,26 +12,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { GraphOps } from '../../src/graph/llama-onnx-graph.js';
-import { LOGITS_TO_KEEP_INPUT } from '../../src/graph/logits-to-keep.js';
-import { readGguf, type ByteSource, type GgufFile } from '../../src/gguf/gguf-file.js';
-import { buildGgufGraph, encodeGgufGraph, ggufReportLines, openGgufModel, type GgufModel, type GgufWeights } from '../../src/gguf/gguf-model.js';
+import { readGguf, type GgufFile } from '../../src/gguf/gguf-file.js';
+import { buildGgufGraph, ggufReportLines } from '../../src/gguf/gguf-model.js';
 import { gemma2ShapeOf } from '../../src/gguf/architectures/gemma2.js';
 import { spawnFailingServer } from '../e2e/spawn-server.js';
-
-const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
-
-interface Generation {
-  prompt: string;
-  prompt_ids: number[];
-  greedy_ids: number[];
-  /** transformers' best logit minus its second best, at each greedy step. */
-  margins: number[];
-  /** [position][vocab]: transformers' logits at positions 0 .. prompt + greedy - 2. */
-  logits: number[][];
-}
+import { bytesSource, expectGeneration, FIXTURES, modelOf, relativeDiff, runner, type Generation } from './gguf-decoder-runner.js';
 
 const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.json'), 'utf8')) as {
   generations: Generation[];
@@ -42,91 +28,6 @@ const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.
 
 /** Our logits may differ from transformers' by float rounding: this fraction of the largest logit (measured: 6.4e-6). */
 const TOLERANCE = 3e-5;
-
-function bytesSource(bytes: Uint8Array): ByteSource {
-  return { size: bytes.byteLength, read: async (offset, length) => bytes.subarray(offset, offset + length) };
-}
-
-async function modelOf(file: string): Promise<GgufModel> {
-  return openGgufModel(bytesSource(new Uint8Array(await readFile(join(FIXTURES, file)))));
-}
-
-interface Run {
-  step(ids: number[]): Promise<Float32Array>;
-}
-
-/** A session of flavour `ops` and a batch-of-one cache it keeps as the engine would (present, or in place). */
-async function runner(model: GgufModel, ops: GraphOps, weights: GgufWeights): Promise<Run & { nodes: string[]; execution: string[] }> {
-  const { graph, execution } = await buildGgufGraph(model, ops, { weights, accuracyLevel: 0 });
-  const session = await ort.InferenceSession.create(encodeGgufGraph(graph, ops, model));
-  const { nLayers, nKvHeads, headDim, vocabSize } = model.shape;
-  let cache: Array<{ key: Float32Array; value: Float32Array }> = Array.from({ length: nLayers }, () => ({ key: new Float32Array(0), value: new Float32Array(0) }));
-  let cached = 0;
-  const slots = (data: Float32Array, length: number) => new ort.Tensor('float32', data, [1, nKvHeads, length, headDim]);
-  /** [1, kv, a, d] then [1, kv, b, d] → [1, kv, a + b, d]. */
-  const append = (old: Float32Array, fresh: Float32Array, a: number, b: number) => {
-    const out = new Float32Array(nKvHeads * (a + b) * headDim);
-    for (let h = 0; h < nKvHeads; h++) {
-      out.set(old.subarray(h * a * headDim, (h + 1) * a * headDim), h * (a + b) * headDim);
-      out.set(fresh.subarray(h * b * headDim, (h + 1) * b * headDim), (h * (a + b) + a) * headDim);
-    }
-    return out;
-  };
-  return {
-    nodes: graph.nodes.map((node) => node.opType),
-    execution,
-    async step(ids) {
-      const total = cached + ids.length;
-      const feeds: Record<string, ort.Tensor> = {
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]),
-        attention_mask: new ort.Tensor('int64', new BigInt64Array(total).fill(1n), [1, total]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from(ids, (_, i) => BigInt(cached + i)), [1, ids.length]),
-        [LOGITS_TO_KEEP_INPUT]: new ort.Tensor('int64', BigInt64Array.of(BigInt(ids.length)), []),
-      };
-      cache.forEach((layer, i) => {
-        feeds[`past_key_values.${i}.key`] = slots(layer.key, cached);
-        feeds[`past_key_values.${i}.value`] = slots(layer.value, cached);
-      });
-      const out = await session.run(feeds);
-      // In place: every layer's new slots in one output, block 2i its keys, 2i + 1 its values.
-      const block = (index: number) => {
-        const size = nKvHeads * ids.length * headDim;
-        return (out.new_key_values.data as Float32Array).subarray(index * size, (index + 1) * size);
-      };
-      cache = cache.map((layer, i) =>
-        ops === 'inplace'
-          ? {
-              key: append(layer.key, block(2 * i), cached, ids.length),
-              value: append(layer.value, block(2 * i + 1), cached, ids.length),
-            }
-          : { key: out[`present.${i}.key`].data as Float32Array, value: out[`present.${i}.value`].data as Float32Array },
-      );
-      cached = total;
-      const logits = out.logits.data as Float32Array;
-      expect(logits.length).toBe(ids.length * vocabSize);
-      return logits;
-    },
-  };
-}
-
-const argmax = (row: ArrayLike<number>) => {
-  let best = 0;
-  for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
-  return best;
-};
-
-/** max |ours - theirs| over the largest |theirs|, row by row. */
-function relativeDiff(ours: Float32Array, theirs: number[][], vocab: number): number {
-  let scale = 0;
-  let diff = 0;
-  theirs.forEach((row, r) => {
-    row.forEach((value, v) => {
-      scale = Math.max(scale, Math.abs(value));
-      diff = Math.max(diff, Math.abs(ours[r * vocab + v] - value));
-    });
-  });
-  return diff / scale;
-}
 
 describe('gemma2 GGUF: our graph against transformers\' Gemma2ForCausalLM', () => {
   it('reads the file as llama.cpp does: head size apart from hidden / heads, soft-caps, sliding window, query scale', async () => {
@@ -164,21 +65,7 @@ describe('gemma2 GGUF: our graph against transformers\' Gemma2ForCausalLM', () =
   for (const ops of ['inplace', 'fused'] as const) {
     it(`${ops}: logits at every prompt position and every greedy step equal transformers', and so do the greedy ids`, async () => {
       const model = await modelOf('tiny-gemma2.gguf');
-      const vocab = model.shape.vocabSize;
-      for (const generation of REFERENCE.generations) {
-        const run = await runner(model, ops, 'quantized');
-        const promptRows = generation.logits.slice(0, generation.prompt_ids.length);
-        let logits = await run.step(generation.prompt_ids);
-        expect(relativeDiff(logits, promptRows, vocab)).toBeLessThan(TOLERANCE);
-        const greedy: number[] = [];
-        for (let step = 0; step < generation.greedy_ids.length; step++) {
-          const last = logits.subarray(logits.length - vocab);
-          greedy.push(argmax(last));
-          expect(relativeDiff(last, [generation.logits[generation.prompt_ids.length - 1 + step]], vocab)).toBeLessThan(TOLERANCE);
-          if (step + 1 < generation.greedy_ids.length) logits = await run.step([greedy.at(-1)!]);
-        }
-        expect(greedy).toEqual(generation.greedy_ids);
-      }
+      for (const generation of REFERENCE.generations) await expectGeneration(model, ops, generation, TOLERANCE);
     }, 60_000);
   }
 

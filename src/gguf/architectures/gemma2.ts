@@ -65,9 +65,9 @@ export function isGemma2Shape(shape: GgufLlamaShape): shape is GgufGemma2Shape {
   return shape.architecture === GEMMA2 && 'gemma2' in shape;
 }
 
-const LAYER_NORMS = ['attn_norm', 'post_attention_norm', 'ffn_norm', 'post_ffw_norm'] as const;
+export const LAYER_NORMS = ['attn_norm', 'post_attention_norm', 'ffn_norm', 'post_ffw_norm'] as const;
 
-function positive(file: GgufFile, key: string, fallback: number): number {
+export function positive(file: GgufFile, key: string, fallback: number): number {
   const value = metaNumber(file, key, fallback);
   if (!(value > 0) || !Number.isFinite(value)) throw new GgufModelError(`${key} is ${value}: not a positive number`);
   return value;
@@ -200,6 +200,7 @@ export async function readGemma2Checkpoint(file: GgufFile, shape: GgufGemma2Shap
   }
   const { real, imag } = ropeTables(shape, null);
   return {
+    family: 'gemma2',
     header: checkpointHeader(shape),
     headDim: shape.headDim,
     kvDim: shape.headDim * shape.nKvHeads,

@@ -18,6 +18,7 @@
 import { requestBoundsOf } from '../../config/bound-settings.js';
 import { budgetRequestBytes } from './bytes-in-flight.js';
 import { capPipelinedRequests } from './pipelining.js';
+import { noteRequestClient } from '../../http/client-identity.js';
 import { readFile, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
@@ -187,7 +188,11 @@ type NodeFetch = (request: Request, env: any) => Response | Promise<Response>;
 function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<{ server: Server; url: string }> {
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(config);
-    const fetch: NodeFetch = (request, env) => handler.current(request, env);
+    const fetch: NodeFetch = (request, env) => {
+      // The connection's peer: who the request counts against where clients take turns (http/client-identity.ts).
+      noteRequestClient(request, env?.incoming?.socket?.remoteAddress);
+      return handler.current(request, env);
+    };
     // Without createServer, @hono/node-server makes a node:http server.
     // Request bodies in flight share one budget, at least one largest body (bytes-in-flight.ts).
     const maxRequestBytes = requestBoundsOf(config).maxRequestBytes;
@@ -208,10 +213,16 @@ function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<
   });
 }
 
-function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number): void {
+/**
+ * `stopThreads` ends the work threads hold for requests (chat template renderings) with the
+ * given error: at the grace deadline, so a request whose rendering still runs gets the same
+ * 503 as a cut generation, and no thread outlives the server.
+ */
+function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number, stopThreads: (error: () => unknown) => Promise<void>): void {
   let stopping = false;
   let cut = 0;
   const exit = async () => {
+    await stopThreads(() => new HttpError(503, 'ServiceUnavailableError', 'The server is shutting down.')).catch(() => {});
     await engine.dispose().catch(() => {});
     console.log(cut > 0 ? `Server stopped; ${cut} requests were cut.` : 'Server stopped.');
     process.exit(cut > 0 ? 1 : 0);
@@ -235,9 +246,9 @@ function installShutdown(server: Server, engine: Engine, activity: ServerActivit
     setTimeout(() => {
       if (activity.openRequests === 0) return;
       cut = activity.openRequests;
-      const generating = activity.cutGenerations(
-        new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`),
-      );
+      const cutError = new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`);
+      const generating = activity.cutGenerations(cutError);
+      void stopThreads(() => cutError);
       console.log(`Grace period over: cutting ${cut} requests (${generating} generating).`);
       // The cut streams send their error event (and [DONE]) as the engine stops them; then whatever is left is closed.
       setTimeout(() => server.closeAllConnections(), CUT_FLUSH_MS).unref();
@@ -406,6 +417,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     activity.peerMetrics = () => peers() as Promise<RegistrySnapshot[]>;
   }
   let app: ReturnType<typeof createApp>;
+  const templateThread = createNodeTemplateThread({ size: config.templateThreads, maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient });
   try {
     app = createApp({
       engine,
@@ -413,7 +425,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
       embeddings,
       guideCompiler: embeddings === null ? nodeGuideCompiler(engine) : null,
-      templateThread: createNodeTemplateThread(),
+      templateThread,
       activity,
     });
     // The playground page at / and its assets; API routes keep priority.
@@ -423,7 +435,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     throw new StartupError((error as Error).message);
   }
   handler.current = app.fetch as NodeFetch;
-  installShutdown(server, engine, activity, config.shutdownGraceMs);
+  installShutdown(server, engine, activity, config.shutdownGraceMs, (error) => templateThread.close(error));
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
   if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
   // The last line: where to go next.

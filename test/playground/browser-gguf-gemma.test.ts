@@ -1,8 +1,9 @@
 /**
- * A gemma2 GGUF in the page (runtime/browser/gguf.ts: the graph built in memory, run by
- * onnxruntime-web's WASM backend, FastGelu and the soft-caps included) against transformers'
- * Gemma2ForCausalLM on the same weights (test/fixtures/gguf/tiny-gemma2-reference.json, made
- * by scripts/gguf/make_gemma2_fixtures.py): the prompt tokenizes to the ids the sentencepiece
+ * gemma2 and gemma3 GGUFs in the page (runtime/browser/gguf.ts: the graph built in memory, run
+ * by onnxruntime-web's WASM backend, FastGelu, the soft-caps, the q/k norms and the two rope
+ * tables included) against transformers' Gemma2ForCausalLM / Gemma3ForCausalLM on the same
+ * weights (test/fixtures/gguf/tiny-gemma{2,3}-reference.json, made by
+ * scripts/gguf/make_gemma{2,3}_fixtures.py): the prompt tokenizes to the ids the sentencepiece
  * library gave, and the greedy continuation, past the sliding window, is transformers' own.
  */
 import { readFileSync } from 'node:fs';
@@ -16,12 +17,17 @@ import { blobByteSource } from '../../src/runtime/browser/gguf.js';
 import { ggufModelFiles } from '../../src/gguf/gguf-model-files.js';
 
 const FIXTURES = new URL('../fixtures/gguf/', import.meta.url).pathname;
-const FILE = 'tiny-gemma2.gguf';
-const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, 'tiny-gemma2-reference.json'), 'utf8')) as {
-  generations: Array<{ prompt: string; prompt_ids: number[]; greedy_ids: number[] }>;
-};
 
-describe('a gemma2 GGUF in the page (onnxruntime-web WASM) against transformers', () => {
+const CASES = [
+  { architecture: 'gemma2', window: /sliding window of 16 positions on layers 0, 2 \(of 4\)/ },
+  { architecture: 'gemma3', window: /sliding window of 16 positions on 6 of 7 layers \(rope base 10000, unscaled\); full attention on layers 5 \(rope base 1000000, linear scaling ×8\)/ },
+];
+
+describe.each(CASES)('a $architecture GGUF in the page (onnxruntime-web WASM) against transformers', ({ architecture, window }) => {
+  const FILE = `tiny-${architecture}.gguf`;
+  const REFERENCE = JSON.parse(readFileSync(join(FIXTURES, `tiny-${architecture}-reference.json`), 'utf8')) as {
+    generations: Array<{ prompt: string; prompt_ids: number[]; greedy_ids: number[] }>;
+  };
   let app: BrowserApp;
   let notes: string[];
 
@@ -53,8 +59,8 @@ describe('a gemma2 GGUF in the page (onnxruntime-web WASM) against transformers'
     }
   }, 60_000);
 
-  it('reports gemma2 and its sliding window', () => {
-    expect(notes[0]).toMatch(/^GGUF: architecture gemma2/);
-    expect(notes.join('\n')).toMatch(/sliding window of 16 positions on layers 0, 2 \(of 4\)/);
+  it(`reports ${architecture} and its sliding window`, () => {
+    expect(notes[0]).toMatch(new RegExp(`^GGUF: architecture ${architecture}`));
+    expect(notes.join('\n')).toMatch(window);
   });
 });
