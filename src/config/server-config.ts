@@ -148,7 +148,7 @@ export const ServerConfigSchema = z.strictObject(
      */
     enableChunkedPrefill: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Scheduling and batching", help: "prefill long prompts in slices between running sequences' steps", text: 'bool', env: ["ENABLE_CHUNKED_PREFILL"], flag: "enable-chunked-prefill", negation: "no-enable-chunked-prefill" }),
     /** Tokens per slice of a chunked prefill; 0 sizes each slice to about one decode step's time. */
-    longPrefillTokenThreshold: setting(int(0).default(0), { group: "Scheduling and batching", help: "tokens per chunked-prefill slice (0: sized to about one decode step's time)", text: 'int', flag: "long-prefill-token-threshold" }),
+    longPrefillTokenThreshold: setting(int(0).default(0), { group: "Scheduling and batching", help: "tokens per chunked-prefill slice (0: sized to about one decode step's time)", text: 'int', env: ["LONG_PREFILL_TOKEN_THRESHOLD"], flag: "long-prefill-token-threshold" }),
     /**
      * Report usage.prompt_tokens_details.cached_tokens when a request reused cached prompt
      * tokens (vLLM's --enable-prompt-tokens-details, off by default).

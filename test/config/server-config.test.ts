@@ -157,7 +157,7 @@ describe('server configuration', () => {
     expect(schedulerLimitsOf(parseServerConfig({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 }))).toMatchObject({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 });
     expect(configError(() => parseServerConfig({ longPrefillTokenThreshold: -1 }))).toMatch('longPrefillTokenThreshold must be an integer >= 0');
     // vLLM's --no-enable-chunked-prefill as an environment variable.
-    expect(resolveServerConfig({ env: { ENABLE_CHUNKED_PREFILL: 'false' } })).toMatchObject({ enableChunkedPrefill: false });
+    expect(resolveServerConfig({ env: { ENABLE_CHUNKED_PREFILL: 'false', LONG_PREFILL_TOKEN_THRESHOLD: '64' } })).toMatchObject({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 });
     expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
     expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
   });
