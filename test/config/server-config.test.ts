@@ -27,6 +27,8 @@ describe('server configuration', () => {
       servedModelName: 'stories260k',
       kvCacheMemoryBytes: 8 * 1024 ** 3,
       enablePrefixCaching: true,
+      enableChunkedPrefill: true,
+      longPrefillTokenThreshold: 0,
       enablePromptTokensDetails: false,
       maxInputTokenLen: 511,
       maxIterTimes: 512,
@@ -148,9 +150,15 @@ describe('server configuration', () => {
       maxSeqLen: null,
       kvCacheMemoryBytes: 8 * 1024 ** 3,
       enablePrefixCaching: true,
+      enableChunkedPrefill: true,
+      longPrefillTokenThreshold: 0,
     });
     expect(schedulerLimitsOf(parseServerConfig({ maxSeqLen: 1024 })).maxSeqLen).toBe(1024);
     expect(schedulerLimitsOf(parseServerConfig({ enablePrefixCaching: false })).enablePrefixCaching).toBe(false);
+    expect(schedulerLimitsOf(parseServerConfig({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 }))).toMatchObject({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 });
+    expect(configError(() => parseServerConfig({ longPrefillTokenThreshold: -1 }))).toMatch('longPrefillTokenThreshold must be an integer >= 0');
+    // vLLM's --no-enable-chunked-prefill as an environment variable.
+    expect(resolveServerConfig({ env: { ENABLE_CHUNKED_PREFILL: 'false', LONG_PREFILL_TOKEN_THRESHOLD: '64' } })).toMatchObject({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 });
     expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
     expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
   });
