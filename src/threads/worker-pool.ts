@@ -18,6 +18,7 @@
  * starts afresh with its next job. A thread that crashes or exits fails the job it ran.
  */
 import { Worker } from 'node:worker_threads';
+import { ThreadQueueFullError } from './queue-full-error.js';
 
 /**
  * A worker module beside `base` (the caller's import.meta.url): the bundled .js beside the
@@ -52,21 +53,6 @@ export interface PoolJob<Reply extends JobReply> {
   settle(reply: Reply): unknown;
   /** The error the job fails with when the thread crashes or exits under it. */
   crashed(error: Error): unknown;
-}
-
-/**
- * A job refused because the queue it would wait in is full: `status` 503 when the whole
- * queue is (the server is busy), 429 when the client's own share is (it is sending too much).
- */
-export class ThreadQueueFullError extends Error {
-  constructor(
-    message: string,
-    readonly status: 429 | 503,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
-    this.name = 'ThreadQueueFullError';
-  }
 }
 
 export interface PoolLimits {

@@ -4,7 +4,8 @@
  * every thread while another waits.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ThreadQueueFullError, WorkerPool, startModuleWorker, type PoolLimits } from '../../src/threads/worker-pool.js';
+import { ThreadQueueFullError } from '../../src/threads/queue-full-error.js';
+import { WorkerPool, startModuleWorker, type PoolLimits } from '../../src/threads/worker-pool.js';
 
 type Reply = { id: number; tag: string };
 const pools: WorkerPool<Reply>[] = [];

@@ -49,7 +49,7 @@ import { mediaConfigFromEnv, type MediaConfig } from '../../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../../media/node.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './cluster.js';
 import { createNodeEngine } from './engine.js';
-import { createNodeEmbeddingEngine, isEmbeddingModelDir } from './embedding-engine.js';
+import { createNodeEmbeddingEngine, isEmbeddingGguf, isEmbeddingModelDir } from './embedding-engine.js';
 import { isGgufPath } from '../../gguf/node-gguf.js';
 import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
 import { nodeLoraOptions } from './adapters.js';
@@ -277,12 +277,13 @@ function installShutdown(
  * generation model, "auto" decides from the folder (runtime/node/embedding-engine.ts).
  */
 async function servesEmbeddings(config: ServerConfig): Promise<boolean> {
-  const gguf = isGgufPath(config.modelDir) || isGgufPath(config.modelFile);
-  if (config.runner === 'pooling' && gguf) {
-    throw new StartupError('runner "pooling": GGUF embedding models are not served yet; serve the model\'s ONNX export (feature-extraction) instead.');
+  if (isGgufPath(config.modelFile) && !isGgufPath(config.modelDir) && config.runner === 'pooling') {
+    throw new StartupError('runner "pooling": a GGUF embedding model is served by naming the file itself (MODEL_DIR=path/to/file.gguf), not as MODEL_FILE in a folder.');
   }
   if (config.runner !== 'auto') return config.runner === 'pooling';
-  return !gguf && (await isEmbeddingModelDir(config.modelDir));
+  // A GGUF whose header sets a pooling type is llama.cpp's --embedding file (an encoder one is then refused with the reason).
+  if (isGgufPath(config.modelDir)) return isEmbeddingGguf(config.modelDir);
+  return !isGgufPath(config.modelFile) && (await isEmbeddingModelDir(config.modelDir));
 }
 
 /** Resolves the settings (flags > environment > config file > defaults), binds the port, loads the model and serves it. */
@@ -398,6 +399,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
         modelFile: config.modelFile,
         lora: nodeLoraOptions(config),
         intraOpNumThreads: config.intraOpNumThreads,
+        intraOpSpinning: config.intraOpSpinning,
         modelThread: config.modelThread,
         processes: config.dataParallelSize,
         tokenizerThread: true,
