@@ -219,6 +219,18 @@ export const ServerConfigSchema = z.strictObject(
      * that does not fit gets a 503 with Retry-After (Node only; at least maxRequestBytes).
      */
     maxRequestBytesInFlight: setting(int(1).default(256 * 1024 * 1024), { group: "Authentication, hosts, logs, connections", help: "request-body bytes taken in at once over all connections", text: 'int' }),
+    /**
+     * Threads rendering chat templates (Node only): a long conversation or a request's own
+     * template renders on one, so one slow rendering does not hold every other (issue 41, family 4).
+     */
+    templateThreads: setting(int(1, 16).default(2), { group: "Authentication, hosts, logs, connections", help: "threads rendering long chat templates (Node)", text: 'int' }),
+    /**
+     * Jobs that may wait for a worker thread (the template, tokenizer and media threads, each
+     * its own queue); past it a 503 with Retry-After (Node only).
+     */
+    maxThreadQueue: setting(int(1).default(64), { group: "Authentication, hosts, logs, connections", help: "jobs that may wait for one worker thread pool (template, tokenizer, media)", text: 'int' }),
+    /** Of those, jobs one client (its address) may have waiting; past it a 429 with Retry-After (Node only). */
+    maxThreadQueuePerClient: setting(int(1).default(16), { group: "Authentication, hosts, logs, connections", help: "jobs one client may have waiting for one worker thread pool", text: 'int' }),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
     keepAliveTimeoutMs: setting(int(1).default(5000), { group: "Authentication, hosts, logs, connections", help: "how long a keep-alive connection may sit idle (ms)", text: 'int' }),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */

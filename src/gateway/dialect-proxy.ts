@@ -35,6 +35,7 @@ import { writeJson } from './json-text.js';
 import { forwardOpenAI, ModelNotServed, type EdgeModel, type ForwardOptions } from './openai-proxy.js';
 import type { UpstreamPool } from './upstream-pool.js';
 import type { UpstreamTarget } from './upstreams.js';
+import { tapUsage } from './usage-tap.js';
 
 export type DialectRoute = 'messages' | 'count_tokens' | 'responses';
 
@@ -79,9 +80,12 @@ async function forwardNative(path: string, raw: Record<string, unknown>, model: 
   if (exchange !== undefined) exchange.firstByteMs = firstByteMs;
   if (!response.ok) throw upstreamFailure(response.status, upstreamErrorBody(await errorBodyOf(response)), response.headers.get('retry-after'));
   if (response.body === null) throw new UpstreamError('The upstream answered without a body.');
-  const headers = new Headers({ 'content-type': response.headers.get('content-type') ?? 'application/json' });
+  const contentType = response.headers.get('content-type') ?? 'application/json';
+  const headers = new Headers({ 'content-type': contentType });
   if (stream) headers.set('cache-control', 'no-cache');
-  return new Response(response.body, { status: response.status, headers });
+  // Counted as the chat routes are: the key's token budget, /metrics and the request log.
+  const body = exchange === undefined ? response.body : tapUsage(response.body, contentType, exchange.usage);
+  return new Response(body, { status: response.status, headers });
 }
 
 /** The chat chunks of an upstream's chat stream; an error event there is thrown. */

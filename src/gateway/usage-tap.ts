@@ -5,6 +5,11 @@
  * total), else, for a stream without usage, one completion token per content event
  * (vLLM, llama.cpp and this project's server send one token per event). Bytes are passed
  * on unchanged and nothing is read ahead of the client.
+ *
+ * The dialects forwarded as received report usage in their own words: Anthropic's
+ * Messages `input_tokens` / `output_tokens` (in `message` of message_start, then the
+ * running output count in message_delta), OpenAI's Responses the same names inside
+ * `response` of response.completed; a key's budget counts them as it counts chat usage.
  */
 import { onStreamEnd } from './edge-limits.js';
 import type { TokenUsage } from './exchange.js';
@@ -15,12 +20,28 @@ const MAX_JSON_SCAN = 4 * 1024 * 1024;
 interface Usage {
   prompt_tokens?: unknown;
   completion_tokens?: unknown;
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+}
+
+/** Where a body or event carries its usage: at the top (OpenAI, Anthropic's message_delta), in `message` (message_start) or `response` (Responses' events). */
+interface UsageCarrier {
+  usage?: Usage | null;
+  message?: { usage?: Usage | null } | null;
+  response?: { usage?: Usage | null } | null;
+}
+
+function usageOf(carrier: UsageCarrier | null): Usage | null | undefined {
+  if (typeof carrier !== 'object' || carrier === null) return null;
+  return carrier.usage ?? carrier.message?.usage ?? carrier.response?.usage;
 }
 
 function take(usage: Usage | null | undefined, into: TokenUsage): boolean {
   if (typeof usage !== 'object' || usage === null) return false;
-  if (typeof usage.prompt_tokens === 'number') into.prompt = usage.prompt_tokens;
-  if (typeof usage.completion_tokens === 'number') into.completion = usage.completion_tokens;
+  const prompt = usage.prompt_tokens ?? usage.input_tokens;
+  const completion = usage.completion_tokens ?? usage.output_tokens;
+  if (typeof prompt === 'number') into.prompt = prompt;
+  if (typeof completion === 'number') into.completion = completion;
   return true;
 }
 
@@ -40,7 +61,7 @@ export function tapUsage(body: ReadableStream<Uint8Array>, contentType: string, 
     // vLLM and this project send "usage":null on every event: only an object is worth parsing.
     if (/"usage":\s*\{/.test(payload)) {
       try {
-        if (take((JSON.parse(payload) as { usage?: Usage }).usage, into)) sawUsage = true;
+        if (take(usageOf(JSON.parse(payload) as UsageCarrier), into)) sawUsage = true;
       } catch {
         // Not JSON: the relay reports broken streams; nothing to count.
       }
@@ -56,7 +77,7 @@ export function tapUsage(body: ReadableStream<Uint8Array>, contentType: string, 
     }
     if (tooLong) return;
     try {
-      take((JSON.parse(partial) as { usage?: Usage }).usage, into);
+      take(usageOf(JSON.parse(partial) as UsageCarrier), into);
     } catch {
       // An error body or not JSON: no usage.
     }

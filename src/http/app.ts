@@ -9,6 +9,7 @@ import { ChatTemplate, chatTemplateFromTokenizerConfig } from '../tokenizer/chat
 import type { TemplateThread } from '../tokenizer/template-thread.js';
 import { anthropicErrors } from './anthropic/errors.js';
 import { bodySizeLimit } from './body-size-limit.js';
+import { identifyClient } from './client-identity.js';
 import { corsMiddleware } from './cors.js';
 import { errorResponse, HttpError, notFound } from './errors.js';
 import type { GuideCompiler } from './guided-decoding.js';
@@ -108,6 +109,8 @@ export function createApp(deps: AppDeps): Hono {
   const { config } = deps;
 
   const app = new Hono();
+  // First: who the request comes from, before any middleware wraps the Request anew.
+  app.use(identifyClient());
   app.use(observeRequests(activity));
   // Anthropic's routes answer every refusal in Anthropic's error shape, the checks below included.
   app.use('/v1/messages', anthropicErrors());

@@ -1,7 +1,7 @@
 import { messageText, type ChatMessage } from '../protocol/openai-chat.js';
 import { ChatTemplate, ChatTemplateError, type ChatTemplateContentPart, type ChatTemplateMessage } from '../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../tokenizer/template-budget.js';
-import { INLINE_TEMPLATE_SOURCE_CHARS, renderChatTemplate, TemplateSyntaxError, type TemplateOffLoop, type TemplateSource } from '../tokenizer/template-thread.js';
+import { renderChatTemplate, TemplateSyntaxError, type TemplateOffLoop, type TemplateSource } from '../tokenizer/template-thread.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import { badRequest } from './errors.js';
 import { clientClosed, encodePrompt, type InlinePieceBound } from './prompt-tokens.js';
@@ -236,16 +236,18 @@ export function chatTemplateVariables(request: {
 }
 
 /**
- * A request's own template, parsed here; or, when it is long and a thread renders long
- * templates, left as source for the thread to parse with its rendering (parsing a 64 K
- * template held the loop 80–360 ms).
+ * A request's own template: where a thread renders templates, left as source for the thread
+ * to parse and render (its code is the request's: a rendering within its steps could still
+ * scan a large value per step, and parsing a 64 K template held the loop 80–360 ms; there it
+ * runs under maxChatTemplateMs from the moment it is queued, issue 41, family 2); parsed here
+ * otherwise (workerd, the page), where the step budget bounds it.
  */
 function requestTemplate(source: string, modelTemplate: ChatTemplate | null, tokenizer: Tokenizer, offLoop: TemplateOffLoop | undefined): ChatTemplate | TemplateSource {
   const token = (id: number | null | undefined) => (id === null || id === undefined ? '' : (tokenizer.idToToken(id) ?? ''));
   const bosToken = modelTemplate?.bosToken ?? token(tokenizer.bosTokenId);
   const eosToken = modelTemplate?.eosToken ?? token(tokenizer.eosTokenIds[0]);
   const otherTokens = modelTemplate?.otherTokens;
-  if (offLoop !== undefined && source.length > INLINE_TEMPLATE_SOURCE_CHARS) return { source, bosToken, eosToken, otherTokens };
+  if (offLoop !== undefined) return { source, bosToken, eosToken, otherTokens };
   try {
     return new ChatTemplate(source, bosToken, eosToken, otherTokens);
   } catch (error) {

@@ -2,6 +2,7 @@ import { UpstreamError, UpstreamTimeoutError } from '../engine/remote/errors.js'
 import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
 import { ProtocolError, type ProtocolErrorKind } from '../common/protocol-error.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
+import { ThreadQueueFullError } from '../threads/worker-pool.js';
 
 /** OpenAI's error object: what openai-node, the AI SDK and LangChain read (`error.message`, `error.param`). */
 export interface ErrorInfo {
@@ -81,6 +82,10 @@ export function mapError(error: unknown): MappedError {
   }
   if (error instanceof EngineOverloadedError) {
     return shaped(503, 'ServiceUnavailableError', error.message, null, { 'retry-after': String(error.retryAfterSeconds) });
+  }
+  if (error instanceof ThreadQueueFullError) {
+    const type = error.status === 429 ? 'RateLimitError' : 'ServiceUnavailableError';
+    return shaped(error.status, type, error.message, null, { 'retry-after': String(error.retryAfterSeconds) });
   }
   if (error instanceof UpstreamTimeoutError) {
     return shaped(504, 'GatewayTimeoutError', error.message, null, {});

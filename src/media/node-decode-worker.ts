@@ -8,7 +8,7 @@
  * processor's resizing and normalising, an audio model's log-mel features;
  * media-decode-worker.ts).
  */
-import { SerialWorker, startModuleWorker } from '../threads/serial-worker.js';
+import { WorkerPool, startModuleWorker, type PoolLimits } from '../threads/worker-pool.js';
 import { inlineMediaDecoder, type MediaDecoder, type MediaThreadTask } from './decode/media-decoder.js';
 import { mediaError } from './errors.js';
 import type { ThreadJob, ThreadReply } from './media-decode-worker.js';
@@ -26,8 +26,9 @@ export interface WorkerMediaDecoder extends MediaDecoder {
   close(): Promise<void>;
 }
 
-export function createWorkerMediaDecoder(options: { timeoutMs: number }): WorkerMediaDecoder {
-  const thread = new SerialWorker<ThreadReply>(() => startModuleWorker(import.meta.url, 'media-decode-worker'), 'the decoding thread');
+export function createWorkerMediaDecoder(options: { timeoutMs: number; pool?: Partial<PoolLimits> }): WorkerMediaDecoder {
+  // One thread, a bounded queue; a part's deadline counts from when it was queued (threads/worker-pool.ts).
+  const thread = new WorkerPool<ThreadReply>(() => startModuleWorker(import.meta.url, 'media-decode-worker'), 'the decoding thread', { ...options.pool, size: 1 });
   let nextId = 1;
 
   /** `what` the job works on, for errors ("image", "PNG image"). */
@@ -37,7 +38,7 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number }): Worker
       id: job.id,
       send: (worker) => worker.postMessage(job, transfer),
       signal,
-      timeout: { ms: options.timeoutMs, error: () => mediaError('timeout', `${doing} the ${what.kind} took longer than ${options.timeoutMs} ms (MEDIA_DECODE_TIMEOUT_MS)`) },
+      timeout: { ms: options.timeoutMs, error: () => mediaError('timeout', `${doing} the ${what.kind} took longer than ${options.timeoutMs} ms (MEDIA_DECODE_TIMEOUT_MS), counting the time it waited for the thread`) },
       settle: (reply) => {
         if ('result' in reply) return reply.result;
         throw threadError(reply.error);

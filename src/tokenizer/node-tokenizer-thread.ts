@@ -3,7 +3,7 @@
  * (tokenizer-thread-worker.ts), started on the first text that needs it and sent the
  * tokenizer's files then, so a server that never sees such text never pays for it. One job
  * at a time, in order. A job whose signal aborts stops the thread (the next job gets a
- * fresh one): BPE cannot be interrupted otherwise. An idle thread does not keep the
+ * fresh one): BPE cannot be interrupted otherwise. Jobs wait in a bounded queue. An idle thread does not keep the
  * process alive.
  *
  * The files are serialized once, when the thread is set up (at startup: ~0.1 s for a 32 K
@@ -11,18 +11,20 @@
  * (structured-cloning the parsed tokenizer.json on the first request held it ~90 ms).
  */
 import { serialize } from 'node:v8';
-import { SerialWorker, startModuleWorker } from '../threads/serial-worker.js';
+import { WorkerPool, startModuleWorker, type PoolLimits } from '../threads/worker-pool.js';
 import type { HfTokenizerSource, TokenizerThread } from './tokenizer-thread.js';
 import type { TokenizerThreadMessage, TokenizerThreadReply } from './tokenizer-thread-worker.js';
 
-export function createNodeTokenizerThread(source: HfTokenizerSource): TokenizerThread {
+export function createNodeTokenizerThread(source: HfTokenizerSource, limits: Partial<PoolLimits> = {}): TokenizerThread {
   const serialized = serialize(source);
   const files = new Uint8Array(new SharedArrayBuffer(serialized.byteLength));
   files.set(serialized);
   // The files cross once per thread (structured clone); the thread builds its tokenizer before the first job.
-  const thread = new SerialWorker<TokenizerThreadReply>(
+  // One thread: each holds a copy of the tokenizer. Its queue is bounded (threads/worker-pool.ts).
+  const thread = new WorkerPool<TokenizerThreadReply>(
     () => startModuleWorker(import.meta.url, 'tokenizer-thread-worker'),
     'the tokenizer thread',
+    { ...limits, size: 1 },
     (worker) => worker.postMessage({ kind: 'load', files } satisfies TokenizerThreadMessage),
   );
   let nextId = 1;

@@ -35,6 +35,20 @@ export const VALUE_ITEMS_PER_STEP = 8;
 export const VALUE_CHARS_PER_STEP = 1024;
 const LOOKUPS: ReadonlySet<string> = new Set(['Identifier', 'MemberExpression', 'StringLiteral']);
 
+/**
+ * Using a large value the template built costs steps again, in proportion to its size, each
+ * time it is looked up: consuming a value is as per-item as building it (`x in list`, `==`,
+ * sum, max, join, a filter's scan), and without this charge a template that built one list of
+ * 2^19 items could scan it once a step for ~10 ms each, past any time bound in workerd and the
+ * page (issue 41, family 2). Values smaller than these are not tracked (a lookup of them
+ * would cost a few steps at most); the conversation and the other inputs are not values the
+ * template built and cost nothing to look up.
+ */
+export const TRACKED_VALUE_ITEMS = 256;
+export const TRACKED_VALUE_CHARS = 16 * 1024;
+/** Filters whose work grows as n log n in their operand's items: charged log2(n) times the items on top. */
+const SORTING_FILTERS: ReadonlySet<string> = new Set(['sort', 'dictsort']);
+
 /** The rendering went past its budget; the message names the bound, `bound` says which. */
 export class TemplateBudgetError extends Error {
   constructor(
@@ -49,6 +63,22 @@ export class TemplateBudgetError extends Error {
 interface Running {
   budget: TemplateBudget;
   steps: number;
+  /** Large values this rendering built (their runtime value objects): each lookup pays for their size. */
+  built: WeakSet<object>;
+}
+
+/** Steps a value's size costs: items (list or dict) or characters (string); 0 for anything else. */
+function sizeSteps(value: unknown): number {
+  if (Array.isArray(value)) return Math.floor(value.length / VALUE_ITEMS_PER_STEP);
+  if (value instanceof Map) return Math.floor(value.size / VALUE_ITEMS_PER_STEP);
+  if (typeof value === 'string') return Math.floor(value.length / VALUE_CHARS_PER_STEP);
+  return 0;
+}
+
+function isLarge(value: unknown): boolean {
+  if (Array.isArray(value)) return value.length >= TRACKED_VALUE_ITEMS;
+  if (value instanceof Map) return value.size >= TRACKED_VALUE_ITEMS;
+  return typeof value === 'string' && value.length >= TRACKED_VALUE_CHARS;
 }
 
 let running: Running | null = null;
@@ -93,15 +123,17 @@ function install(): void {
         `the chat template produced a text longer than ${running.budget.maxOutputChars} characters (maxPromptChars)`,
       );
     }
-    if (LOOKUPS.has((statement as { type?: string } | undefined)?.type ?? 'Identifier')) return result;
-    const items = Array.isArray(value) ? value.length : value instanceof Map ? value.size : -1;
-    if (items >= 0) {
-      const limit = running.budget.maxValueItems ?? TEMPLATE_VALUE_ITEMS;
-      if (items > limit) throw new TemplateBudgetError(`the chat template built a list or dict of more than ${limit} items`);
-      spend(Math.floor(items / VALUE_ITEMS_PER_STEP));
-    } else if (typeof value === 'string') {
-      spend(Math.floor(value.length / VALUE_CHARS_PER_STEP));
+    if (LOOKUPS.has((statement as { type?: string } | undefined)?.type ?? 'Identifier')) {
+      // A large value this rendering built is paid for again by whatever uses it.
+      if (result !== null && typeof result === 'object' && running.built.has(result)) spend(sizeSteps(value));
+      return result;
     }
+    const items = Array.isArray(value) ? value.length : value instanceof Map ? value.size : -1;
+    if (items > (running.budget.maxValueItems ?? TEMPLATE_VALUE_ITEMS)) {
+      throw new TemplateBudgetError(`the chat template built a list or dict of more than ${running.budget.maxValueItems ?? TEMPLATE_VALUE_ITEMS} items`);
+    }
+    spend(sizeSteps(value));
+    if (result !== null && typeof result === 'object' && isLarge(value)) running.built.add(result);
     return result;
   };
   // A block (a loop iteration's body, an if branch) costs the library ~20 times an
@@ -111,6 +143,20 @@ function install(): void {
   blocks.evaluateBlock = function (this: unknown, ...args: unknown[]) {
     spend(BLOCK_STEPS);
     return evaluateBlock.apply(this, args);
+  };
+  // Sorting costs n log n comparisons, each a Python-style comparison of runtime values: the
+  // operand's lookup and the sorted copy pay n; the log factor is paid here.
+  const filters = Interpreter.prototype as unknown as { applyFilter: (operand: unknown, filterNode: unknown, environment: unknown) => unknown };
+  const applyFilter = filters.applyFilter;
+  filters.applyFilter = function (this: unknown, operand, filterNode, environment) {
+    if (running !== null) {
+      const node = filterNode as { type?: string; value?: unknown; callee?: { value?: unknown } };
+      const name = node.type === 'Identifier' ? node.value : node.callee?.value;
+      const value = (operand as { value?: unknown } | null)?.value;
+      const items = Array.isArray(value) ? value.length : value instanceof Map ? value.size : 0;
+      if (typeof name === 'string' && SORTING_FILTERS.has(name) && items > 1) spend(Math.floor((items * Math.ceil(Math.log2(items))) / VALUE_ITEMS_PER_STEP));
+    }
+    return applyFilter.call(this, operand, filterNode, environment);
   };
   // A filter or call given a huge count (indent(300000000), center, ...) would build a
   // huge string in one step: no argument may exceed the output bound.
@@ -153,7 +199,7 @@ export function budgetedRange(start: number, stop?: number, step = 1): number[] 
 export function withTemplateBudget<T>(budget: TemplateBudget, render: () => T): T {
   install();
   const outer = running;
-  running = { budget, steps: 0 };
+  running = { budget, steps: 0, built: new WeakSet() };
   try {
     return render();
   } finally {

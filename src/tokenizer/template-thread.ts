@@ -40,8 +40,10 @@ export interface TemplateThread {
   /**
    * ChatTemplate.render's text, or its ChatTemplateError; past `timeoutMs` the thread is
    * stopped and a ChatTemplateError with budgetBound 'time' is thrown; the signal's reason once it aborts.
+   * The deadline counts from the call (queued time included); `client` takes its turn among others'
+   * (a ThreadQueueFullError when the queue, or the client's share of it, is full).
    */
-  render(job: TemplateRenderJob, control: { timeoutMs: number; signal?: AbortSignal }): Promise<string>;
+  render(job: TemplateRenderJob, control: { timeoutMs: number; signal?: AbortSignal; client?: string }): Promise<string>;
   /** Stops the thread; renderings still queued are refused. */
   close(): Promise<void>;
 }
@@ -51,6 +53,8 @@ export interface TemplateOffLoop {
   thread: TemplateThread;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Who asked: renderings are taken from clients in turn. */
+  client?: string;
 }
 
 /**
@@ -68,12 +72,6 @@ export const INLINE_TEMPLATE_MESSAGES = 32;
  */
 export const INLINE_TEMPLATE_CHARS = 64 * 1024;
 
-/**
- * Template sources longer than this are parsed on the thread, with their rendering, when
- * there is one (parsing takes ~1.3–2 µs a character: a 64 K request template held the loop
- * 80–360 ms; this is ~5 ms).
- */
-export const INLINE_TEMPLATE_SOURCE_CHARS = 4096;
 
 /**
  * Renders `messages` with `template`: here when it is short, on the thread otherwise (see the
@@ -102,7 +100,7 @@ export async function renderChatTemplate(
     }
   }
   const job: TemplateRenderJob = { source: template.source, bosToken: template.bosToken, eosToken: template.eosToken, otherTokens: template.otherTokens, messages, options: { ...options, budget } };
-  return offLoop.thread.render(job, { timeoutMs: offLoop.timeoutMs, signal: offLoop.signal });
+  return offLoop.thread.render(job, { timeoutMs: offLoop.timeoutMs, signal: offLoop.signal, client: offLoop.client });
 }
 
 function parseHere({ source, bosToken, eosToken, otherTokens }: TemplateSource): ChatTemplate {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ChatTemplate, ChatTemplateError, chatTemplateFromTokenizerConfig, type ChatTemplateMessage, type ChatTemplateOptions } from '../../src/tokenizer/chat-template.js';
 import { createNodeTemplateThread } from '../../src/tokenizer/node-template-thread.js';
-import { INLINE_TEMPLATE_MESSAGES, INLINE_TEMPLATE_SOURCE_CHARS, INLINE_TEMPLATE_STEPS, renderChatTemplate, TemplateSyntaxError, type TemplateThread } from '../../src/tokenizer/template-thread.js';
+import { INLINE_TEMPLATE_MESSAGES, INLINE_TEMPLATE_STEPS, renderChatTemplate, TemplateSyntaxError, type TemplateThread } from '../../src/tokenizer/template-thread.js';
 
 const fixture = (path: string) => new URL(`../fixtures/${path}`, import.meta.url);
 const configTemplate = (path: string) => chatTemplateFromTokenizerConfig(JSON.parse(readFileSync(fixture(path), 'utf8')), { bosToken: '<s>', eosToken: '</s>' })!;
@@ -165,7 +165,7 @@ describe('renderChatTemplate: here when short, on the thread when it can be long
   it('a template given as source (a long request template) is parsed on the thread; one that does not parse fails as parsing here would', async () => {
     const thread = counting(newThread());
     const unit = "{% for m in messages %}{% if m['role'] == 'user' %}{{ m['content'] | trim }}{% else %}{{ 'x' + m['content'] }}{% endif %}{% endfor %}";
-    const source = unit.repeat(Math.ceil(INLINE_TEMPLATE_SOURCE_CHARS / unit.length) * 4);
+    const source = unit.repeat(Math.ceil(16_384 / unit.length));
     const messages = conversation(3, 'text');
     const plain = { addGenerationPrompt: false, continueFinalMessage: false, budget };
     expect(await renderChatTemplate({ source, bosToken: '', eosToken: '' }, messages, plain, { thread, timeoutMs: 20_000 })).toBe(new ChatTemplate(source, '', '').render(messages, plain));

@@ -283,6 +283,24 @@ describe('named client keys with their own limits', () => {
     expect((await postJson(gateway, env, '/v1/completions', spend, as('sk-bob'))).status).toBe(200);
   });
 
+  it("counts Anthropic's and the Responses API's usage against the key when it forwards them as received, streamed and not", async () => {
+    const keys = JSON.stringify([{ name: 'alice', key: 'sk-alice', tokens_per_minute: 10 }]);
+    const messages = { model: 'stories260k', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 12, temperature: 0 };
+    const responses = { model: 'stories260k', input: 'Once upon a time', max_output_tokens: 12, temperature: 0 };
+    for (const [path, body] of [['/v1/messages', messages], ['/v1/responses', responses]] as const) {
+      for (const stream of [false, true]) {
+        // A fresh budget each time: the Node server speaks both APIs, so the gateway forwards them untranslated.
+        const env = fleet([{ name: 'node', url: nodeServerUrl }], { API_KEYS: keys });
+        const first = await postJson(gateway, env, path, { ...body, stream }, as('sk-alice'));
+        expect(first.status).toBe(200);
+        await first.text();
+        const limited = await postJson(gateway, env, path, { ...body, stream }, as('sk-alice'));
+        expect(limited.status, `${path} stream ${stream}`).toBe(429);
+        await limited.text();
+      }
+    }
+  });
+
   it('with authentication off, shares one budget whatever bearer token a client invents', async () => {
     const env = fleet([{ name: 'rec', service: 'REC' }], { REC: recordingUpstream(' ok'), RATE_LIMIT_REQUESTS: '2' });
     const statuses = [];

@@ -7,7 +7,7 @@
  * milliseconds long, the round trip tens of microseconds: README "Threads").
  */
 import type { Worker } from 'node:worker_threads';
-import { startModuleWorker } from '../../threads/serial-worker.js';
+import { startModuleWorker } from '../../threads/worker-pool.js';
 import type { LoraSlots } from '../../adapters/lora-slots.js';
 import type { DecoderContract } from '../loading/decoder-contract.js';
 import { EngineRequestError } from '../errors.js';

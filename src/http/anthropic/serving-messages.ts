@@ -9,7 +9,7 @@
  * blocks in the order the output writes them: thinking (when a reasoning parser gives
  * reasoning), text, one tool_use per call.
  */
-import type { ChatCompletionChunk, ChatCompletionResponse, ChatFinishReason } from '../serving/chat.js';
+import { firstChoiceDeltas, type ChatCompletionChunk, type ChatCompletionResponse, type ChatFinishReason, type ChatStreamTally } from '../serving/chat.js';
 import { namedSseEvent } from '../sse.js';
 import { anthropicStreamError } from './errors.js';
 
@@ -128,30 +128,19 @@ export async function* messageStream(
       usage: usage(start.inputTokens, 0),
     },
   });
-  let finish: ChatFinishReason | null = null;
-  let stopReason: string | number | null | undefined = null;
+  const tally: ChatStreamTally = { inputTokens: start.inputTokens, outputTokens: 0, finish: null, stopReason: null };
   let calledTools = false;
-  let inputTokens = start.inputTokens;
-  let outputTokens = 0;
   try {
-    for await (const chunk of chunks) {
-      if (chunk.usage !== undefined && chunk.choices.length === 0) {
-        inputTokens = chunk.usage.prompt_tokens;
-        outputTokens = chunk.usage.completion_tokens;
-      }
-      const choice = chunk.choices[0];
-      if (choice === undefined) continue;
-      const delta = choice.delta as typeof choice.delta & { reasoning?: string; reasoning_content?: string };
-      const reasoning = delta.reasoning ?? delta.reasoning_content;
+    for await (const { reasoning, content, toolCalls } of firstChoiceDeltas(chunks, tally)) {
       if (reasoning) {
         if (blocks.open?.kind !== 'thinking') yield* begin({ kind: 'thinking' }, { type: 'thinking', thinking: '', signature: '' });
         yield event({ type: 'content_block_delta', index: blocks.index, delta: { type: 'thinking_delta', thinking: reasoning } });
       }
-      if (delta.content) {
+      if (content) {
         if (blocks.open?.kind !== 'text') yield* begin({ kind: 'text' }, { type: 'text', text: '' });
-        yield event({ type: 'content_block_delta', index: blocks.index, delta: { type: 'text_delta', text: delta.content } });
+        yield event({ type: 'content_block_delta', index: blocks.index, delta: { type: 'text_delta', text: content } });
       }
-      for (const call of delta.tool_calls ?? []) {
+      for (const call of toolCalls) {
         calledTools = true;
         const current = blocks.open;
         if (call.id !== undefined || current?.kind !== 'tool_use' || current.call !== call.index) {
@@ -161,16 +150,12 @@ export async function* messageStream(
           yield event({ type: 'content_block_delta', index: blocks.index, delta: { type: 'input_json_delta', partial_json: call.function.arguments } });
         }
       }
-      if (choice.finish_reason !== null) {
-        finish = choice.finish_reason;
-        stopReason = choice.stop_reason;
-      }
     }
   } catch (error) {
     yield namedSseEvent('error', JSON.stringify(anthropicStreamError(error)));
     return;
   }
   yield* stop();
-  yield event({ type: 'message_delta', delta: stopReasonOf(finish, stopReason, calledTools), usage: { input_tokens: inputTokens, output_tokens: outputTokens } });
+  yield event({ type: 'message_delta', delta: stopReasonOf(tally.finish, tally.stopReason, calledTools), usage: { input_tokens: tally.inputTokens, output_tokens: tally.outputTokens } });
   yield event({ type: 'message_stop' });
 }

@@ -14,7 +14,7 @@
 import type { ResponsesRequest } from '../../protocol/openai-responses/request.js';
 import { mapError } from '../errors.js';
 import { randomHex, unixSeconds } from '../ids.js';
-import type { ChatCompletionChunk, ChatCompletionResponse, ChatFinishReason } from '../serving/chat.js';
+import { firstChoiceDeltas, type ChatCompletionChunk, type ChatCompletionResponse, type ChatFinishReason, type ChatStreamTally } from '../serving/chat.js';
 import { namedSseEvent } from '../sse.js';
 
 export interface OutputText {
@@ -195,19 +195,9 @@ export async function* responseStream(
   const started = responseObject(job, 'in_progress', [], null);
   yield event('response.created', { response: started });
   yield event('response.in_progress', { response: started });
-  let finish: ChatFinishReason | null = null;
-  let inputTokens = 0;
-  let outputTokens = 0;
+  const tally: ChatStreamTally = { inputTokens: 0, outputTokens: 0, finish: null, stopReason: null };
   try {
-    for await (const chunk of chunks) {
-      if (chunk.usage !== undefined && chunk.choices.length === 0) {
-        inputTokens = chunk.usage.prompt_tokens;
-        outputTokens = chunk.usage.completion_tokens;
-      }
-      const choice = chunk.choices[0];
-      if (choice === undefined) continue;
-      const delta = choice.delta as typeof choice.delta & { reasoning?: string; reasoning_content?: string };
-      const reasoning = delta.reasoning ?? delta.reasoning_content;
+    for await (const { reasoning, content, toolCalls } of firstChoiceDeltas(chunks, tally)) {
       if (reasoning) {
         if (state.open?.item.type !== 'reasoning') {
           const item: OutputItem = { id: `rs_${randomHex()}`, type: 'reasoning', summary: [], content: [], status: 'in_progress' };
@@ -217,16 +207,16 @@ export async function* responseStream(
         state.open!.text += reasoning;
         yield event('response.reasoning_text.delta', { item_id: state.open!.item.id, output_index: state.open!.index, content_index: 0, delta: reasoning });
       }
-      if (delta.content) {
+      if (content) {
         if (state.open?.item.type !== 'message') {
           const item: OutputItem = { id: `msg_${randomHex()}`, type: 'message', status: 'in_progress', role: 'assistant', content: [] };
           yield* begin(item);
           yield event('response.content_part.added', { item_id: item.id, output_index: state.open!.index, content_index: 0, part: outputText('') });
         }
-        state.open!.text += delta.content;
-        yield event('response.output_text.delta', { item_id: state.open!.item.id, output_index: state.open!.index, content_index: 0, delta: delta.content, logprobs: [] });
+        state.open!.text += content;
+        yield event('response.output_text.delta', { item_id: state.open!.item.id, output_index: state.open!.index, content_index: 0, delta: content, logprobs: [] });
       }
-      for (const call of delta.tool_calls ?? []) {
+      for (const call of toolCalls) {
         if (call.id !== undefined) {
           yield* begin({ id: `fc_${randomHex()}`, type: 'function_call', status: 'in_progress', call_id: call.id, name: call.function.name ?? '', arguments: '' });
         }
@@ -236,15 +226,14 @@ export async function* responseStream(
           yield event('response.function_call_arguments.delta', { item_id: current.item.id, output_index: current.index, delta: call.function.arguments });
         }
       }
-      if (choice.finish_reason !== null) finish = choice.finish_reason;
     }
   } catch (error) {
     yield errorEvent(error, sequence++);
     return;
   }
   yield* close();
-  const status = statusOf(finish);
-  const final = responseObject(job, status, output, usageOf(inputTokens, outputTokens));
+  const status = statusOf(tally.finish);
+  const final = responseObject(job, status, output, usageOf(tally.inputTokens, tally.outputTokens));
   onDone(final);
   yield event(status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: final });
 }

@@ -73,7 +73,7 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
         addSpecialTokens: request.add_special_tokens,
         templateOverride: request.chat_template,
         templateBudget: limits.templateBudget,
-        templateOffLoop: templateOffLoop(ctx, call.signal),
+        templateOffLoop: templateOffLoop(ctx, call.c),
         stopAfter: ceiling,
         // Truncating: only the last tokens are tokenized where the text can be cut; a piece
         // tokenized whole is bounded by its length first.

@@ -32,7 +32,7 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
       const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
       const signal = c.req.raw.signal;
-      const chat = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, signal), multimodal: expansion, signal };
+      const chat = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal };
       return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), chat));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);

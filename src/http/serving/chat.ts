@@ -87,6 +87,42 @@ export interface ChatCompletionChunk {
   usage?: UsageInfo;
 }
 
+/** What a dialect reading a chat stream keeps across its chunks (the usage chunk comes last, with no choices). */
+export interface ChatStreamTally {
+  inputTokens: number;
+  outputTokens: number;
+  finish: ChatFinishReason | null;
+  stopReason: string | number | null | undefined;
+}
+
+/** A chat delta as the dialects read it: the thought under either name (vLLM's `reasoning`, llama.cpp's `reasoning_content`). */
+export interface ChatStreamDelta {
+  reasoning: string | undefined;
+  content: string | undefined;
+  toolCalls: ToolCallDelta[];
+}
+
+/**
+ * The deltas of the first choice of a chat stream, for the dialects built on chat (/v1/messages,
+ * /v1/responses, here and at the gateway): usage and finish are written into `tally` as they pass.
+ */
+export async function* firstChoiceDeltas(chunks: AsyncIterable<ChatCompletionChunk>, tally: ChatStreamTally): AsyncGenerator<ChatStreamDelta> {
+  for await (const chunk of chunks) {
+    if (chunk.usage !== undefined && chunk.choices.length === 0) {
+      tally.inputTokens = chunk.usage.prompt_tokens;
+      tally.outputTokens = chunk.usage.completion_tokens;
+    }
+    const choice = chunk.choices[0];
+    if (choice === undefined) continue;
+    const delta = choice.delta as typeof choice.delta & { reasoning_content?: string };
+    yield { reasoning: delta.reasoning ?? delta.reasoning_content, content: delta.content, toolCalls: delta.tool_calls ?? [] };
+    if (choice.finish_reason !== null) {
+      tally.finish = choice.finish_reason;
+      tally.stopReason = choice.stop_reason;
+    }
+  }
+}
+
 function generatedReporter(job: ChatJob): GeneratedTokenReporter {
   return new GeneratedTokenReporter(job.tokens!);
 }

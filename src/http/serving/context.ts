@@ -10,6 +10,8 @@ import type { SamplingContext } from '../../protocol/sampling-params.js';
 import type { GuidedLimits } from '../../guided/limits.js';
 import type { ChatTemplate } from '../../tokenizer/chat-template.js';
 import type { TemplateBudget } from '../../tokenizer/template-budget.js';
+import type { Context } from 'hono';
+import { requestClient } from '../client-identity.js';
 import type { TemplateOffLoop, TemplateThread } from '../../tokenizer/template-thread.js';
 import type { GuideCompiler } from '../guided-decoding.js';
 import type { InlinePieceBound } from '../prompt-tokens.js';
@@ -123,7 +125,7 @@ export function inlinePieceBound(ctx: ServingContext, param: string): InlinePiec
 }
 
 /** Where a request's chat template may render when it is long: the template thread, under maxChatTemplateMs; undefined without one. */
-export function templateOffLoop(ctx: ServingContext, signal: AbortSignal): TemplateOffLoop | undefined {
+export function templateOffLoop(ctx: ServingContext, c: Context): TemplateOffLoop | undefined {
   if (ctx.templateThread === null) return undefined;
-  return { thread: ctx.templateThread, timeoutMs: ctx.limits.bounds.maxChatTemplateMs, signal };
+  return { thread: ctx.templateThread, timeoutMs: ctx.limits.bounds.maxChatTemplateMs, signal: c.req.raw.signal, client: requestClient(c) };
 }

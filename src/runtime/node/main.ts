@@ -18,6 +18,7 @@
 import { requestBoundsOf } from '../../config/bound-settings.js';
 import { budgetRequestBytes } from './bytes-in-flight.js';
 import { capPipelinedRequests } from './pipelining.js';
+import { noteRequestClient } from '../../http/client-identity.js';
 import { readFile, stat } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
@@ -187,7 +188,11 @@ type NodeFetch = (request: Request, env: any) => Response | Promise<Response>;
 function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<{ server: Server; url: string }> {
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(config);
-    const fetch: NodeFetch = (request, env) => handler.current(request, env);
+    const fetch: NodeFetch = (request, env) => {
+      // The connection's peer: who the request counts against where clients take turns (http/client-identity.ts).
+      noteRequestClient(request, env?.incoming?.socket?.remoteAddress);
+      return handler.current(request, env);
+    };
     // Without createServer, @hono/node-server makes a node:http server.
     // Request bodies in flight share one budget, at least one largest body (bytes-in-flight.ts).
     const maxRequestBytes = requestBoundsOf(config).maxRequestBytes;
@@ -413,7 +418,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
       embeddings,
       guideCompiler: embeddings === null ? nodeGuideCompiler(engine) : null,
-      templateThread: createNodeTemplateThread(),
+      templateThread: createNodeTemplateThread({ size: config.templateThreads, maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient }),
       activity,
     });
     // The playground page at / and its assets; API routes keep priority.
