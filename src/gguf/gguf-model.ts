@@ -131,7 +131,9 @@ function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> |
   for (const tensor of model.file.tensors) {
     if (matrices.has(tensor.name)) continue;
     const isMatrix = tensor.dims.length === 2;
-    add(tensor.type!.name, isMatrix ? (weights ? 'float32 (not a quantizable projection)' : 'float32, dequantized at load exactly as ggml does') : 'float32 (norms, biases, rope factors)');
+    // 3-D: a mixture's experts, which onnxruntime's MoE kernel takes as float weights.
+    const form = tensor.dims.length === 3 ? 'float32 (experts, in the MoE kernel)' : isMatrix ? (weights ? 'float32 (not a quantizable projection)' : 'float32, dequantized at load exactly as ggml does') : 'float32 (norms, biases, rope factors)';
+    add(tensor.type!.name, form);
   }
   return [...how].map(([type, forms]) => `GGUF ${type} ×${model.shape.tensorTypes.get(type) ?? 0}: ${[...forms].join('; ')}`);
 }

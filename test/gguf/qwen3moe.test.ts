@@ -28,6 +28,8 @@ describe("qwen3moe GGUF: our graph against transformers' Qwen3MoeForCausalLM", (
     expect(model.shape).toMatchObject({ architecture: 'qwen3moe', qkNorm: true, ropeOrder: 'rotate-half', moe: { count: 8, used: 2, hidden: 32, normalize: true } });
     expect(model.config).toMatchObject({ architectures: ['Qwen3MoeForCausalLM'], num_experts: 8, num_experts_per_tok: 2, moe_intermediate_size: 32 });
     expect(ggufReportLines(model).join('\n')).toMatch(/GGUF: architecture qwen3moe/);
+    const { execution } = await buildGgufGraph(model, 'inplace');
+    expect(execution.join('\n')).toMatch(/GGUF F32 ×\d+: .*float32 \(experts, in the MoE kernel\)/);
   });
 
   it('the reference tells the routing apart: every expert taken, or the top-k weights not renormalised, move the logits', () => {
