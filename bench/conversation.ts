@@ -7,12 +7,15 @@
  * - growing chat: a system prompt, then turns of a user message and a reply; each turn's
  *   prompt is the whole history. Time to first token per turn (turns 2.. summed, and the
  *   last), and a cold prompt of the same length as the last (nothing cached either side).
- *   The replies in the history are fixed token ids, not what the server generated, so
- *   neither server can reuse its own reply's KV: both reuse the previous prompt.
+ *   Each turn's history holds the reply the server generated, as token ids (ours:
+ *   vLLM's return_tokens_as_token_ids in logprobs; llama.cpp: /completion's return_tokens),
+ *   so each server can reuse the KV of its own reply, as in a real chat.
  * - shared system prompt: 8 clients at once, one system prompt, different questions; time to
  *   first token (median, slowest) and the time until every answer is complete.
  * - long prompt arriving: 8 streams decoding, then one long prompt arrives; the 8 streams'
- *   inter-token latency, median and p99, over the run.
+ *   inter-token latency, median, p99 and the longest gap, over the run (a single freeze of
+ *   the 8 streams is only 8 of ~1000 gaps: p99 may miss it, the longest gap does not); ours
+ *   also with chunked prefill off, for the same figures.
  *
  * BENCH_QUICK=1 (or no 135M-shaped model wanted): the embedded stories260K (512-token
  * context) with smaller sizes, F32 GGUF for llama.cpp, one round; otherwise the 135M-shaped
@@ -49,6 +52,8 @@ const FULL_SIZES: Sizes = { systemTokens: 256, turns: 8, userTokens: 48, replyTo
 
 interface Target {
   label: string;
+  /** Which API returns a reply's token ids: ours (vLLM's) or llama.cpp's native /completion. */
+  kind: 'ours' | 'llama.cpp';
   url: string;
   /** Sent with every request (llama.cpp: cache_prompt). */
   extraBody: Record<string, unknown>;
@@ -90,6 +95,45 @@ async function stream(target: Target, prompt: readonly number[], maxTokens: numb
 
 const ttft = (times: StreamTimes) => times.tokenTimes[0] ?? NaN;
 
+/** One streamed greedy reply to `prompt`: its time to first token and the token ids the server generated. */
+async function streamReply(target: Target, prompt: readonly number[], maxTokens: number): Promise<{ ttftMs: number; ids: number[] }> {
+  const ours = target.kind === 'ours';
+  const payload = JSON.stringify(
+    ours
+      ? { model: 'bench', prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true, logprobs: 0, return_tokens_as_token_ids: true }
+      : { prompt, n_predict: maxTokens, temperature: 0, ignore_eos: true, stream: true, return_tokens: true, cache_prompt: true },
+  );
+  const start = performance.now();
+  let first = NaN;
+  const ids: number[] = [];
+  const finalIds: number[] = [];
+  let pending = '';
+  let tail = '';
+  const status = await postBody(`${target.url}${ours ? '/v1/completions' : '/completion'}`, payload, target.agent, (chunk) => {
+    tail = (tail + chunk).slice(-500);
+    pending += chunk;
+    const events = pending.split('\n\n');
+    pending = events.pop() ?? '';
+    for (const event of events) {
+      const data = event.trim().replace(/^data: /, '');
+      if (!data.startsWith('{')) continue;
+      const parsed = JSON.parse(data) as { choices?: Array<{ logprobs?: { tokens?: string[] } }>; tokens?: number[]; stop?: boolean };
+      const got = ours ? (parsed.choices?.[0]?.logprobs?.tokens ?? []).map((name) => Number(name.slice('token_id:'.length))) : (parsed.tokens ?? []);
+      if (!ours && parsed.stop) {
+        finalIds.push(...got);
+        continue;
+      }
+      if (got.length > 0 && Number.isNaN(first)) first = performance.now() - start;
+      ids.push(...got);
+    }
+  });
+  if (status !== 200) throw new Error(`${target.label}: HTTP ${status}: ${tail}`);
+  // llama.cpp's last event may carry every generated token instead.
+  const reply = ids.length >= maxTokens || finalIds.length === 0 ? ids : finalIds;
+  if (reply.length !== maxTokens) throw new Error(`${target.label}: ${reply.length} reply token ids, asked for ${maxTokens} with ignore_eos`);
+  return { ttftMs: first, ids: reply };
+}
+
 function prompts(seed: number, range: [number, number]) {
   const random = seededRandom(seed);
   return (length: number) => Array.from({ length }, () => range[0] + Math.floor(random() * (range[1] - range[0])));
@@ -107,8 +151,9 @@ async function growingChat(target: Target, sizes: Sizes, seed: number, range: [n
   const ttfts: number[] = [];
   for (let turn = 0; turn < sizes.turns; turn++) {
     history = [...history, ...make(sizes.userTokens)];
-    ttfts.push(ttft(await stream(target, history, sizes.replyTokens)));
-    history = [...history, ...make(sizes.replyTokens)];
+    const reply = await streamReply(target, history, sizes.replyTokens);
+    ttfts.push(reply.ttftMs);
+    history = [...history, ...reply.ids];
   }
   const lastPromptLength = history.length - sizes.replyTokens;
   const cold = ttft(await stream(target, prompts(seed + 1000, range)(lastPromptLength), 1));
@@ -133,6 +178,7 @@ async function sharedSystemPrompt(target: Target, sizes: Sizes, seed: number, ra
 interface ArrivalFigures {
   itlMedianMs: number;
   itlP99Ms: number;
+  itlMaxMs: number;
   longTtftMs: number;
 }
 
@@ -152,7 +198,7 @@ async function longPromptArrival(target: Target, sizes: Sizes, seed: number, ran
   const [runs, longRun] = await Promise.all([Promise.all(running), long]);
   const gaps = runs.flatMap((times) => times.tokenTimes.slice(1).map((at, index) => at - times.tokenTimes[index]!));
   gaps.sort((a, b) => a - b);
-  return { itlMedianMs: median(gaps), itlP99Ms: gaps[Math.min(gaps.length - 1, Math.floor(gaps.length * 0.99))]!, longTtftMs: ttft(longRun) };
+  return { itlMedianMs: median(gaps), itlP99Ms: gaps[Math.min(gaps.length - 1, Math.floor(gaps.length * 0.99))]!, itlMaxMs: gaps.at(-1)!, longTtftMs: ttft(longRun) };
 }
 
 const freshAgent = () => new http.Agent({ keepAlive: false, maxSockets: Infinity });
@@ -178,11 +224,15 @@ export async function conversationSection(): Promise<void> {
   const loadBefore = load();
   const ours = await startServer({ MODEL_DIR: model.onnxDir, ...(model.dtype ? { MODEL_DTYPE: model.dtype } : {}), SERVED_MODEL_NAME: 'bench' });
   const servers: Array<{ name: string; solo: Served; concurrent: Served }> = [];
-  const oursServed: Served = { target: { label: 'this project', url: ours.url, extraBody: {}, agent: keepAliveAgent() }, stop: ours.stop };
+  const oursServed: Served = { target: { label: 'this project', kind: 'ours', url: ours.url, extraBody: {}, agent: keepAliveAgent() }, stop: ours.stop };
+  // The long-prompt scenario again on our server without chunked prefill: what slicing changes.
+  const unchunked = await startServer({ MODEL_DIR: model.onnxDir, ...(model.dtype ? { MODEL_DTYPE: model.dtype } : {}), SERVED_MODEL_NAME: 'bench', ENABLE_CHUNKED_PREFILL: 'false' });
+  const unchunkedTarget: Target = { label: 'this project, chunked prefill off', kind: 'ours', url: unchunked.url, extraBody: {}, agent: keepAliveAgent() };
+  const unchunkedArrivals: ArrivalFigures[] = [];
   servers.push({ name: 'this project', solo: oursServed, concurrent: oursServed });
   const peer = async (parallel: number): Promise<Served> => {
     const handle = await startLlamaServer({ gguf: model.gguf, threads: 2, parallel, slotContext: model.context });
-    return { target: { label: handle.label, url: handle.url, extraBody: { cache_prompt: true }, agent: freshAgent() }, stop: handle.stop };
+    return { target: { label: handle.label, kind: 'llama.cpp', url: handle.url, extraBody: { cache_prompt: true }, agent: freshAgent() }, stop: handle.stop };
   };
   try {
     servers.push({ name: "llama.cpp's server", solo: await peer(1), concurrent: await peer(9) });
@@ -194,6 +244,7 @@ export async function conversationSection(): Promise<void> {
       await stream(server.solo.target, [1, 2, 3], 4);
       await stream(server.concurrent.target, [1, 2, 3], 4);
     }
+    await stream(unchunkedTarget, [1, 2, 3], 4);
     for (let round = 0; round < rounds; round++) {
       // Rotated order per round; every round's prompts are new (seeded by round), so caches start cold.
       for (let turn = 0; turn < servers.length; turn++) {
@@ -203,6 +254,7 @@ export async function conversationSection(): Promise<void> {
         shared[index]!.push(await sharedSystemPrompt(server.concurrent.target, sizes, 200 + round, model.range));
         arrivals[index]!.push(await longPromptArrival(server.concurrent.target, sizes, 300 + round, model.range));
       }
+      unchunkedArrivals.push(await longPromptArrival(unchunkedTarget, sizes, 300 + round, model.range));
     }
     const med = <T>(list: T[], pick: (value: T) => number) => median(list.map(pick));
     const row = (name: string, figure: (index: number) => number, digits = 0) => {
@@ -225,10 +277,26 @@ export async function conversationSection(): Promise<void> {
         row('8 streams, long prompt arriving: inter-token median (ms)', (i) => med(arrivals[i]!, (a) => a.itlMedianMs), 1),
         row('8 streams, long prompt arriving: inter-token p99 (ms)', (i) => med(arrivals[i]!, (a) => a.itlP99Ms), 1),
         row('8 streams, long prompt arriving: p99 ÷ median', (i) => med(arrivals[i]!, (a) => a.itlP99Ms / a.itlMedianMs), 2),
+        row('8 streams, long prompt arriving: longest gap (ms)', (i) => med(arrivals[i]!, (a) => a.itlMaxMs)),
         row('the long prompt: TTFT (ms)', (i) => med(arrivals[i]!, (a) => a.longTtftMs)),
       ]),
     );
+    const chunkedRow = (name: string, pick: (a: ArrivalFigures) => number, digits = 0) => {
+      const [on, off] = [med(arrivals[0]!, pick), med(unchunkedArrivals, pick)];
+      return { figure: name, 'chunked prefill on': on.toFixed(digits), off: off.toFixed(digits), 'on ÷ off': (on / off).toFixed(2) };
+    };
+    console.log('\nThis project, long prompt arriving, chunked prefill on (the default) and off:\n');
+    console.log(
+      formatTable([
+        chunkedRow('inter-token median (ms)', (a) => a.itlMedianMs, 1),
+        chunkedRow('inter-token p99 (ms)', (a) => a.itlP99Ms, 1),
+        chunkedRow('p99 ÷ median', (a) => a.itlP99Ms / a.itlMedianMs, 2),
+        chunkedRow('longest gap (ms)', (a) => a.itlMaxMs),
+        chunkedRow('the long prompt: TTFT (ms)', (a) => a.longTtftMs),
+      ]),
+    );
   } finally {
+    await unchunked.stop();
     for (const server of servers) {
       await server.solo.stop();
       if (server.concurrent !== server.solo) await server.concurrent.stop();

@@ -3,9 +3,11 @@
  * tables and written as JSON to bench/results/latest.json. Figures, never pass/fail: the
  * machines are noisy, so the load average is printed with them.
  *
- * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway|homes|conversation to run one part;
+ * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway|homes|conversation|embeddings to run one part;
  * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts; `homes`
- * (every home against its peers in one run, one Markdown table: bench/results/latest.md) is bench/homes.ts.
+ * (every home against its peers in one run, one Markdown table: bench/results/latest.md) is bench/homes.ts;
+ * `embeddings` (embeddings/s for 1, 8, 64 inputs: ours vs transformers.js on the same ONNX, vs
+ * llama-server --embedding on the same GGUF) is bench/embeddings.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -159,6 +161,12 @@ async function main() {
     await conversationSection();
     return;
   }
+  if (only === 'embeddings') {
+    // Imported here: it loads transformers.js, which no other part needs.
+    const { embeddingsSection } = await import('./embeddings.js');
+    await embeddingsSection();
+    return;
+  }
   if (only === 'homes') {
     // Imported here: it loads transformers.js and Playwright, which no other part needs.
     const { benchHomes } = await import('./homes.js');
@@ -210,6 +218,7 @@ async function main() {
     gateway = await benchGateway({ runs, maxTokens });
     console.log(gatewayTable(gateway));
   }
+  if (only === undefined) await (await import('./embeddings.js')).embeddingsSection();
   const loadAfter = loadavg()[0];
   console.log(`\nload average after the run: ${loadAfter.toFixed(2)}`);
   const outDir = fileURLToPath(new URL('./results/', import.meta.url));

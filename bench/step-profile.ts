@@ -5,6 +5,7 @@
  *   npx tsx bench/step-profile.ts label=path.onnx [label=path.onnx ...]
  *   STEP_THREADS=1,2 STEP_ROWS=1 STEP_PAST=128 STEP_RUNS=40 STEP_ROUNDS=5 npx tsx bench/step-profile.ts ...
  *   STEP_THREADS=1,2,2s ...   (`2s`: 2 threads with onnxruntime's default spinning)
+ *   STEP_TOKENS=808 STEP_PAST=0 ...   (a cold prefill of 808 tokens instead of a decode step)
  *
  * Per graph and thread count, two sessions run in alternation (rounds, order rotated):
  * - a plain one (the engine's options: no spinning above one thread): the wall time of
@@ -27,6 +28,8 @@ import { median } from './stats.js';
 const THREADS = (process.env.STEP_THREADS ?? '1,2').split(',').map((t) => ({ threads: parseInt(t, 10), spinning: t.endsWith('s') }));
 const ROWS = Number(process.env.STEP_ROWS ?? 1);
 const PAST = Number(process.env.STEP_PAST ?? 128);
+/** New tokens per row: 1 for a decode step, a prompt's length (with STEP_PAST=0) for a prefill. */
+const TOKENS = Number(process.env.STEP_TOKENS ?? 1);
 const RUNS = Number(process.env.STEP_RUNS ?? 30);
 const ROUNDS = Number(process.env.STEP_ROUNDS ?? 5);
 
@@ -88,7 +91,7 @@ async function main() {
       mkdirSync(profileDir, { recursive: true });
       const plain = await ort.InferenceSession.create(path, options(config));
       const profiled = await ort.InferenceSession.create(path, { ...options(config), enableProfiling: true, profileFilePrefix: join(profileDir, 'p') });
-      const feeds = stepFeeds(plain.inputNames, ROWS, PAST);
+      const feeds = stepFeeds(plain.inputNames, ROWS, PAST, TOKENS);
       for (let i = 0; i < 3; i++) {
         await plain.run(feeds);
         await profiled.run(feeds);
@@ -109,7 +112,7 @@ async function main() {
     }
   }
   const loadAfter = loadavg();
-  console.log(`rows ${ROWS}, past ${PAST}, ${ROUNDS} rounds × ${RUNS} runs; load average ${loadBefore.map((x) => x.toFixed(1)).join(' ')} -> ${loadAfter.map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(`rows ${ROWS}, past ${PAST}, new tokens ${TOKENS}, ${ROUNDS} rounds × ${RUNS} runs; load average ${loadBefore.map((x) => x.toFixed(1)).join(' ')} -> ${loadAfter.map((x) => x.toFixed(1)).join(' ')}`);
   for (const c of cases) {
     c.profiled.endProfiling();
     const file = join(c.profileDir, readdirSync(c.profileDir)[0]);

@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GraphBuilder } from '../../src/graph/graph-builder.js';
 import { OnnxDataType, encodeOnnxModel } from '../../src/graph/onnx-writer.js';
+import { applyWeightDtype } from '../../src/graph/weight-dtype.js';
 import { benchModelCache, SMOLLM2_135M_SHAPE } from '../size-models.js';
 
 const VERSION = 1;
@@ -28,7 +29,8 @@ function weights(rows: number, cols: number, seed: number): Float32Array {
   return out;
 }
 
-export function buildMatMulChain(): Uint8Array {
+/** `q4`: the same chain with the converter's q4 weights (MatMulNBits), the q4 step's weight products alone. */
+export function buildMatMulChain(dtype: 'fp32' | 'q4' = 'fp32'): Uint8Array {
   const { dim, hiddenDim, nLayers, nHeads, nKvHeads, vocabSize } = SMOLLM2_135M_SHAPE;
   const qkv = dim + 2 * nKvHeads * (dim / nHeads);
   const g = new GraphBuilder('fp32-matmul-chain');
@@ -49,15 +51,22 @@ export function buildMatMulChain(): Uint8Array {
     outputs: ['logits'],
   })[0];
   g.output(logits, OnnxDataType.FLOAT, ['M', vocabSize]);
-  return encodeOnnxModel({ irVersion: 8, opsetVersion: 17, producerName: 'edge-llm-fp32-bound', producerVersion: '0', graph: g.build() });
+  return encodeOnnxModel({
+    irVersion: 8,
+    opsetVersion: 17,
+    producerName: 'edge-llm-fp32-bound',
+    producerVersion: '0',
+    graph: applyWeightDtype(g.build(), dtype),
+    ...(dtype === 'q4' ? { extraOpsets: { 'com.microsoft': 1 } } : {}),
+  });
 }
 
-/** The chain's file in the bench model cache, written once (~540 MB). */
-export function ensureMatMulChain(): string {
-  const path = join(benchModelCache(), `fp32-matmul-chain-v${VERSION}.onnx`);
+/** The chain's file in the bench model cache, written once (~540 MB fp32, ~70 MB q4). */
+export function ensureMatMulChain(dtype: 'fp32' | 'q4' = 'fp32'): string {
+  const path = join(benchModelCache(), `${dtype}-matmul-chain-v${VERSION}.onnx`);
   if (!existsSync(path)) {
     mkdirSync(benchModelCache(), { recursive: true });
-    writeFileSync(path, buildMatMulChain());
+    writeFileSync(path, buildMatMulChain(dtype));
   }
   return path;
 }

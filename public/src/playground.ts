@@ -14,6 +14,7 @@ import { createResultsView } from './results-view.js';
 import { RunState } from './run-state.js';
 import { defaultState, loadState, saveState, type PlaygroundState, type TargetId } from './store.js';
 import { createTabs } from './tabs.js';
+import { createEmbeddingsPanel } from './embeddings-panel.js';
 import { createInPageTools } from './inpage-tools.js';
 import { TARGET_LABELS, Targets, type InPageBenchmark, type InPageLoader } from './targets.js';
 import { sendRequest } from './transport.js';
@@ -140,8 +141,19 @@ export function startPlayground(options: PlaygroundOptions): void {
   });
 
   // API tabs and the request options.
-  createTabs<ApiId>(byId('api-tabs'), API_IDS.map((id) => ({ id, label: APIS[id].label, title: APIS[id].path })), state.api, (api) => {
-    state.api = api;
+  // The Embeddings tab is not one of the generation APIs: it swaps the request panels for its own.
+  const embeddingsPanel = byId('embeddings-panel');
+  createEmbeddingsPanel(embeddingsPanel, (path) => targets.url(path));
+  const apiTabs = [
+    ...API_IDS.map((id) => ({ id, label: APIS[id].label, title: APIS[id].path })),
+    { id: 'embeddings' as const, label: 'Embeddings', title: '/v1/embeddings', controls: 'embeddings-panel' },
+  ];
+  createTabs<ApiId | 'embeddings'>(byId('api-tabs'), apiTabs, state.api, (tab) => {
+    const embeddings = tab === 'embeddings';
+    byId('app').classList.toggle('embeddings-mode', embeddings);
+    embeddingsPanel.hidden = !embeddings;
+    if (embeddings) return;
+    state.api = tab;
     renderForApi();
     changed();
   });

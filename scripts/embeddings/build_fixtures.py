@@ -15,6 +15,9 @@ xlmr-unigram/    XLMRobertaModel with a sentencepiece Unigram model trained here
                  transformers' XLMRobertaTokenizer (Precompiled normalizer, Metaspace, <s> $A
                  </s>); Pooling (CLS), Normalize; config.json carries "matryoshka_dimensions"
                  (vLLM's switch for `dimensions`).
+modernbert-bpe/  ModernBertModel (3 layers: local sliding-window attention of 8 tokens, then global
+                 every 3rd layer; rotary positions) with a byte-level BPE trained here, [CLS] $A
+                 [SEP]; Pooling (mean), Normalize. `build_fixtures.py modernbert` builds it alone.
 qwen3-decoder/   Qwen3Model (a decoder, Qwen3-Embedding's layout) with a byte-level BPE trained
                  here whose post-processor appends <|endoftext|> (as Qwen3-Embedding's does);
                  Pooling (lasttoken), Normalize; config_sentence_transformers.json carries
@@ -228,6 +231,35 @@ def xlmr(work):
     reference(st, folder, {'truncate_dim': truncated})
 
 
+def modernbert(work):
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders, processors, trainers
+    from transformers import ModernBertConfig, ModernBertModel, PreTrainedTokenizerFast
+    # ModernBERT's tokenizer: byte-level BPE (OLMo's), [CLS] $A [SEP] around every input.
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    bpe.decoder = decoders.ByteLevel()
+    specials = ['[UNK]', '[CLS]', '[SEP]', '[PAD]', '[MASK]']
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    bpe.train_from_iterator(CORPUS * 3, trainer)
+    cls, sep = bpe.token_to_id('[CLS]'), bpe.token_to_id('[SEP]')
+    bpe.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B [SEP]', special_tokens=[('[CLS]', cls), ('[SEP]', sep)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, unk_token='[UNK]', cls_token='[CLS]', sep_token='[SEP]', pad_token='[PAD]',
+                                        mask_token='[MASK]', model_max_length=128)
+    config = ModernBertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64,
+                              max_position_embeddings=128, global_attn_every_n_layers=3, local_attention=8,
+                              pad_token_id=bpe.token_to_id('[PAD]'), cls_token_id=cls, sep_token_id=sep, bos_token_id=cls, eos_token_id=sep)
+    config._attn_implementation = 'eager'
+    model = ModernBertModel(config)
+    random_init(model, 46)
+    hf_dir = os.path.join(work, 'modernbert-hf')
+    model.save_pretrained(hf_dir)
+    tokenizer.save_pretrained(hf_dir)
+    folder = os.path.join(OUT, 'modernbert-bpe')
+    st = save_st(hf_dir, folder, 'mean')
+    export_onnx(model, folder, ['input_ids', 'attention_mask'])
+    reference(st, folder)
+
+
 QWEN3_PROMPTS = {
     'query': 'Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:',
     'document': '',
@@ -267,13 +299,16 @@ def qwen3(work):
 
 
 def main():
+    import sys
     os.makedirs(OUT, exist_ok=True)
     import sentence_transformers
     import transformers
+    # Names on the command line build only those fixtures (the others stay as committed).
+    makers = {'bert': bert, 'xlmr': xlmr, 'qwen3': qwen3, 'modernbert': modernbert}
+    chosen = sys.argv[1:] or list(makers)
     with tempfile.TemporaryDirectory() as work:
-        bert(work)
-        xlmr(work)
-        qwen3(work)
+        for name in chosen:
+            makers[name](work)
     with open(os.path.join(OUT, 'VERSIONS'), 'w') as f:
         f.write(f'transformers {transformers.__version__}\nsentence-transformers {sentence_transformers.__version__}\ntorch {torch.__version__}\n')
 

@@ -143,6 +143,13 @@ export const ServerConfigSchema = z.strictObject(
      */
     enablePrefixCaching: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Scheduling and batching", help: "reuse the KV cache of earlier prompts' shared prefixes", text: 'bool', env: ["ENABLE_PREFIX_CACHING"], flag: "enable-prefix-caching", negation: "no-enable-prefix-caching" }),
     /**
+     * Prefill a long prompt arriving while sequences decode in slices between their steps
+     * (vLLM's --enable-chunked-prefill), so running streams keep their pace.
+     */
+    enableChunkedPrefill: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Scheduling and batching", help: "prefill long prompts in slices between running sequences' steps", text: 'bool', env: ["ENABLE_CHUNKED_PREFILL"], flag: "enable-chunked-prefill", negation: "no-enable-chunked-prefill" }),
+    /** Tokens per slice of a chunked prefill; 0 sizes each slice to about one decode step's time. */
+    longPrefillTokenThreshold: setting(int(0).default(0), { group: "Scheduling and batching", help: "tokens per chunked-prefill slice (0: sized to about one decode step's time)", text: 'int', env: ["LONG_PREFILL_TOKEN_THRESHOLD"], flag: "long-prefill-token-threshold" }),
+    /**
      * Report usage.prompt_tokens_details.cached_tokens when a request reused cached prompt
      * tokens (vLLM's --enable-prompt-tokens-details, off by default).
      */
@@ -177,6 +184,13 @@ export const ServerConfigSchema = z.strictObject(
     intraOpNumThreads: setting(z
       .custom<'auto' | number>((v) => v === 'auto' || (typeof v === 'number' && Number.isSafeInteger(v) && v >= 1 && v <= 256), { error: THREAD_COUNT })
       .default('auto'), { group: "Processes and threads", help: "onnxruntime's threads per model call: auto or 1-256", text: 'threads', env: ["INTRA_OP_NUM_THREADS"] }),
+    /**
+     * onnxruntime's intra-op threads spin-wait between kernels (Node, more than one thread).
+     * Off by default: on cores other work shares, spinning made steps 1.2–1.6× slower than
+     * one thread. On a host whose cores the server has to itself, a one-request decode step's
+     * ~100 thread hand-offs stop waiting on a futex wake (llama.cpp spins likewise).
+     */
+    intraOpSpinning: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Processes and threads", help: "intra-op threads spin between kernels (cores the server has to itself)", text: 'bool', env: ["INTRA_OP_SPINNING"] }),
     /**
      * Which thread makes the model calls (Node, native backend): "main", "worker" (a worker
      * thread owns the session and the KV cache, so HTTP and streaming go on during a step),
@@ -322,6 +336,8 @@ export function schedulerLimitsOf(config: ServerConfig): SchedulerLimits {
     maxSeqLen: config.maxSeqLen ?? null,
     kvCacheMemoryBytes: config.kvCacheMemoryBytes,
     enablePrefixCaching: config.enablePrefixCaching,
+    enableChunkedPrefill: config.enableChunkedPrefill,
+    longPrefillTokenThreshold: config.longPrefillTokenThreshold,
   };
 }
 

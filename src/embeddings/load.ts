@@ -30,6 +30,8 @@ export interface LoadEmbeddingOptions {
   maxSeqLen?: number | null;
   poolerOverride?: PoolerOverride;
   sessionOptions?: InferenceSession.SessionOptions;
+  /** Lines leading the startup report (how the graph was made). */
+  notes?: string[];
 }
 
 /** Model types whose attention is bidirectional (vLLM's encoder embedding families); others are decoders. */
@@ -62,6 +64,10 @@ function positiveInt(value: unknown): number | null {
 }
 
 /** The longest input, as vLLM derives it: position embeddings (RoBERTa's less two), sentence-transformers' max_seq_length, the server's maxSeqLen. */
+export function embeddingContextOf(files: EmbeddingModelFiles, maxSeqLen: number | null | undefined): { maxModelLen: number; why: string } {
+  return contextOf(files, typeof files.config.model_type === 'string' ? files.config.model_type : '', maxSeqLen);
+}
+
 function contextOf(files: EmbeddingModelFiles, modelType: string, maxSeqLen: number | null | undefined): { maxModelLen: number; why: string } {
   const positions = positiveInt(files.config.max_position_embeddings);
   if (positions === null) throw new PoolingConfigError('config.json has no max_position_embeddings: the context length is unknown.');
@@ -95,6 +101,7 @@ export async function loadEmbeddingEngine(options: LoadEmbeddingOptions): Promis
     const prompts = embeddingPromptsOf(files.settings);
     const matryoshka = matryoshkaOf(files.config);
     const notes = [
+      ...(options.notes ?? []),
       `Embedding model (${decoder ? 'decoder' : 'encoder'}, ${modelType || 'unknown type'}) from ${files.onnxFile}: ${width} dimensions, ` +
         `${pooling.mode === 'last' ? 'last-token' : pooling.mode.toUpperCase()} pooling${pooling.normalize ? ', normalized' : ''} (${pooling.source}); ` +
         `context ${maxModelLen} tokens (${why})`,

@@ -15,6 +15,12 @@ export interface BatchRow {
   /** A finished row leaves the batch at the next repack. */
   readonly finished: boolean;
   /**
+   * The sequence's token ids, prompt then output: its first `cachedLength` are what its KV
+   * row holds, which the prefix cache keeps when it finishes (a chat's next turn reuses the
+   * reply too). Rows without it (beams) are not kept.
+   */
+  sequenceTokenIds?(): readonly number[];
+  /**
    * Speculative decoding: up to `maxTokens` guesses of the tokens that follow
    * `lastTokenId`, fed in the same forward pass so the model checks them all at once;
    * none when `onlyIfGuided` and the row has no grammar. Rows without it (beams) never

@@ -30,6 +30,19 @@ export interface PrefixReuse {
   namespace: string;
 }
 
+/** A prompt being prefilled slice by slice (BatchRunner.startPartialPrefill). */
+export interface PartialPrefill {
+  readonly promptTokenIds: readonly number[];
+  readonly loraSlot: number;
+  readonly reuse: PrefixReuse | undefined;
+  /** Prompt tokens whose KV `cache` holds. */
+  fed: number;
+  /** Of those, the ones taken from the prefix cache. */
+  readonly cachedTokens: number;
+  /** One row of exactly `fed` slots; null before the first slice. */
+  cache: KvCache | null;
+}
+
 /** A row entering the batch: its KV cache is row `cacheRow` of `cache`. */
 export interface JoiningRow {
   row: BatchRow;
@@ -65,6 +78,13 @@ export class BatchRunner {
   /** The in-place cache's operations: on this thread's arrays, or messages to the model's worker. */
   private readonly inPlaceKv: InPlaceKvOps;
   private readonly padding: KvPadding;
+  /**
+   * Where a finished row's KV is kept for later prompts (its prompt and output: a chat's next
+   * turn reuses the reply too), by its group; undefined: not kept. Set by the scheduler.
+   */
+  keepFinished: ((group: RowGroup) => PrefixReuse | undefined) | null = null;
+  /** Finished rows already kept (keepFinishedRows runs before admission and again at the repack). */
+  private readonly keptRows = new WeakSet<BatchRow>();
 
   constructor(
     private readonly decoder: Decoder,
@@ -135,6 +155,59 @@ export class BatchRunner {
     this.prefilled.push(present);
     if (keyed) reuse.cache.insert(reuse.namespace, promptTokenIds, present, 0);
     return { logits, cache: present, cachedTokens: start };
+  }
+
+  /**
+   * A prompt to prefill in slices between decode steps (chunked prefill): looks up its kept
+   * prefix (the slices start after it) and holds nothing yet. Feed it with `prefillSlice`;
+   * `dropPartialPrefill` releases it when its request goes away before the last slice.
+   */
+  startPartialPrefill(promptTokenIds: readonly number[], loraSlot = -1, reuse?: PrefixReuse): PartialPrefill {
+    const hit = reuse === undefined ? null : reuse.cache.lookup(reuse.namespace, promptTokenIds);
+    return { promptTokenIds, loraSlot, reuse, fed: hit?.tokens ?? 0, cachedTokens: hit?.tokens ?? 0, cache: hit?.past ?? null };
+  }
+
+  /**
+   * Feeds the next `maxTokens` (at most) of a partial prefill's prompt on the KV of those fed
+   * before it: the same call a prefix-cache hit makes, so the graphs whose reuse self-test
+   * passed compute what one whole prefill computes. Returns the last position's logits once
+   * the prompt is all fed (its cache then joins the batch at the next admission, as a
+   * prefill's, and is kept in the prefix cache), else null.
+   */
+  async prefillSlice(partial: PartialPrefill, maxTokens: number): Promise<Float32Array | null> {
+    const { promptTokenIds, fed } = partial;
+    const end = Math.min(promptTokenIds.length, fed + Math.max(1, Math.floor(maxTokens)));
+    const seqLen = end - fed;
+    const past = partial.cache ?? this.emptyCache(1);
+    let ran;
+    try {
+      ran = await this.decoder.run({
+        batch: 1,
+        seqLen,
+        inputIds: BigInt64Array.from(promptTokenIds.slice(fed, end), (id) => BigInt(id)),
+        positionIds: BigInt64Array.from({ length: seqLen }, (_, i) => BigInt(fed + i)),
+        attentionMask: new BigInt64Array(end).fill(1n),
+        past,
+        logitsToKeep: 1,
+        loraSlots: partial.loraSlot >= 0 ? [partial.loraSlot] : undefined,
+      });
+    } finally {
+      if (partial.cache !== null) releaseKvCache(partial.cache);
+      partial.cache = null;
+    }
+    partial.cache = ran.present;
+    partial.fed = end;
+    if (end < promptTokenIds.length) return null;
+    this.prefilled.push(ran.present);
+    partial.reuse?.cache.insert(partial.reuse.namespace, promptTokenIds, ran.present, 0);
+    const vocab = this.decoder.spec.vocabSize;
+    return ran.logits.subarray(ran.logits.length - vocab);
+  }
+
+  /** Releases a partial prefill's KV (its request ended before its last slice). */
+  dropPartialPrefill(partial: PartialPrefill): void {
+    if (partial.cache !== null && !this.prefilled.includes(partial.cache)) releaseKvCache(partial.cache);
+    partial.cache = null;
   }
 
   /** Whether this runner's graph may prefill prompts together (graphPrefillsTogether). */
@@ -208,6 +281,7 @@ export class BatchRunner {
       return;
     }
     this.forks = [];
+    this.keepFinishedRows();
 
     const sources: KvRowSource[] = [];
     const rows: BatchRow[] = [];
@@ -239,6 +313,26 @@ export class BatchRunner {
       // The runner's in-place store and the prefills' caches were read by no one but this batch.
       if (this.inPlace) freeReplacedKvBuffers(replaced, this.cache);
     }
+  }
+
+  /**
+   * Hands the finished rows' KV (prompt + the output fed so far) to the prefix cache, before
+   * the repack drops them; the scheduler calls it before admitting prompts, so a chat's next
+   * turn arriving as soon as the last one ended finds it.
+   */
+  keepFinishedRows(): void {
+    if (this.keepFinished === null) return;
+    this.rows.forEach((row, index) => {
+      if (!row.finished || row.sequenceTokenIds === undefined || row.cachedLength <= 0 || this.keptRows.has(row)) return;
+      this.keptRows.add(row);
+      const reuse = this.keepFinished!(this.groups[index]);
+      if (reuse === undefined) return;
+      const ids = row.sequenceTokenIds();
+      if (ids.length < row.cachedLength) return;
+      // Real slots last in the row (left padding), or first (right padding, in-place caches).
+      const end = this.padding === 'end' ? this.cache.length : row.cachedLength;
+      reuse.cache.insert(reuse.namespace, ids.slice(0, row.cachedLength), this.cache, index, end);
+    });
   }
 
   /**

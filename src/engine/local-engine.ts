@@ -54,6 +54,8 @@ export interface ModelLoadReport {
   prefillTogether: boolean;
   /** Prompts' KV is kept and reused by later prompts starting the same way (prefix-cache/); why not, when off. */
   prefixCaching: { on: true } | { on: false; reason: string };
+  /** Long prompts arriving while rows decode are prefilled in slices between steps (chunked-prefill/); why not, when off. */
+  chunkedPrefill: { on: true } | { on: false; reason: string };
   /** Session creation + self-test (warm-up), in ms. */
   loadMs: number;
   /** Facts worth a line at startup (a context cut by the tokenizer's limit). */
@@ -154,6 +156,7 @@ export class LocalEngine implements Engine {
       batching: loadReport.batching,
       prefillTogether: loadReport.prefillTogether,
       prefixCaching: loadReport.prefixCaching.on,
+      chunkedPrefill: loadReport.chunkedPrefill.on,
       modelThread: loadReport.modelThread,
       pipeline,
       adapters: this.adapters,
@@ -212,6 +215,7 @@ export class LocalEngine implements Engine {
     let audio: AudioLanguageModel | null = null;
     let check: Awaited<ReturnType<typeof checkBatching>>;
     let prefixCaching: ModelLoadReport['prefixCaching'] = { on: false, reason: 'the enable_prefix_caching setting is false' };
+    let chunkedPrefill: ModelLoadReport['chunkedPrefill'] = { on: false, reason: 'the enable_chunked_prefill setting is false' };
     let lora: EngineLora | null = null;
     const { visionEncoder, audioEncoder } = files.companions ?? {};
     const needsEmbeds = (encoderFile: string, media: string) => {
@@ -250,12 +254,13 @@ export class LocalEngine implements Engine {
       } catch (error) {
         throw new Error(`${graphLabel} failed its first forward pass: ${(error as Error).message}`);
       }
-      if (limits.enablePrefixCaching) {
+      // Prefix reuse and chunked prefill both continue a prompt on the KV of its first tokens.
+      if (limits.enablePrefixCaching || limits.enableChunkedPrefill) {
         // A graph rounding activations to int8 moves its logits as much between a prompt run whole and
         // continued as between a row alone and batched (batching-self-test.ts).
         const tolerance = int8Activations === null ? EXACT_TOLERANCE[decoder.contract.kvType] : DYNAMIC_INT8_TOLERANCE;
         const reuse = await checkPrefixReuse(decoder, tolerance);
-        prefixCaching = reuse.ok
+        const verdict: ModelLoadReport['prefixCaching'] = reuse.ok
           ? { on: true }
           : {
               on: false,
@@ -263,7 +268,9 @@ export class LocalEngine implements Engine {
                 Number.isFinite(reuse.difference) ? `${(reuse.difference * 100).toFixed(2)}% relative difference` : 'the graph refused the feeds'
               })`,
             };
-        if (!reuse.ok) notes.push(`Prefix caching is off for this graph: ${prefixCaching.on ? '' : prefixCaching.reason}.`);
+        if (limits.enablePrefixCaching) prefixCaching = verdict;
+        if (limits.enableChunkedPrefill) chunkedPrefill = verdict;
+        if (!verdict.on) notes.push(`Prefix caching and chunked prefill are off for this graph: ${verdict.reason}.`);
       }
       if (options.lora) {
         lora = await EngineLora.create(decoder, files, spec, options.servedModelName, options.lora, sessionOptions, {
@@ -294,6 +301,7 @@ export class LocalEngine implements Engine {
       batchingDifferences: check.differences,
       prefillTogether: check.prefillTogether,
       prefixCaching,
+      chunkedPrefill,
       loadMs: Date.now() - started,
       notes,
       warnings: check.warnings,

@@ -45,6 +45,13 @@ export interface SchedulerLimits {
    * --enable-prefix-caching, on by default; prefix-cache/).
    */
   enablePrefixCaching: boolean;
+  /**
+   * A long prompt arriving while sequences decode is prefilled in slices between their steps
+   * (vLLM's --enable-chunked-prefill, on by default; chunked-prefill/slice-sizer.ts).
+   */
+  enableChunkedPrefill: boolean;
+  /** Tokens per slice of a chunked prefill; 0 sizes slices from measured step times (vLLM's --long-prefill-token-threshold). */
+  longPrefillTokenThreshold: number;
 }
 
 export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
@@ -61,6 +68,8 @@ export const DEFAULT_SCHEDULER_LIMITS: SchedulerLimits = {
   maxSeqLen: null,
   kvCacheMemoryBytes: 8 * 1024 ** 3,
   enablePrefixCaching: true,
+  enableChunkedPrefill: true,
+  longPrefillTokenThreshold: 0,
 };
 
 /** Rows the requests' extra sequences may hold together (maxExtraSequenceSlotPercent of the batch), at least 1. */

@@ -1,4 +1,5 @@
-import { BatchRunner, type JoiningRow, type PrefixReuse } from './batch-runner.js';
+import { BatchRunner, type JoiningRow, type PartialPrefill, type PrefixReuse } from './batch-runner.js';
+import { SliceSizer } from './chunked-prefill/slice-sizer.js';
 import { kvBytesPerToken } from './context-length.js';
 import { PrefixCache } from './prefix-cache/prefix-cache.js';
 import type { BatchingMode } from './loading/batching-self-test.js';
@@ -27,6 +28,12 @@ import { yieldBetweenSteps, yieldToEventLoop } from '../threads/yield.js';
  * is "preparing": that work runs in slices between the lane's steps, its prefill cache held,
  * and the request joins the batch at the first step after it is done. Other requests' steps
  * go on meanwhile; the loop is never held for the whole pass.
+ *
+ * A long prompt arriving while rows decode is prefilled in slices, one between two decode
+ * steps (chunked prefill, vLLM's --enable-chunked-prefill): the running streams go on at
+ * a pace the slice size keeps (chunked-prefill/slice-sizer.ts), and the request joins the
+ * batch after its last slice. Why a slice is its own model call rather than mixed with the
+ * decode rows into one: chunked-prefill/slice-sizer.ts.
  */
 
 /** A prefilled request whose prepare() is running: it joins its lane when `settled`. */
@@ -38,6 +45,12 @@ interface Preparing {
   error?: unknown;
 }
 
+/** A request whose prompt is being prefilled slice by slice; it joins its lane after the last. */
+interface Chunking {
+  group: RequestGroup;
+  partial: PartialPrefill;
+}
+
 /** A batch of the running rows with its own step loop (more than one: model-thread/lanes.ts). */
 interface Lane {
   index: number;
@@ -47,6 +60,10 @@ interface Lane {
   joining: number;
   /** Requests prefilled for this lane whose preparation is running or done (collectPrepared). */
   preparing: Preparing[];
+  /** The request prefilled in slices between this lane's steps; admission waits while there is one. */
+  chunking: Chunking | null;
+  /** Sizes the slices from this lane's measured step and prefill times. */
+  sizer: SliceSizer;
 }
 
 export interface SchedulerOptions {
@@ -61,6 +78,8 @@ export interface SchedulerOptions {
   prefillTogether?: boolean;
   /** Keep prompts' KV for later prompts that start the same way (prefix-cache/). */
   prefixCaching?: boolean;
+  /** Long prompts arriving while rows decode are prefilled in slices between steps (the graph continues a prompt on its KV correctly). */
+  chunkedPrefill?: boolean;
 }
 
 /** The prefix cache's namespace for KV computed without an adapter. */
@@ -89,8 +108,12 @@ export class Scheduler {
   private readonly adapterNamespaces = new WeakMap<LoraAdapter, string>();
   /** Media features of waiting requests, handed to their prefill. */
   private readonly placeholders = new WeakMap<RequestGroup, readonly PlaceholderEmbeds[]>();
+  /** Requests with media parts: their KV is not kept (prefix-cache.ts). */
+  private readonly withMedia = new WeakSet<RequestGroup>();
 
   private readonly kvBytesPerToken: number;
+  /** SchedulerOptions.chunkedPrefill. */
+  private readonly chunkedPrefill: boolean;
 
   constructor(decoder: Decoder, options: SchedulerOptions) {
     this.kvBytesPerToken = kvBytesPerToken(decoder.spec, decoder.contract.kvType);
@@ -113,12 +136,23 @@ export class Scheduler {
       loop: null,
       joining: 0,
       preparing: [],
+      chunking: null,
+      sizer: new SliceSizer(limits.longPrefillTokenThreshold),
     }));
+    this.chunkedPrefill = options.chunkedPrefill ?? false;
+    // A finished sequence's prompt and output stay for the next turn of its conversation
+    // (llama.cpp keeps a slot's whole sequence; vLLM caches generated tokens' full blocks).
+    if (this.prefixCache !== null) {
+      for (const lane of this.lanes) lane.runner.keepFinished = (group) => (this.withMedia.has(group as RequestGroup) ? undefined : this.prefixReuse(group as RequestGroup));
+    }
   }
 
   /** Queues an accepted request (with its media features, if any) and starts the lanes' loops. */
   enqueue(group: RequestGroup, placeholders: readonly PlaceholderEmbeds[] | undefined): void {
-    if (placeholders !== undefined && placeholders.length > 0) this.placeholders.set(group, placeholders);
+    if (placeholders !== undefined && placeholders.length > 0) {
+      this.placeholders.set(group, placeholders);
+      this.withMedia.add(group);
+    }
     this.waiting.push(group);
     this.ensureLoop();
   }
@@ -198,15 +232,20 @@ export class Scheduler {
   private async runLane(lane: Lane): Promise<void> {
     const { runner } = lane;
     let launched: Promise<() => number> | null = null;
+    let launchedAt = 0;
     for (;;) {
       if (launched === null) {
         this.endAborted();
         const joining = this.collectPrepared(lane);
-        lane.joining = joining.length + preparingWidth(lane);
+        lane.joining = joining.length + preparingWidth(lane) + chunkingWidth(lane);
+        if (lane.chunking !== null) await this.prefillNextSlice(lane, joining);
+        runner.keepFinishedRows();
         joining.push(...(await this.prefillWaiting(lane, joining.length)));
         runner.admitAndEvict(joining);
-        lane.joining = preparingWidth(lane);
+        lane.joining = preparingWidth(lane) + chunkingWidth(lane);
         if (runner.size === 0) {
+          // A prompt prefilled in slices goes on at the next pass (with nobody decoding, in one slice).
+          if (lane.chunking !== null) continue;
           if (this.waiting.length === 0 && lane.preparing.length === 0) return;
           // A preparation that settled while the prefills ran joins at the next pass.
           if (lane.preparing.some((entry) => entry.settled)) {
@@ -221,19 +260,24 @@ export class Scheduler {
           continue;
         }
         launched = runner.launchStep();
+        launchedAt = performance.now();
       }
       try {
         const pickTokens = await launched;
+        lane.sizer.stepTook(performance.now() - launchedAt);
         this.counters.generatedTokens += pickTokens();
         this.counters.steps += 1;
       } catch (error) {
         runner.failAll(error);
       }
       launched = null;
-      if (this.launchEarly && this.waiting.length === 0 && !lane.preparing.some((entry) => entry.settled)) {
+      if (this.launchEarly && this.waiting.length === 0 && lane.chunking === null && !lane.preparing.some((entry) => entry.settled)) {
         this.endAborted();
         runner.admitAndEvict([]);
-        if (runner.size > 0) launched = runner.launchStep();
+        if (runner.size > 0) {
+          launched = runner.launchStep();
+          launchedAt = performance.now();
+        }
       }
       if (this.lanes.length > 1) this.signalChange();
       await yieldBetweenSteps();
@@ -330,7 +374,8 @@ export class Scheduler {
     // Admitted requests whose prompts are prefilled together (BatchRunner.prefillTogether), at the end of the pass.
     const together: RequestGroup[] = [];
     let index = 0;
-    while (index < this.waiting.length) {
+    // The slices of a long prompt are this lane's prefill work until its last one.
+    while (index < this.waiting.length && lane.chunking === null) {
       const next = this.waiting[index];
       const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
       const idle = rowsNow === 0;
@@ -347,7 +392,9 @@ export class Scheduler {
       // An idle engine always takes one request, so a prompt longer than the budget, or a
       // request with more sequences than the batch holds, still runs.
       if (!idle && rowsNow + next.width > this.limits.maxRunningSequences) break;
-      if (!idle && next.promptTokenIds.length > budget) break;
+      // A prompt that can be prefilled in slices takes a slice of the budget at a time.
+      const sliceable = this.chunkedPrefill && !next.needsPromptLogits && !this.placeholders.has(next);
+      if (!idle && !sliceable && next.promptTokenIds.length > budget) break;
       // Its adapter needs a slot; with every slot held by running requests' adapters it
       // waits (in order: the requests behind it wait too).
       if (next.adapter) {
@@ -363,6 +410,12 @@ export class Scheduler {
       // Counted while its prefill runs, so the other lanes balance against it.
       lane.joining += next.width;
       const reuse = this.prefixReuse(next);
+      if (this.sliced(lane, next, reuse)) {
+        this.startChunking(lane, next, reuse);
+        await this.prefillNextSlice(lane, joining);
+        lane.joining = alreadyJoining + joining.length + preparingWidth(lane) + chunkingWidth(lane) + widthOf(together);
+        continue;
+      }
       if (
         this.sharesPrefills &&
         runner.prefillsTogether &&
@@ -388,14 +441,87 @@ export class Scheduler {
           if (!next.finished) this.running.add(next);
           for (const row of rows) joining.push({ row, group: next, cache, cacheRow: 0 });
         }
-        lane.joining = alreadyJoining + joining.length + preparingWidth(lane) + widthOf(together);
+        lane.joining = alreadyJoining + joining.length + preparingWidth(lane) + chunkingWidth(lane) + widthOf(together);
       } catch (error) {
         next.fail(error);
       }
     }
     if (together.length > 0) await this.prefillTogether(lane, together, joining);
-    lane.joining = alreadyJoining + joining.length + preparingWidth(lane);
+    lane.joining = alreadyJoining + joining.length + preparingWidth(lane) + chunkingWidth(lane);
     return joining;
+  }
+
+  /**
+   * Whether `group`'s prompt is prefilled in slices: chunked prefill is on, rows are decoding
+   * whose pace it would hold up, and the prompt's uncached part is longer than a
+   * slice. Prompts whose every position's logits are wanted, or with media features, run whole.
+   */
+  private sliced(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): boolean {
+    // Rows only joining (prompts admitted in this pass) are not decoding yet: requests arriving
+    // together at an idle engine are all prefilled at once (together, where the graph can).
+    const decoding = this.rowsRunning();
+    if (!this.chunkedPrefill || decoding === 0 || group.needsPromptLogits || this.placeholders.has(group)) return false;
+    const cached = reuse === undefined ? 0 : reuse.cache.peek(reuse.namespace, group.promptTokenIds);
+    return group.promptTokenIds.length - cached > lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
+  }
+
+  private startChunking(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): void {
+    const partial = lane.runner.startPartialPrefill(group.promptTokenIds, group.loraSlot ?? -1, reuse);
+    group.cachedPromptTokens = partial.cachedTokens;
+    lane.chunking = { group, partial };
+    this.running.add(group);
+  }
+
+  /**
+   * Feeds the lane's sliced prompt its next slice; after the last, its request starts (or
+   * prepares) and its rows join at this admission, as after a whole prefill. A request that
+   * went away meanwhile is dropped with its KV.
+   */
+  private async prefillNextSlice(lane: Lane, joining: JoiningRow[]): Promise<void> {
+    const { group, partial } = lane.chunking!;
+    const { runner } = lane;
+    if (group.abortRequested && !group.finished) group.abort();
+    if (group.finished) {
+      runner.dropPartialPrefill(partial);
+      lane.chunking = null;
+      this.running.delete(group);
+      return;
+    }
+    // Nobody decoding: nothing to keep pace with, the rest goes in one slice.
+    const decoding = runner.size + joining.length;
+    const sliceTokens = decoding === 0 ? Infinity : lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
+    const before = partial.fed;
+    const started = performance.now();
+    let logits: Float32Array | null;
+    try {
+      logits = await runner.prefillSlice(partial, sliceTokens);
+    } catch (error) {
+      runner.dropPartialPrefill(partial);
+      lane.chunking = null;
+      this.running.delete(group);
+      group.fail(error);
+      return;
+    }
+    lane.sizer.sliceTook(partial.fed - before, performance.now() - started);
+    this.counters.steps += 1;
+    if (logits === null) return;
+    lane.chunking = null;
+    const cache = partial.cache!;
+    try {
+      const preparation = group.prepare?.(logits) ?? null;
+      if (preparation !== null) {
+        this.running.delete(group);
+        this.startPreparing(lane, group, preparation, logits, cache);
+        return;
+      }
+      const { rows, generated } = group.start(logits);
+      this.counters.generatedTokens += generated;
+      if (group.finished) this.running.delete(group);
+      for (const row of rows) joining.push({ row, group, cache, cacheRow: 0 });
+    } catch (error) {
+      this.running.delete(group);
+      group.fail(error);
+    }
   }
 
   /** The admitted requests' prompts in shared model calls; each request then starts and its rows join, as after its own prefill. */
@@ -513,6 +639,11 @@ function widthOf(groups: readonly RequestGroup[]): number {
   let width = 0;
   for (const group of groups) width += group.width;
   return width;
+}
+
+/** Rows the lane's sliced prompt will bring. */
+function chunkingWidth(lane: Lane): number {
+  return lane.chunking?.group.width ?? 0;
 }
 
 /** Rows the lane's preparing requests will bring (their widths): counted as joining, so admission leaves room for them. */

@@ -90,6 +90,10 @@ export class Sequence implements BatchRow {
     return this.finishReason !== null;
   }
 
+  sequenceTokenIds(): readonly number[] {
+    return [...this.promptTokenIds, ...this.outputTokenIds];
+  }
+
   /** The token the next decode step feeds for this sequence. */
   get lastTokenId(): number {
     return this.outputTokenIds[this.outputTokenIds.length - 1];

@@ -9,6 +9,7 @@ import { buildLlamaGraph, EXTRA_OPSETS, type GraphOps } from '../graph/llama-onn
 import { encodeOnnxModel, ONNX_IR_VERSION, ONNX_OPSET, type OnnxGraph } from '../graph/onnx-writer.js';
 import { readGguf, type ByteSource, type GgufFile } from './gguf-file.js';
 import { ggufTokenizerFiles, type GgufTokenizerFiles } from './gguf-tokenizer.js';
+import { refuseEmbeddingGguf, refuseEncoderGguf } from './embedding-gguf.js';
 import { architectureOf, llamaShapeOf, readLlamaCheckpoint, type GgufLlamaShape } from './llama-checkpoint.js';
 import { buildGemma2Graph } from '../graph/gemma2-graph.js';
 import { GEMMA2, gemma2ConfigFields, gemma2ReportLines, gemma2ShapeOf, isGemma2Shape, readGemma2Checkpoint } from './architectures/gemma2.js';
@@ -55,8 +56,14 @@ export interface GgufModel {
 const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', qwen3moe: 'Qwen3MoeForCausalLM', phi3: 'Phi3ForCausalLM' };
 
 /** Reads the header and checks everything the graph needs, before any weight is read. */
-export async function openGgufModel(source: ByteSource): Promise<GgufModel> {
+/**
+ * `embedding`: open a decoder whose header sets a pooling type for embeddings
+ * (embeddings/gguf-embedding.ts); without it such a file is refused, as is every encoder.
+ */
+export async function openGgufModel(source: ByteSource, options: { embedding?: boolean } = {}): Promise<GgufModel> {
   const file = await readGguf(source);
+  if (options.embedding) refuseEncoderGguf(file);
+  else refuseEmbeddingGguf(file);
   const architecture = architectureOf(file);
   const shape = architecture === GEMMA2 ? gemma2ShapeOf(file) : architecture === GEMMA3 ? gemma3ShapeOf(file) : llamaShapeOf(file);
   const tokenizer = ggufTokenizerFiles(file, shape.contextLength);

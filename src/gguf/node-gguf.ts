@@ -34,7 +34,7 @@ export function isGgufPath(path: string | undefined): path is string {
   return path !== undefined && /\.gguf$/i.test(path);
 }
 
-async function withFileSource<T>(path: string, use: (source: ByteSource) => Promise<T>): Promise<T> {
+export async function withFileSource<T>(path: string, use: (source: ByteSource) => Promise<T>): Promise<T> {
   const handle = await open(path, 'r');
   try {
     const { size } = await handle.stat();
@@ -108,9 +108,9 @@ export function ggufGraphOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): G
   return ggufGraphOptionsFromSettings(env);
 }
 
-export async function openGgufModelAt(path: string): Promise<GgufModel> {
+export async function openGgufModelAt(path: string, options: { embedding?: boolean } = {}): Promise<GgufModel> {
   try {
-    return await withFileSource(path, openGgufModel);
+    return await withFileSource(path, (source) => openGgufModel(source, options));
   } catch (error) {
     throw new Error(`Cannot load the GGUF "${path}": ${(error as Error).message}`);
   }

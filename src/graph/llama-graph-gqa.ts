@@ -21,11 +21,26 @@ import type { GraphBuilder } from './graph-builder.js';
 import { OnnxDataType, type OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
 import { buildSkipNormDecoder, MS_DOMAIN, type AttentionBlock } from './llama-graph-blocks.js';
-import { MASK_BIAS, type DecoderInputs } from './llama-graph-io.js';
+import { MASK_BIAS, newKvName, type DecoderInputs } from './llama-graph-io.js';
 import { permuteRowsForHfRope } from './rope.js';
 
 export function buildGqaLlamaGraph(ckpt: DecoderCheckpoint, rmsNormEps: number): OnnxGraph {
   return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => gqaAttention(g, ckpt, inputs, 'padded-bias'));
+}
+
+/**
+ * The `gqa` attention over the `inplace` contract (llama-graph-inplace.ts): past_key_values
+ * is the engine's cache, read and never handed back; the fed tokens' rotated keys and values
+ * leave as new_key_values. GroupQueryAttention's present outputs stay inside the graph (the
+ * op still writes concat(past, new) into them, but onnxruntime-node never copies them out).
+ * Not a converter flavour: measured against `inplace` for issue #38 (bench/decode-step-ab.ts),
+ * it cost 1.04–1.06× the CPU of a one-row q4 decode step on the 135M-shaped model (17 nodes
+ * a layer instead of 27, but the op copies the cache into present and loops per query
+ * head), and it inherits `gqa`'s refusal of several new tokens on a cache for more than one
+ * row, which the engine's shared prefills and prefix reuse need.
+ */
+export function buildGqaInplaceLlamaGraph(ckpt: DecoderCheckpoint, rmsNormEps: number): OnnxGraph {
+  return buildSkipNormDecoder(ckpt, rmsNormEps, (g, inputs) => gqaAttention(g, ckpt, inputs, 'padded-bias', 'new'), 'new');
 }
 
 /**
@@ -44,6 +59,7 @@ function gqaAttention(
   ckpt: DecoderCheckpoint,
   inputs: DecoderInputs,
   wiring: 'padded-bias' | 'genai',
+  kvOutputs: 'present' | 'new' = 'present',
 ): AttentionBlock {
   const { dim, nHeads, nKvHeads, seqLen } = ckpt.header;
   const { headDim, kvDim } = ckpt;
@@ -53,6 +69,8 @@ function gqaAttention(
   const { attentionBias, seqlensK, totalLength } =
     wiring === 'genai' ? buildGenaiMaskInputs(g, inputs.attentionMask) : buildGqaMaskInputs(g, inputs.inputIds, inputs.attentionMask);
   const qkSplit = g.int64Constant([nHeads * headDim, kvDim]);
+  const kvHeadsShape = g.int64Constant([0, 0, nKvHeads, headDim]);
+  const newKvHeads = (index: number, kind: 'key' | 'value') => `${newKvName(index, kind)}/sequence_first`;
 
   return ({ layer, index, xNorm, scope, prefix }) => {
     const q = permuteRowsForHfRope(layer.wq, nHeads, headDim, dim);
@@ -66,8 +84,15 @@ function gqaAttention(
       domain: MS_DOMAIN,
       attributes: { interleaved: 0, num_heads: nHeads + nKvHeads, rotary_embedding_dim: headDim },
     });
-    const [qRot, kRot] = g.node('Split', [qkRotated, qkSplit], { scope, attributes: { axis: -1 }, outputs: 2 });
-    const v = g.op('MatMul', [xNorm, vW], scope, undefined, 'v_proj/MatMul');
+    const inPlace = kvOutputs === 'new';
+    const [qRot, kRot] = g.node('Split', [qkRotated, qkSplit], {
+      scope,
+      attributes: { axis: -1 },
+      outputs: inPlace ? [`${scope}/Split_output_0`, newKvHeads(index, 'key')] : 2,
+    });
+    const v = inPlace
+      ? g.node('MatMul', [xNorm, vW], { scope, outputs: [newKvHeads(index, 'value')] })[0]
+      : g.op('MatMul', [xNorm, vW], scope, undefined, 'v_proj/MatMul');
     const past = inputs.past[index];
     const [context] = g.node(
       'GroupQueryAttention',
@@ -76,9 +101,20 @@ function gqaAttention(
         scope,
         domain: MS_DOMAIN,
         attributes: { num_heads: nHeads, kv_num_heads: nKvHeads, scale: { float: 1 / Math.sqrt(headDim) } },
-        outputs: [`${scope}/GroupQueryAttention_output_0`, `present.${index}.key`, `present.${index}.value`],
+        outputs: [
+          `${scope}/GroupQueryAttention_output_0`,
+          inPlace ? `${scope}/present_key` : `present.${index}.key`,
+          inPlace ? `${scope}/present_value` : `present.${index}.value`,
+        ],
       },
     );
+    if (inPlace) {
+      // new_key_values wants [B, kv_heads, S, d]; the op's inputs are [B, S, kv_heads * d].
+      for (const kind of ['key', 'value'] as const) {
+        const heads = g.op('Reshape', [newKvHeads(index, kind), kvHeadsShape], scope);
+        g.node('Transpose', [heads], { scope, attributes: { perm: [0, 2, 1, 3] }, outputs: [newKvName(index, kind)] });
+      }
+    }
     const woT = g.floats(`${prefix}.self_attn.o_proj.weight`, [dim, dim], transpose(layer.wo, dim, dim));
     return g.op('MatMul', [context, woT], scope, undefined, 'o_proj/MatMul');
   };

@@ -2,7 +2,7 @@ import { UpstreamError, UpstreamTimeoutError } from '../engine/remote/errors.js'
 import { EngineOverloadedError, EngineRequestError } from '../engine/errors.js';
 import { ProtocolError, type ProtocolErrorKind } from '../common/protocol-error.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
-import { ThreadQueueFullError } from '../threads/worker-pool.js';
+import { ThreadQueueFullError } from '../threads/queue-full-error.js';
 
 /** OpenAI's error object: what openai-node, the AI SDK and LangChain read (`error.message`, `error.param`). */
 export interface ErrorInfo {

@@ -214,6 +214,16 @@ export function checkRequestBounds(request: BoundedRequest, ctx: RequestBoundsCo
   checkGuidedSource(request, ctx.bounds);
 }
 
+/**
+ * The bounds of a request that runs no sequences (/v1/embeddings: its inputs share model
+ * calls, so a list of inputs is not a list of sequences holding decode slots): text size and
+ * list lengths only.
+ */
+export function checkInputBounds(request: BoundedRequest, bounds: RequestBounds): void {
+  checkPrompt(request, bounds);
+  checkListBounds(request, bounds);
+}
+
 /** What one prompt of a request will report in logprobs, once its sampling parameters are resolved. */
 export interface LogprobWork {
   promptTokenCount: number;

@@ -154,6 +154,8 @@ export const openAISamplingShape = {
   spaces_between_special_tokens: withDefault(bool, true),
   truncate_prompt_tokens: optional(intIn({ min: 1 })),
   prompt_logprobs: optional(intIn({ min: 0 })),
+  /** vLLM: generated tokens in logprobs named "token_id:<id>" instead of their text. */
+  return_tokens_as_token_ids: withDefault(bool, false),
   response_format: optional(ResponseFormatSchema),
   guided_json: optional(z.union([str, z.record(z.string(), z.unknown())], { error: 'must be a JSON schema (an object or a string)' })),
   guided_regex: optional(str),

@@ -40,17 +40,30 @@ export interface TokenNaming {
   tokenizer: Pick<Tokenizer, 'decode'>;
   promptTokenIds: readonly number[];
   skipSpecialTokens: boolean;
+  /** vLLM's return_tokens_as_token_ids: generated tokens and their alternatives named "token_id:<id>". */
+  asTokenIds?: boolean;
 }
 
 /** Names one sequence's generated tokens and their alternatives, delta by delta. */
 export class GeneratedTokenReporter {
   private readonly texts: TokenTexts;
+  private readonly asTokenIds: boolean;
 
   constructor(naming: TokenNaming) {
     this.texts = new TokenTexts(naming.tokenizer, naming.promptTokenIds, naming.skipSpecialTokens);
+    this.asTokenIds = naming.asTokenIds ?? false;
   }
 
   report(tokenIds: readonly number[], logprobs: readonly number[], topLogprobs?: readonly TokenLogprob[][]): PositionReport[] {
+    if (this.asTokenIds) {
+      const name = (tokenId: number) => `token_id:${tokenId}`;
+      return tokenIds.map((tokenId, i) => ({
+        tokenId,
+        text: name(tokenId),
+        logprob: logprobs[i] ?? null,
+        top: topLogprobs?.[i]?.map((t) => ({ ...t, text: name(t.tokenId) })) ?? null,
+      }));
+    }
     return tokenIds.map((tokenId, i) => {
       // Alternatives are named before the chosen token moves the context on.
       const top = topLogprobs?.[i]?.map((t) => ({ ...t, text: this.texts.alternative(t.tokenId) })) ?? null;

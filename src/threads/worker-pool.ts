@@ -5,8 +5,8 @@
  * - the queue is bounded: past `maxQueued` waiting jobs a job is refused at once
  *   (ThreadQueueFullError, a 503 with Retry-After), and one client may have at most
  *   `maxQueuedPerClient` of them waiting (a 429): one client cannot fill the queue;
- * - it is fair per client: a free thread takes the next job of the next client in turn
- *   (round robin), not the oldest job, so three slow jobs from one client delay another
+ * - it is fair per client: a free thread takes the next job of the client whose last job
+ *   started longest ago (round robin between clients), not the oldest job, so three slow jobs from one client delay another
  *   client's job by at most one job, not three; and while others wait no client holds
  *   every thread (with two or more);
  * - a job's deadline counts from when it was queued: time spent waiting is part of it;
@@ -18,6 +18,7 @@
  * starts afresh with its next job. A thread that crashes or exits fails the job it ran.
  */
 import { Worker } from 'node:worker_threads';
+import { ThreadQueueFullError } from './queue-full-error.js';
 
 /**
  * A worker module beside `base` (the caller's import.meta.url): the bundled .js beside the
@@ -54,21 +55,6 @@ export interface PoolJob<Reply extends JobReply> {
   crashed(error: Error): unknown;
 }
 
-/**
- * A job refused because the queue it would wait in is full: `status` 503 when the whole
- * queue is (the server is busy), 429 when the client's own share is (it is sending too much).
- */
-export class ThreadQueueFullError extends Error {
-  constructor(
-    message: string,
-    readonly status: 429 | 503,
-    readonly retryAfterSeconds: number,
-  ) {
-    super(message);
-    this.name = 'ThreadQueueFullError';
-  }
-}
-
 export interface PoolLimits {
   /** Threads (at least 1). */
   size: number;
@@ -100,8 +86,11 @@ interface Slot {
 const SHARED_CLIENT = '';
 
 export class WorkerPool<Reply extends JobReply> {
-  /** Waiting jobs by client; the Map's order is the turn order (the client served last goes to the back). */
+  /** Waiting jobs by client, in the order clients first queued. */
   private readonly waiting = new Map<string, Pending<Reply>[]>();
+  /** When each client with work here last had a job started (a counter): the least recent goes next. */
+  private readonly served = new Map<string, number>();
+  private turn = 0;
   private queued = 0;
   private readonly slots: Slot[];
   private readonly limits: PoolLimits;
@@ -181,6 +170,7 @@ export class WorkerPool<Reply extends JobReply> {
       }
     }
     this.waiting.clear();
+    this.served.clear();
     this.queued = 0;
     const stopping: Promise<number>[] = [];
     for (const slot of this.slots) {
@@ -218,32 +208,38 @@ export class WorkerPool<Reply extends JobReply> {
     queue.splice(at, 1);
     this.queued -= 1;
     if (queue.length === 0) this.waiting.delete(pending.client);
+    this.forgetIdle(pending.client);
   }
 
-  /** Starts waiting jobs on free threads, taking clients in turn. */
+  /** Starts waiting jobs on free threads, taking clients in turn: the one whose last job started longest ago first. */
   private dispatch(): void {
     for (;;) {
-      let started = false;
+      let next: { client: string; queue: Pending<Reply>[]; slot: Slot; served: number } | null = null;
       for (const [client, queue] of this.waiting) {
+        const served = this.served.get(client) ?? 0;
+        if (next !== null && served >= next.served) continue;
         const slot = this.freeSlot(client);
-        if (slot === null) continue;
-        const pending = queue.shift()!;
-        this.queued -= 1;
-        // Served: this client goes to the back of the turn order.
-        this.waiting.delete(client);
-        if (queue.length > 0) this.waiting.set(client, queue);
-        this.begin(slot, pending);
-        started = true;
-        break;
+        if (slot !== null) next = { client, queue, slot, served };
       }
-      if (!started) return;
+      if (next === null) return;
+      const pending = next.queue.shift()!;
+      this.queued -= 1;
+      if (next.queue.length === 0) this.waiting.delete(next.client);
+      this.begin(next.slot, pending);
     }
+  }
+
+  /** Forgets when a client was served once it has nothing here (the map stays as small as the work). */
+  private forgetIdle(client: string): void {
+    if (this.waiting.has(client) || this.slots.some((slot) => slot.current?.client === client)) return;
+    this.served.delete(client);
   }
 
   private begin(slot: Slot, pending: Pending<Reply>): void {
     const thread = this.workerFor(slot);
     thread.ref();
     pending.slot = slot;
+    this.served.set(pending.client, ++this.turn);
     slot.current = pending as unknown as Pending<JobReply>;
     pending.job.send(thread);
   }
@@ -255,6 +251,7 @@ export class WorkerPool<Reply extends JobReply> {
     done.release();
     slot.current = null;
     slot.worker?.unref();
+    this.forgetIdle(done.client);
     queueMicrotask(() => this.dispatch());
   }
 

@@ -38,9 +38,9 @@ export function createNodeTemplateThread(limits: Partial<PoolLimits> = {}): Temp
         crashed: (error) => new Error(`the template thread failed: ${error.message}`),
       }) as Promise<string>;
     },
-    close() {
+    close(reason = () => new Error('the template thread was closed')) {
       closed = true;
-      return thread.close(() => new Error('the template thread was closed'));
+      return thread.close(reason);
     },
   };
 }

@@ -44,8 +44,8 @@ export interface TemplateThread {
    * (a ThreadQueueFullError when the queue, or the client's share of it, is full).
    */
   render(job: TemplateRenderJob, control: { timeoutMs: number; signal?: AbortSignal; client?: string }): Promise<string>;
-  /** Stops the thread; renderings still queued are refused. */
-  close(): Promise<void>;
+  /** Stops the threads; renderings running or queued fail with `reason()` (default: an error saying it was closed). */
+  close(reason?: () => unknown): Promise<void>;
 }
 
 /** How a request's rendering may leave the loop: the home's thread, the deadline there, the request's signal. */

@@ -71,6 +71,7 @@ describe('edge-llm command line', () => {
     expect(serve('--allowed-hosts', 'a.example', '--allowed-hosts', '.b.example').settings.allowedHosts).toEqual(['a.example', '.b.example']);
     expect(serve('--intra-op-num-threads', 'auto').settings.intraOpNumThreads).toBe('auto');
     expect(serve('--intra-op-num-threads', '2').settings.intraOpNumThreads).toBe(2);
+    expect(serve('--intra-op-spinning').settings.intraOpSpinning).toBe(true);
     expect(serve('--max-prompt-chars', '1000').settings.maxPromptChars).toBe(1000);
   });
 

@@ -27,6 +27,8 @@ describe('server configuration', () => {
       servedModelName: 'stories260k',
       kvCacheMemoryBytes: 8 * 1024 ** 3,
       enablePrefixCaching: true,
+      enableChunkedPrefill: true,
+      longPrefillTokenThreshold: 0,
       enablePromptTokensDetails: false,
       maxInputTokenLen: 511,
       maxIterTimes: 512,
@@ -40,6 +42,7 @@ describe('server configuration', () => {
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
       intraOpNumThreads: 'auto',
+      intraOpSpinning: false,
       modelThread: 'auto',
       requireJsonContentType: true,
       allowedHosts: null,
@@ -147,9 +150,15 @@ describe('server configuration', () => {
       maxSeqLen: null,
       kvCacheMemoryBytes: 8 * 1024 ** 3,
       enablePrefixCaching: true,
+      enableChunkedPrefill: true,
+      longPrefillTokenThreshold: 0,
     });
     expect(schedulerLimitsOf(parseServerConfig({ maxSeqLen: 1024 })).maxSeqLen).toBe(1024);
     expect(schedulerLimitsOf(parseServerConfig({ enablePrefixCaching: false })).enablePrefixCaching).toBe(false);
+    expect(schedulerLimitsOf(parseServerConfig({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 }))).toMatchObject({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 });
+    expect(configError(() => parseServerConfig({ longPrefillTokenThreshold: -1 }))).toMatch('longPrefillTokenThreshold must be an integer >= 0');
+    // vLLM's --no-enable-chunked-prefill as an environment variable.
+    expect(resolveServerConfig({ env: { ENABLE_CHUNKED_PREFILL: 'false', LONG_PREFILL_TOKEN_THRESHOLD: '64' } })).toMatchObject({ enableChunkedPrefill: false, longPrefillTokenThreshold: 64 });
     expect(configError(() => parseServerConfig({ numSpeculativeTokens: 0 }))).toMatch('numSpeculativeTokens must be an integer in [1, 64]');
     expect(configError(() => parseServerConfig({ speculativeDecoding: 'yes' }))).toMatch('speculativeDecoding must be "off", "guided" or "all"');
   });
@@ -241,6 +250,13 @@ describe('thread settings', () => {
       modelThread: 'main',
     });
     expect(resolveServerConfig({ file: { intraOpNumThreads: 2 }, env: { INTRA_OP_NUM_THREADS: 'auto' } }).intraOpNumThreads).toBe('auto');
+  });
+
+  it('reads intraOpSpinning (off by default) from the file, INTRA_OP_SPINNING and --intra-op-spinning, and refuses a non-boolean', () => {
+    expect(resolveServerConfig({}).intraOpSpinning).toBe(false);
+    expect(resolveServerConfig({ file: { intraOpSpinning: true } }).intraOpSpinning).toBe(true);
+    expect(resolveServerConfig({ file: { intraOpSpinning: true }, env: { INTRA_OP_SPINNING: 'false' } }).intraOpSpinning).toBe(false);
+    expect(configError(() => parseServerConfig({ intraOpSpinning: 'yes' }))).toContain('intraOpSpinning must be true or false');
   });
 
   it('refuses a thread count or a model thread it does not know, naming the setting', () => {

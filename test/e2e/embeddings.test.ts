@@ -115,6 +115,12 @@ describe('an encoder embedding model (BERT, WordPiece, mean pooling)', () => {
     responses.forEach((response, i) => expectVectors(response.data, [ref.solo[i]!, ref.solo[i]!]));
   });
 
+  it('embeds more inputs in one request than one engine step runs sequences (they share model calls; OpenAI takes 2048)', async () => {
+    const many = Array.from({ length: 100 }, (_, i) => ref.texts[i % 7]!);
+    const response = await server.client.embeddings.create({ model: 'bert-wordpiece', input: many, encoding_format: 'float' });
+    expectVectors(response.data, many.map((_, i) => ref.solo[i % 7]!));
+  });
+
   it('keeps the special tokens and the last tokens with truncate_prompt_tokens (vLLM truncates on the left)', async () => {
     const text = ref.texts[6]!;
     const ids = ref.ids[6]!;

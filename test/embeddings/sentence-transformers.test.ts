@@ -57,6 +57,7 @@ describe.each([
   ['bert-wordpiece', 'mean'],
   ['xlmr-unigram', 'cls'],
   ['qwen3-decoder', 'last'],
+  ['modernbert-bpe', 'mean'],
 ])('%s (%s pooling) against sentence-transformers', (name, mode) => {
   const ref = reference(name);
   let engine: EmbeddingEngine;

@@ -94,11 +94,11 @@ export class PrefixCache {
   }
 
   /**
-   * Keeps row `row` of `cache`, whose first `tokens.length` slots are `tokens`' KV (a copy is
-   * taken: the caller keeps its cache). A kept sequence this one extends is dropped; one that
+   * Keeps row `row` of `cache`, whose `tokens.length` slots before slot `end` are `tokens`' KV
+   * (by default its first ones; a copy is taken: the caller keeps its cache). A kept sequence this one extends is dropped; one that
    * extends this one makes it unneeded. Evicts least-recently-used sequences to fit.
    */
-  insert(namespace: string, tokens: readonly number[], cache: KvCache, row: number): void {
+  insert(namespace: string, tokens: readonly number[], cache: KvCache, row: number, end = tokens.length): void {
     if (tokens.length < BLOCK_TOKENS + 1) return;
     const bytes = tokens.length * this.bytesPerToken;
     // Larger than all the room there is: evicting the others would not make it fit.
@@ -114,7 +114,7 @@ export class PrefixCache {
       if (common === entry.tokens.length) this.remove(entry);
     }
     if (!this.fit(this.capacity() - bytes)) return;
-    const copy = repackKvCache([{ cache, row, realLength: tokens.length, end: tokens.length }], tokens.length, cache, 'end');
+    const copy = repackKvCache([{ cache, row, realLength: tokens.length, end }], tokens.length, cache, 'end');
     const entry: Entry = { namespace, tokens: [...tokens], cache: copy, bytes };
     this.entries.set(entry, true);
     this.bytes += bytes;

@@ -124,7 +124,7 @@ export function chatJob(ctx: ServingContext, prepared: PreparedChat, request: Ch
     echoText: request.echo ? (last.role === role ? messageText(last) : '') : undefined,
     usage: streamUsageOptions(request.stream_options, ctx.config.enablePromptTokensDetails),
     n: request.n,
-    tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens },
+    tokens: { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens, asTokenIds: request.return_tokens_as_token_ids },
     logprobs: params.logprobs,
     tools: prepared.tools,
     reasoning: prepared.reasoning,

@@ -62,7 +62,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
         checkPromptTokenLimit(promptTokenIds.length, limits.prompt, 'openai', param, stoppedEarly);
         const params = { ...completionToSamplingParams(request, limits.sampling, promptTokenIds.length), guide };
         call.record?.notePrompt('text' in prompt ? prompt.text : JSON.stringify(prompt.tokenIds));
-        const tokens = { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens };
+        const tokens = { tokenizer: engine.tokenizer, promptTokenIds, skipSpecialTokens: params.skipSpecialTokens, asTokenIds: request.return_tokens_as_token_ids };
         // vLLM echoes a token-id prompt as its decoded text.
         const echoText = request.echo
           ? 'text' in prompt

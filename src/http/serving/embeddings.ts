@@ -10,7 +10,8 @@ import { embeddingInputs, type EmbeddingRequest } from '../../protocol/openai-em
 import type { Tokenizer } from '../../tokenizer/types.js';
 import { badRequest } from '../errors.js';
 import { encodePrompt } from '../prompt-tokens.js';
-import { checkBounds, inlinePieceBound, tokenizeBound, type ServingContext } from './context.js';
+import { checkInputBounds } from '../../protocol/bound-checks.js';
+import { inlinePieceBound, tokenizeBound, type ServingContext } from './context.js';
 import type { UsageInfo } from '../usage.js';
 import { usageInfo } from '../usage.js';
 
@@ -156,7 +157,8 @@ export async function createEmbeddings(
   if (items.length > maxEmbeddingInputs) {
     throw badRequest(`The request has ${items.length} inputs; at most ${maxEmbeddingInputs} are served per request (maxEmbeddingInputs).`, 'input');
   }
-  checkBounds(ctx, { prompt: request.input });
+  // Not checkBounds: inputs are not sequences (they share model calls, fairly), so only text size and lists are bounded here.
+  checkInputBounds({ prompt: request.input }, ctx.limits.bounds);
   const context = ctx.limits.maxModelLen;
   const truncate = request.truncate_prompt_tokens;
   if (truncate !== undefined && truncate > context) {

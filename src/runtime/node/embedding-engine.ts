@@ -12,6 +12,10 @@ import { chooseOnnxFile, type ModelDtype } from '../../engine/loading/model-vari
 import type { EmbeddingEngine, EmbeddingEngineLimits } from '../../embeddings/embedding-engine.js';
 import { loadEmbeddingEngine, looksLikeEmbeddingModel, type EmbeddingModelFiles } from '../../embeddings/load.js';
 import type { PoolerOverride } from '../../embeddings/pooling-config.js';
+import { ggufEmbeddingFiles } from '../../embeddings/gguf-embedding.js';
+import { ggufPoolingType } from '../../gguf/embedding-gguf.js';
+import { readGguf } from '../../gguf/gguf-file.js';
+import { ggufGraphOptionsFromEnv, isGgufPath, withFileSource } from '../../gguf/node-gguf.js';
 
 async function readJsonIfPresent(path: string): Promise<Record<string, unknown> | undefined> {
   try {
@@ -85,11 +89,19 @@ export interface NodeEmbeddingEngineOptions {
   intraOpNumThreads?: number | 'auto';
 }
 
+/** A GGUF file served for embeddings: its header sets a pooling type (llama.cpp's --embedding files); RANK (a reranker) is not. */
+export async function isEmbeddingGguf(path: string): Promise<boolean> {
+  const pooling = await withFileSource(resolve(path), async (source) => ggufPoolingType(await readGguf(source)));
+  return pooling !== null && pooling !== 'RANK';
+}
+
 export async function createNodeEmbeddingEngine(options: NodeEmbeddingEngineOptions): Promise<EmbeddingEngine> {
   const dir = resolve(options.modelDir);
   let files: EmbeddingModelFiles;
+  let notes: string[] = [];
   try {
-    files = await readEmbeddingModelDir(dir, { dtype: options.dtype, modelFile: options.modelFile });
+    if (isGgufPath(dir)) ({ files, notes } = await withFileSource(dir, (source) => ggufEmbeddingFiles(source, { name: basename(dir), graph: ggufGraphOptionsFromEnv() })));
+    else files = await readEmbeddingModelDir(dir, { dtype: options.dtype, modelFile: options.modelFile });
   } catch (error) {
     throw new Error(`Cannot load the model in "${dir}": ${(error as Error).message}`);
   }
@@ -102,5 +114,6 @@ export async function createNodeEmbeddingEngine(options: NodeEmbeddingEngineOpti
     maxSeqLen: options.maxSeqLen,
     poolerOverride: options.poolerOverride,
     sessionOptions: { intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: 'all', executionMode: 'sequential' },
+    notes,
   });
 }

@@ -28,6 +28,8 @@ export interface NodeEngineOptions {
    * The wasm backend takes it as its thread count.
    */
   intraOpNumThreads?: ThreadCountSetting;
+  /** Intra-op threads spin between kernels (native, above one thread; default INTRA_OP_SPINNING: off). */
+  intraOpSpinning?: boolean;
   /** Which thread makes the model calls: "main", "worker" (native only) or "auto" (default: by model size). */
   modelThread?: ModelThreadSetting;
   /** Engine processes sharing this machine's cores (dataParallelSize), for the automatic thread count. */
@@ -83,6 +85,8 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     { weightBytes: files.weightBytes ?? files.onnx.byteLength, cores: availableParallelism(), processes: options.processes, backend },
   );
   const ort = await loadOrt(backend, plan.intraOpNumThreads);
+  const spinning = options.intraOpSpinning ?? INTRA_OP_SPINNING;
+  if (backend === 'native' && plan.intraOpNumThreads > 1 && spinning) plan.reasons.push('spinning between kernels (intraOpSpinning)');
   const create = (modelThread: typeof plan.modelThread, reasons: string[]) => LocalEngine.create({
     ort,
     files,
@@ -95,7 +99,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
             interOpNumThreads: 1,
             graphOptimizationLevel: 'all',
             executionMode: 'sequential',
-            ...(plan.intraOpNumThreads > 1 && !INTRA_OP_SPINNING ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+            ...(plan.intraOpNumThreads > 1 && !spinning ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
           }
         : { graphOptimizationLevel: 'all' },
     limits: options.limits,

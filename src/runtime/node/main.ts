@@ -49,7 +49,7 @@ import { mediaConfigFromEnv, type MediaConfig } from '../../media/index.js';
 import { checkMediaDiskSpace, createNodeMediaFetcher } from '../../media/node.js';
 import { isEngineWorker, shareMetricsWithPeers, SHUTDOWN_MESSAGE, startEngineProcesses } from './cluster.js';
 import { createNodeEngine } from './engine.js';
-import { createNodeEmbeddingEngine, isEmbeddingModelDir } from './embedding-engine.js';
+import { createNodeEmbeddingEngine, isEmbeddingGguf, isEmbeddingModelDir } from './embedding-engine.js';
 import { isGgufPath } from '../../gguf/node-gguf.js';
 import type { EmbeddingEngine } from '../../embeddings/embedding-engine.js';
 import { nodeLoraOptions } from './adapters.js';
@@ -213,10 +213,16 @@ function listen(config: ServerConfig, handler: { current: NodeFetch }): Promise<
   });
 }
 
-function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number): void {
+/**
+ * `stopThreads` ends the work threads hold for requests (chat template renderings) with the
+ * given error: at the grace deadline, so a request whose rendering still runs gets the same
+ * 503 as a cut generation, and no thread outlives the server.
+ */
+function installShutdown(server: Server, engine: Engine, activity: ServerActivity, graceMs: number, stopThreads: (error: () => unknown) => Promise<void>): void {
   let stopping = false;
   let cut = 0;
   const exit = async () => {
+    await stopThreads(() => new HttpError(503, 'ServiceUnavailableError', 'The server is shutting down.')).catch(() => {});
     await engine.dispose().catch(() => {});
     console.log(cut > 0 ? `Server stopped; ${cut} requests were cut.` : 'Server stopped.');
     process.exit(cut > 0 ? 1 : 0);
@@ -240,9 +246,9 @@ function installShutdown(server: Server, engine: Engine, activity: ServerActivit
     setTimeout(() => {
       if (activity.openRequests === 0) return;
       cut = activity.openRequests;
-      const generating = activity.cutGenerations(
-        new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`),
-      );
+      const cutError = new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`);
+      const generating = activity.cutGenerations(cutError);
+      void stopThreads(() => cutError);
       console.log(`Grace period over: cutting ${cut} requests (${generating} generating).`);
       // The cut streams send their error event (and [DONE]) as the engine stops them; then whatever is left is closed.
       setTimeout(() => server.closeAllConnections(), CUT_FLUSH_MS).unref();
@@ -260,12 +266,13 @@ function installShutdown(server: Server, engine: Engine, activity: ServerActivit
  * generation model, "auto" decides from the folder (runtime/node/embedding-engine.ts).
  */
 async function servesEmbeddings(config: ServerConfig): Promise<boolean> {
-  const gguf = isGgufPath(config.modelDir) || isGgufPath(config.modelFile);
-  if (config.runner === 'pooling' && gguf) {
-    throw new StartupError('runner "pooling": GGUF embedding models are not served yet; serve the model\'s ONNX export (feature-extraction) instead.');
+  if (isGgufPath(config.modelFile) && !isGgufPath(config.modelDir) && config.runner === 'pooling') {
+    throw new StartupError('runner "pooling": a GGUF embedding model is served by naming the file itself (MODEL_DIR=path/to/file.gguf), not as MODEL_FILE in a folder.');
   }
   if (config.runner !== 'auto') return config.runner === 'pooling';
-  return !gguf && (await isEmbeddingModelDir(config.modelDir));
+  // A GGUF whose header sets a pooling type is llama.cpp's --embedding file (an encoder one is then refused with the reason).
+  if (isGgufPath(config.modelDir)) return isEmbeddingGguf(config.modelDir);
+  return !isGgufPath(config.modelFile) && (await isEmbeddingModelDir(config.modelDir));
 }
 
 /** Resolves the settings (flags > environment > config file > defaults), binds the port, loads the model and serves it. */
@@ -379,6 +386,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
         modelFile: config.modelFile,
         lora: nodeLoraOptions(config),
         intraOpNumThreads: config.intraOpNumThreads,
+        intraOpSpinning: config.intraOpSpinning,
         modelThread: config.modelThread,
         processes: config.dataParallelSize,
         tokenizerThread: true,
@@ -411,6 +419,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     activity.peerMetrics = () => peers() as Promise<RegistrySnapshot[]>;
   }
   let app: ReturnType<typeof createApp>;
+  const templateThread = createNodeTemplateThread({ size: config.templateThreads, maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient });
   try {
     app = createApp({
       engine,
@@ -418,7 +427,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
       mediaFetcher: createNodeMediaFetcher(mediaConfig),
       embeddings,
       guideCompiler: embeddings === null ? nodeGuideCompiler(engine) : null,
-      templateThread: createNodeTemplateThread({ size: config.templateThreads, maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient }),
+      templateThread,
       activity,
     });
     // The playground page at / and its assets; API routes keep priority.
@@ -428,7 +437,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     throw new StartupError((error as Error).message);
   }
   handler.current = app.fetch as NodeFetch;
-  installShutdown(server, engine, activity, config.shutdownGraceMs);
+  installShutdown(server, engine, activity, config.shutdownGraceMs, (error) => templateThread.close(error));
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
   if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
   // The last line: where to go next.

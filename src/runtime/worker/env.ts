@@ -41,6 +41,8 @@ export interface WorkerEnv {
   GGUF_ACCURACY_LEVEL?: string | number;
   /** The isolate's memory cap a GGUF is planned against (default Cloudflare's 128 MB; worker-gguf-limits.ts). */
   ISOLATE_MEMORY_BYTES?: string | number;
+  /** The embedding Worker (`--env embeddings`): the model folder its build bundles (embedding-engine.ts). */
+  EMBEDDING_MODEL?: string;
   [binding: string]: unknown;
 }
 

@@ -5,6 +5,7 @@
  * start` serves under Node, API key check, metrics and request log included (per isolate).
  */
 import type { ServerConfig } from '../../config/server-config.js';
+import type { EmbeddingService } from '../../embeddings/types.js';
 import type { Engine } from '../../engine/types.js';
 import { createApp, serverActivity } from '../../http/app.js';
 import { errorResponse, HttpError } from '../../http/errors.js';
@@ -25,6 +26,8 @@ export interface WorkerEngine {
   sharedStepLoop: boolean;
   /** Compiles structured-output constraints for `engine`; without one, guided requests get a 400. */
   guideCompiler?: GuideCompiler;
+  /** The embedding model `engine` is (an EmbeddingEngine is both): /v1/embeddings serves it, generation routes refuse. */
+  embeddings?: EmbeddingService | null;
 }
 
 export type EngineFactory = (env: WorkerEnv, config: ServerConfig) => Promise<WorkerEngine>;
@@ -55,7 +58,7 @@ export function createWorkerHandler(createEngine: EngineFactory, modelDir: strin
     const built = await createEngine(env, config);
     // Request log lines go to the Worker's logs (wrangler tail, Workers Logs).
     const activity = serverActivity(built.engine, config, (line) => console.log(line));
-    return { ...built, app: createApp({ engine: built.engine, config, guideCompiler: built.guideCompiler, activity }) };
+    return { ...built, app: createApp({ engine: built.engine, embeddings: built.embeddings ?? null, config, guideCompiler: built.guideCompiler, activity }) };
   }
 
   return {

@@ -42,3 +42,9 @@ declare module '*/worker-gguf/model.json' {
   const info: { name: string; bytes: number; modified: string };
   export default info;
 }
+
+/** Written by scripts/build-worker-embeddings.ts beside the bundled dist/worker-embeddings/model.onnx. */
+declare module '*/worker-embeddings/model.json' {
+  const info: { name: string; onnxFile: string; files: Record<string, unknown> };
+  export default info;
+}

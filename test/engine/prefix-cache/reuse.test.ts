@@ -104,14 +104,17 @@ describe.each(FLAVOURS)('prefix caching on the $name graph', (flavour) => {
     expect(plain.loadReport.prefixCaching).toEqual({ on: false, reason: 'the enable_prefix_caching setting is false' });
   });
 
-  it("gives a growing chat's turns the output they get without reuse, reusing the earlier turns", async () => {
+  it("gives a growing chat's turns the output they get without reuse, reusing the earlier turns and their replies", async () => {
     const reused = await growingChat(cached);
     const recomputed = await growingChat(plain);
     expect(reused.map((turn) => turn.tokenIds)).toEqual(recomputed.map((turn) => turn.tokenIds));
     expect(recomputed.every((turn) => turn.cached === 0)).toBe(true);
-    // Turn 2 starts with turn 1's prompt (56 tokens): its first three whole blocks are reused.
-    expect(reused[1].cached).toBe(48);
-    expect(reused[2].cached).toBeGreaterThanOrEqual(64);
+    // Turn 2 starts with turn 1's prompt (56 tokens) and reply (16): the prompt and the reply's
+    // first 15 tokens (its last was never fed) are kept when turn 1 ends, 71 tokens, so four
+    // whole blocks are reused (the prompt alone would give three, 48).
+    expect(reused[1].cached).toBe(64);
+    // Turn 3: turn 2's prompt (86) and 15 of its reply, 101 tokens: six blocks.
+    expect(reused[2].cached).toBe(96);
     expect(reused.every((turn) => turn.cached % 16 === 0)).toBe(true);
   });
 

@@ -1,0 +1,187 @@
+/**
+ * Chunked prefill (scheduler.ts, chunked-prefill/): a long prompt arriving while streams
+ * decode is prefilled in slices between their steps, so the streams keep producing tokens
+ * meanwhile, and every greedy output is the one without chunking — the long prompt's, the
+ * running streams', with several long prompts at once, with a kept prefix reused — on every
+ * graph flavour the engine serves (as test/engine/prefix-cache/reuse.test.ts lists them).
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { convertLlama2cModel, writeConvertedFiles } from '../../../src/convert/convert-llama2c-model.js';
+import type { GraphOps } from '../../../src/graph/llama-onnx-graph.js';
+import type { LocalEngine } from '../../../src/engine/local-engine.js';
+import type { GenerationDelta } from '../../../src/engine/types.js';
+import { defaultSamplingParams } from '../../../src/sampling/params.js';
+import { createNodeEngine } from '../../../src/runtime/node/engine.js';
+import { sharedModelFile } from '../../convert/model-paths.js';
+
+const ids = (length: number, seed: number) => Array.from({ length }, (_, i) => 259 + ((seed * 31 + i * 17 + ((i * i) % 7)) % 253));
+/** Short prompts (at most one slice: prefilled whole), decoding while the long ones arrive. */
+const STREAM_PROMPTS = [[1, ...ids(12, 1)], [1, ...ids(15, 2)], [1, ...ids(7, 3)]];
+/** Long for this 512-token model: 13 slices of 16 tokens. */
+const LONG = [1, ...ids(199, 4)];
+const OTHER_LONG = [1, ...ids(170, 5)];
+const SLICE_TOKENS = 16;
+
+interface Run {
+  tokenIds: number[];
+  cached: number;
+}
+
+async function run(engine: LocalEngine, prompt: number[], maxTokens: number, onToken?: (count: number) => void, signal?: AbortSignal): Promise<Run> {
+  const tokenIds: number[] = [];
+  let cached = -1;
+  const deltas = engine.generate({ promptTokenIds: prompt, params: defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true }), signal });
+  for await (const delta of deltas as AsyncIterable<GenerationDelta>) {
+    if (cached < 0) cached = delta.cachedPromptTokens ?? -1;
+    tokenIds.push(...delta.tokenIds);
+    if (delta.tokenIds.length > 0) onToken?.(delta.tokenIds.length);
+  }
+  return { tokenIds, cached };
+}
+
+/**
+ * Streams decoding, then `longPrompts` arriving once each stream has its first tokens. Returns
+ * every output and how many tokens the streams produced between the long prompts' arrival
+ * and the first long prompt's first token (what chunking is for: the streams go on).
+ */
+async function arrival(engine: LocalEngine, longPrompts: number[][], streamTokens = 80): Promise<{ streams: number[][]; longs: Run[]; tokensDuringPrefill: number }> {
+  let produced = 0;
+  let started = 0;
+  let arrived = -1;
+  let firstLongToken = -1;
+  let startLongs!: () => void;
+  const streamsStarted = new Promise<void>((resolve) => (startLongs = resolve));
+  const streams = STREAM_PROMPTS.map((prompt) => {
+    let first = true;
+    return run(engine, prompt, streamTokens, (count) => {
+      produced += count;
+      if (first) {
+        first = false;
+        started += 1;
+        if (started === STREAM_PROMPTS.length) startLongs();
+      }
+    });
+  });
+  await streamsStarted;
+  arrived = produced;
+  const longs = await Promise.all(
+    longPrompts.map((prompt, index) =>
+      run(engine, prompt, 8, () => {
+        if (index === 0 && firstLongToken < 0) firstLongToken = produced;
+      }),
+    ),
+  );
+  const done = await Promise.all(streams);
+  return { streams: done.map((each) => each.tokenIds), longs, tokensDuringPrefill: firstLongToken - arrived };
+}
+
+interface Flavour {
+  name: string;
+  ops: GraphOps;
+  dtype: 'fp32' | 'q4';
+  modelThread: 'main' | 'worker';
+}
+
+const FLAVOURS: Flavour[] = [
+  { name: 'inplace', ops: 'inplace', dtype: 'fp32', modelThread: 'main' },
+  { name: 'fused (present.* outputs)', ops: 'fused', dtype: 'fp32', modelThread: 'main' },
+  { name: 'gqa', ops: 'gqa', dtype: 'fp32', modelThread: 'main' },
+  { name: 'portable', ops: 'portable', dtype: 'fp32', modelThread: 'main' },
+  { name: 'fused q4', ops: 'fused', dtype: 'q4', modelThread: 'main' },
+  { name: 'inplace in the model worker', ops: 'inplace', dtype: 'fp32', modelThread: 'worker' },
+  { name: 'fused in the model worker', ops: 'fused', dtype: 'fp32', modelThread: 'worker' },
+];
+
+describe.each(FLAVOURS)('chunked prefill on the $name graph', (flavour) => {
+  let dir: string;
+  let chunked: LocalEngine;
+  let whole: LocalEngine;
+  /** Each prompt's greedy output run alone, without chunking or prefix reuse. */
+  const alone = new Map<number[], number[]>();
+  const soloOf = async (prompt: number[], maxTokens: number) => {
+    if (!alone.has(prompt)) alone.set(prompt, (await run(whole, prompt, 80)).tokenIds);
+    return alone.get(prompt)!.slice(0, maxTokens);
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'chunked-prefill-'));
+    const files = convertLlama2cModel(await readFile(sharedModelFile('stories260K.bin')), await readFile(sharedModelFile('tok512.bin')), {
+      ops: flavour.ops,
+      dtypes: [flavour.dtype],
+    });
+    await writeConvertedFiles(dir, files);
+    const options = { modelDir: dir, dtype: flavour.dtype, modelThread: flavour.modelThread } as const;
+    chunked = await createNodeEngine({ ...options, limits: { longPrefillTokenThreshold: SLICE_TOKENS } });
+    whole = await createNodeEngine({ ...options, limits: { enableChunkedPrefill: false, enablePrefixCaching: false } });
+  });
+
+  afterAll(async () => {
+    await chunked?.dispose();
+    await whole?.dispose();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('is on by default and off with enableChunkedPrefill false', () => {
+    expect(chunked.loadReport.chunkedPrefill).toEqual({ on: true });
+    expect(whole.loadReport.chunkedPrefill).toEqual({ on: false, reason: 'the enable_chunked_prefill setting is false' });
+  });
+
+  it('keeps running streams going while a long prompt is prefilled, every output as without chunking', async () => {
+    const sliced = await arrival(chunked, [LONG]);
+    expect(sliced.longs[0]!.tokenIds).toEqual(await soloOf(LONG, 8));
+    for (const [index, prompt] of STREAM_PROMPTS.entries()) expect(sliced.streams[index]).toEqual(await soloOf(prompt, 80));
+    // 13 slices, a decode step after each: the 3 streams gain a token per step.
+    expect(sliced.tokensDuringPrefill).toBeGreaterThanOrEqual(3 * 8);
+    // Without chunking the whole prefill runs between two steps: the streams wait for it.
+    const frozen = await arrival(whole, [LONG]);
+    expect(frozen.tokensDuringPrefill).toBeLessThanOrEqual(3 * 2);
+    expect(frozen.longs[0]!.tokenIds).toEqual(sliced.longs[0]!.tokenIds);
+  });
+
+  it('prefills several long prompts arriving together in turn, their output as without chunking', async () => {
+    // Streams of 48 tokens: they end while the second prompt is sliced, whose rest then goes in one slice.
+    // (Longer ones on the q4 graph share late steps with a long row they do not meet without
+    // chunking, and a q4 row's logits move with the batch within the int8 tolerance: q4-batched.test.ts.)
+    const sliced = await arrival(chunked, [OTHER_LONG, [1, ...ids(120, 6)]], 48);
+    expect(sliced.longs[0]!.tokenIds).toEqual(await soloOf(OTHER_LONG, 8));
+    expect(sliced.longs[1]!.tokenIds).toEqual(await soloOf([1, ...ids(120, 6)], 8));
+    for (const [index, prompt] of STREAM_PROMPTS.entries()) expect(sliced.streams[index]).toEqual(await soloOf(prompt, 48));
+  });
+
+  it('slices only what a kept prefix leaves, with the output of a prompt run whole', async () => {
+    // Kept: the first 100 tokens (6 whole blocks reused, 96 tokens).
+    const prompt = [1, ...ids(199, 8)];
+    await run(chunked, prompt.slice(0, 100), 2);
+    const sliced = await arrival(chunked, [prompt]);
+    expect(sliced.longs[0]!.cached).toBe(96);
+    expect(sliced.longs[0]!.tokenIds).toEqual(await soloOf(prompt, 8));
+    // Its whole prompt is kept once sliced: the same prompt again reuses all but its last block.
+    expect((await run(chunked, prompt, 4)).cached).toBe(192);
+  });
+
+  it('drops a long prompt whose client goes away mid-prefill; the streams go on unharmed', async () => {
+    const controller = new AbortController();
+    let aborted!: Promise<Run>;
+    let started = 0;
+    const streams = STREAM_PROMPTS.map((prompt) => {
+      let first = true;
+      return run(chunked, prompt, 60, () => {
+        if (!first) return;
+        first = false;
+        started += 1;
+        if (started === STREAM_PROMPTS.length) {
+          aborted = run(chunked, [1, ...ids(230, 7)], 8, undefined, controller.signal);
+          setTimeout(() => controller.abort(), 5);
+        }
+      });
+    });
+    const done = await Promise.all(streams);
+    await aborted.catch(() => undefined);
+    for (const [index, prompt] of STREAM_PROMPTS.entries()) expect(done[index]!.tokenIds).toEqual(await soloOf(prompt, 60));
+    // The engine serves on: a later long prompt's output is unchanged.
+    expect((await arrival(chunked, [OTHER_LONG])).longs[0]!.tokenIds).toEqual(await soloOf(OTHER_LONG, 8));
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * Issue 41, family 13: SIGTERM behind a frozen render was handled only after it (22 s). On a
+ * real server process (`npm start`'s, spawned), with request templates trusted and renderings
+ * in flight (on the loop before: a request's own template within its steps; on the template
+ * threads now): the signal is heard at once, every in-flight request gets an answer (its
+ * own 400, or the documented 503 "shutting down" once the grace period ends, its rendering's
+ * thread stopped), and the process exits within the grace period and a little more.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { spawnServer } from '../e2e/spawn-server.js';
+
+function configFile(settings: Record<string, unknown>): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'edge-llm-shutdown-render-')), 'config.json');
+  writeFileSync(path, JSON.stringify(settings));
+  return path;
+}
+
+function messages(count: number): Array<{ role: string; content: string }> {
+  return Array.from({ length: count }, (_, i) => ({ role: (count - 1 - i) % 2 === 0 ? 'user' : 'assistant', content: `Hi ${i}` }));
+}
+
+// Builds a list of 2^13 items, then scans it once a step: before, rendered on the loop (32
+// messages, a short template) for 0.3–1 s each with the scans uncharged.
+const SCANNING_TEMPLATE =
+  "{% set ns = namespace(a=[1]) %}{% for i in range(13) %}{% set ns.a = ns.a + ns.a %}{% endfor %}{% for i in range(3000) %}{{ 5 in ns.a }}{% endfor %}";
+// Spends its whole budget (122 K steps over 600 messages) on a template thread: a few hundred
+// ms each, one thread: still queued when the grace period ends. (Reading a 1000-message body
+// costs the loop ~60 ms, loaded: JSON, the schema, GC; twelve at once delayed the signal ~0.9 s.)
+const LOOPING_TEMPLATE = "{% for m in messages %}{% for n in messages %}{{ n['content'][:1] }}{% endfor %}{% endfor %}";
+
+const GRACE_MS = 1000;
+
+describe('SIGTERM with chat template renderings in flight (family 13)', () => {
+  it('is heard at once; each request gets its 400 or the documented 503; the process exits within the grace period and a little more', async () => {
+    const server = await spawnServer({
+      CONFIG: configFile({ shutdownGraceMs: GRACE_MS, trustRequestChatTemplate: true, templateThreads: 1, maxThreadQueuePerClient: 64 }),
+    });
+    const post = (body: unknown) =>
+      fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+        async (response) => ({ status: response.status, body: await response.text() }),
+        (error: Error) => ({ status: 0, body: error.message }),
+      );
+    const inFlight = [
+      ...Array.from({ length: 6 }, () => post({ model: 'stories260k', messages: messages(32), max_tokens: 1, chat_template: SCANNING_TEMPLATE })),
+      ...Array.from({ length: 8 }, () => post({ model: 'stories260k', messages: messages(600), max_tokens: 1, chat_template: LOOPING_TEMPLATE })),
+    ];
+    // Every request read (their bodies are the loop's work, not a rendering's): renderings run and wait on the thread.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+
+    const signalled = performance.now();
+    const exited = server.stop('SIGTERM');
+    let heardMs = Number.NaN;
+    while (Number.isNaN(heardMs) && performance.now() - signalled < 30_000) {
+      if (/SIGTERM received/.test(server.output())) heardMs = performance.now() - signalled;
+      else await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const code = await exited;
+    const exitMs = performance.now() - signalled;
+    const answers = await Promise.all(inFlight);
+    const statuses = answers.map((answer) => answer.status);
+    console.log(`SIGTERM heard after ${heardMs.toFixed(0)} ms, exit after ${exitMs.toFixed(0)} ms (grace ${GRACE_MS}); statuses ${statuses.join(',')} (loaded)`);
+
+    expect(heardMs).toBeLessThan(1000);
+    expect(exitMs).toBeLessThan(GRACE_MS + 3000);
+    for (const answer of answers) {
+      expect([400, 503]).toContain(answer.status);
+      const body = JSON.parse(answer.body);
+      if (answer.status === 503) expect(body.message).toMatch(/The server is shutting down/);
+      else expect(body.message).toMatch(/evaluation steps/);
+    }
+    // Renderings were still queued when the grace period ended: they were cut, as documented, and the exit code says so.
+    expect(statuses).toContain(503);
+    expect(code).toBe(1);
+  });
+});
