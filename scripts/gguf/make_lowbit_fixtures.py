@@ -15,7 +15,8 @@ Low-bit GGUF fixtures made the way users' files are made, and their exact refere
   of THAT file as ggml's own dequantize_row_* (libggml-base.so, ctypes) makes it: the exact
   float32 reference a correct engine must give for the quantized file.
 
-Usage: LLAMA_QUANTIZE=/path/to/llama-quantize /work/venv/bin/python scripts/gguf/make_lowbit_fixtures.py
+Usage: /work/venv/bin/python scripts/gguf/make_lowbit_fixtures.py
+  (llama-quantize: $LLAMA_QUANTIZE, or built by scripts/peer/build-llama-quantize.sh)
 """
 import ctypes
 import json
@@ -36,7 +37,8 @@ sys.path.insert(0, os.path.join(arch.LLAMA_CPP, 'gguf-py'))
 import gguf  # noqa: E402
 
 OUT = arch.OUT
-QUANTIZE = os.environ.get('LLAMA_QUANTIZE', '/tmp/gguf-quantize/bin/llama-quantize')
+QUANTIZE = os.environ.get('LLAMA_QUANTIZE') or subprocess.run(
+    [os.path.join(arch.ROOT, 'scripts', 'peer', 'build-llama-quantize.sh')], check=True, capture_output=True, text=True).stdout.strip()
 TYPES = ['Q2_K', 'Q3_K_S', 'Q3_K_M', 'Q3_K_L', 'IQ4_NL', 'IQ4_XS', 'IQ3_XXS', 'IQ3_S', 'IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ1_S', 'IQ1_M']
 # llama-quantize refuses these (or quantizes them badly) without an importance matrix.
 NEEDS_IMATRIX = {'IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ1_S', 'IQ1_M', 'IQ3_XXS', 'IQ3_S'}

@@ -53,7 +53,7 @@ export interface GgufModel {
 }
 
 /** config.json's architectures entry (transformers' class) for each GGUF architecture. */
-const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', phi3: 'Phi3ForCausalLM' };
+const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', qwen3moe: 'Qwen3MoeForCausalLM', phi3: 'Phi3ForCausalLM' };
 
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 /**
@@ -94,6 +94,7 @@ export async function openGgufModel(source: ByteSource, options: { embedding?: b
     use_cache: true,
     ...(isGemma2Shape(shape) ? gemma2ConfigFields(shape) : {}),
     ...(isGemma3Shape(shape) ? gemma3ConfigFields(shape) : {}),
+    ...(shape.moe ? { num_experts: shape.moe.count, num_experts_per_tok: shape.moe.used, moe_intermediate_size: shape.moe.hidden, norm_topk_prob: shape.moe.normalize } : {}),
   };
   const generationConfig = { bos_token_id: tokenizer.bosTokenId ?? null, eos_token_id: tokenizer.eosTokenIds };
   return { file, shape, tokenizer, config, generationConfig };
@@ -137,7 +138,9 @@ function executionLines(model: GgufModel, weights: ReadonlyMap<string, string> |
   for (const tensor of model.file.tensors) {
     if (matrices.has(tensor.name)) continue;
     const isMatrix = tensor.dims.length === 2;
-    add(tensor.type!.name, isMatrix ? (weights ? 'float32 (not a quantizable projection)' : 'float32, dequantized at load exactly as ggml does') : 'float32 (norms, biases, rope factors)');
+    // 3-D: a mixture's experts, which onnxruntime's MoE kernel takes as float weights.
+    const form = tensor.dims.length === 3 ? 'float32 (experts, in the MoE kernel)' : isMatrix ? (weights ? 'float32 (not a quantizable projection)' : 'float32, dequantized at load exactly as ggml does') : 'float32 (norms, biases, rope factors)';
+    add(tensor.type!.name, form);
   }
   return [...how].map(([type, forms]) => `GGUF ${type} ×${model.shape.tensorTypes.get(type) ?? 0}: ${[...forms].join('; ')}`);
 }

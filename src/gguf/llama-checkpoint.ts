@@ -23,6 +23,7 @@ import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
 import { hfRowSource } from '../graph/rope.js';
 import { QWEN3, qwen3LayerTensors, readQwen3HeadNorms } from './architectures/qwen3.js';
+import { QWEN3MOE, qwen3moeExperts, qwen3moeLayerTensors, readQwen3moeExperts } from './architectures/qwen3moe.js';
 import { fusedRows, longRopeTensor, PHI3, phi3Context, phi3LayerTensors, phi3LongRope, type LongRope } from './architectures/phi3.js';
 
 /** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
@@ -37,10 +38,10 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, PHI3, 'gemma2', 'gemma3'] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, QWEN3MOE, PHI3, 'gemma2', 'gemma3'] as const;
 
 /** Architectures whose RoPE is llama.cpp's NEOX (rotate-half): their q/k rows are in HF order in the file. */
-const NEOX_ROPE = new Set(['qwen2', QWEN3, PHI3]);
+const NEOX_ROPE = new Set(['qwen2', QWEN3, QWEN3MOE, PHI3]);
 
 /** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
 export const MAX_GGUF_CONTEXT = 32768;
@@ -76,6 +77,8 @@ export interface GgufLlamaShape {
   qkvBias: boolean;
   /** qwen3: RMSNorm over each head of q and of k before RoPE. */
   qkNorm: boolean;
+  /** qwen3moe: experts in place of the MLP (expert_count, expert_used_count, expert_feed_forward_length). */
+  moe?: { count: number; used: number; hidden: number; normalize: boolean };
   /** phi3: q/k/v rows in one attn_qkv matrix; gate and up rows in one ffn_up matrix. */
   fusedQkv: boolean;
   fusedGateUp: boolean;
@@ -167,7 +170,13 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   const byName = new Map(file.tensors.map((t) => [t.name, t]));
   const tensorTypes = tensorTypesOf(file);
   const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = decoderDimensions(file, a);
-  if (meta(file, `${a}.expert_count`) !== undefined && metaNumber(file, `${a}.expert_count`) > 0) throw new GgufModelError('mixture-of-experts llama files are not supported');
+  let moe: GgufLlamaShape['moe'];
+  try {
+    moe = architecture === QWEN3MOE ? qwen3moeExperts((key) => metaNumber(file, key)) : undefined;
+  } catch (error) {
+    throw error instanceof GgufModelError ? error : new GgufModelError((error as Error).message);
+  }
+  if (!moe && meta(file, `${a}.expert_count`) !== undefined && metaNumber(file, `${a}.expert_count`) > 0) throw new GgufModelError('mixture-of-experts llama files are not supported');
   const output = byName.get('output.weight');
   const expected = new Map<string, number[]>([
     ['token_embd.weight', [dim, vocabSize]],
@@ -182,13 +191,14 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
       attn_norm: [dim], attn_q: [dim, qDim], attn_k: [dim, kvDim], attn_v: [dim, kvDim], attn_output: [qDim, dim],
       ffn_norm: [dim], ffn_gate: [dim, hiddenDim], ffn_down: [hiddenDim, dim], ffn_up: [dim, hiddenDim],
     };
-    for (const part of LAYER_TENSORS) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
+    for (const part of LAYER_TENSORS) if (!(moe && part.startsWith('ffn_') && part !== 'ffn_norm')) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
+    if (moe) for (const [name, dims] of qwen3moeLayerTensors(i, dim, moe)) expected.set(name, dims);
     if (architecture === 'qwen2') {
       expected.set(`blk.${i}.attn_q.bias`, [qDim]);
       expected.set(`blk.${i}.attn_k.bias`, [kvDim]);
       expected.set(`blk.${i}.attn_v.bias`, [kvDim]);
     }
-    if (architecture === QWEN3) for (const [name, dims] of qwen3LayerTensors(i, headDim)) expected.set(name, dims);
+    if (architecture === QWEN3 || architecture === QWEN3MOE) for (const [name, dims] of qwen3LayerTensors(i, headDim)) expected.set(name, dims);
     if (architecture === PHI3) phi3LayerTensors(expected, i, { dim, qDim, kvDim, hiddenDim }, fusedQkv);
   }
   const fileContextLength = metaNumber(file, `${a}.context_length`);
@@ -232,7 +242,8 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     ropeAttentionFactor: metaNumber(file, `${a}.rope.scaling.attn_factor`, 1),
     tiedEmbeddings: !output,
     qkvBias: architecture === 'qwen2',
-    qkNorm: architecture === QWEN3,
+    qkNorm: architecture === QWEN3 || architecture === QWEN3MOE,
+    ...(moe ? { moe } : {}),
     fusedQkv,
     fusedGateUp: architecture === PHI3,
     ropeOrder: NEOX_ROPE.has(architecture) ? 'rotate-half' : 'adjacent-pairs',
@@ -334,11 +345,18 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
   for (let i = 0; i < shape.nLayers; i++) {
     const p = `blk.${i}.`;
     const parts = (names: string[]) => Promise.all(names.map((part) => matrix(`${p}${part}.weight`)));
-    const [wo, w2] = await parts(['attn_output', 'ffn_down']);
+    const [wo] = await parts(['attn_output']);
+    const moe = shape.moe;
+    const [w2] = moe ? [null] : await parts(['ffn_down']);
     const [wq, wk, wv] = shape.fusedQkv
       ? fusedRows(await matrix(`${p}attn_qkv.weight`), [nHeads * headDim, nKvHeads * headDim, nKvHeads * headDim], dim)
       : await parts(['attn_q', 'attn_k', 'attn_v']);
-    const [w1, w3] = shape.fusedGateUp ? fusedRows(await matrix(`${p}ffn_up.weight`), [shape.hiddenDim, shape.hiddenDim], dim) : await parts(['ffn_gate', 'ffn_up']);
+    const [w1, w3] = moe ? [null, null] : shape.fusedGateUp ? fusedRows(await matrix(`${p}ffn_up.weight`), [shape.hiddenDim, shape.hiddenDim], dim) : await parts(['ffn_gate', 'ffn_up']);
+    const experts = moe ? await readQwen3moeExperts(matrix, p, moe) : null;
+    const dense = (w: (() => Float32Array) | null) => {
+      if (!w) throw new GgufModelError(`${shape.architecture} is built in the fused and inplace flavours only (its experts are one MoE node)`);
+      return w();
+    };
     layers.push({
       ...(shape.qkvBias
         ? {
@@ -356,9 +374,10 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
       get wk() { return pairs(wk(), nKvHeads, dim); },
       get wv() { return wv(); },
       get wo() { return wo(); },
-      get w1() { return w1(); },
-      get w2() { return w2(); },
-      get w3() { return w3(); },
+      get w1() { return dense(w1); },
+      get w2() { return dense(w2); },
+      get w3() { return dense(w3); },
+      ...(experts ? { experts } : {}),
     });
   }
   const { ropeScaling } = shape;

@@ -31,6 +31,22 @@ export interface DecoderLayer {
   attentionBias?: { q: Float32Array; k: Float32Array; v: Float32Array };
   /** RMSNorm weights [headDim] over each head of q and of k before RoPE (Qwen3), in the rows' order within a head of wq / wk. */
   qkNorm?: { q: Float32Array; k: Float32Array; epsilon: number };
+  /** Mixture of experts in place of w1/w2/w3 (qwen3moe): the router and each expert's SwiGLU MLP. */
+  experts?: MixtureOfExperts;
+}
+
+export interface MixtureOfExperts {
+  count: number;
+  /** Experts each token goes to (top-k of the router's softmax). */
+  used: number;
+  /** Each expert's MLP width. */
+  hidden: number;
+  /** Renormalise the top-k probabilities to sum to 1 (Qwen3 MoE; Qwen2 MoE does not). */
+  normalize: boolean;
+  router: Float32Array; // [count, dim]
+  gate: Float32Array; // [count, hidden, dim]
+  up: Float32Array; // [count, hidden, dim]
+  down: Float32Array; // [count, dim, hidden]
 }
 
 export interface DecoderCheckpoint {

@@ -4,7 +4,7 @@
  * next RMSNorm in one node), the SwiGLU MLP and the tied output projection. Each flavour
  * supplies only its attention block.
  */
-import type { DecoderCheckpoint, DecoderLayer } from './decoder-checkpoint.js';
+import type { DecoderCheckpoint, DecoderLayer, MixtureOfExperts } from './decoder-checkpoint.js';
 import { GraphBuilder } from './graph-builder.js';
 import type { OnnxGraph } from './onnx-writer.js';
 import { concatColumns, transpose } from './llama-weights.js';
@@ -100,6 +100,7 @@ function swigluMlp(
   scope: string,
   prefix: string,
 ): string {
+  if (layer.experts) return mixtureOfExperts(g, ckpt.header.dim, layer.experts, x, scope, prefix);
   const { dim, hiddenDim } = ckpt.header;
   const gateUp = concatColumns([transpose(layer.w1, hiddenDim, dim), transpose(layer.w3, hiddenDim, dim)], dim);
   const gateUpW = g.floats(`${prefix}.gate_up_proj.weight`, [dim, 2 * hiddenDim], gateUp);
@@ -115,6 +116,34 @@ function swigluMlp(
   const gated = g.op('Mul', [silu, up], scope);
   const w2T = g.floats(`${prefix}.down_proj.weight`, [hiddenDim, dim], transpose(layer.w2, dim, hiddenDim));
   return g.op('MatMul', [gated, w2T], scope, undefined, 'down_proj/MatMul');
+}
+
+/**
+ * The experts' MLP as onnxruntime's own com.microsoft MoE kernel runs it (CPU and WASM:
+ * scripts/gguf/moe-kernel-probe.ts): router logits in, softmax over every expert, the top
+ * `used`, renormalised where the model does, each expert's down(silu(gate(x)) * up(x)) with
+ * gate and up rows interleaved (swiglu_fusion 1; alpha 1, beta 0 make its SwiGLU silu(g)·u).
+ */
+function mixtureOfExperts(g: GraphBuilder, dim: number, moe: MixtureOfExperts, x: string, scope: string, prefix: string): string {
+  const { count, hidden } = moe;
+  // The kernel takes rows [tokens, dim]: the batch's positions flattened, then put back.
+  const rows = g.op('Reshape', [x, g.int64Constant([-1, dim])], scope);
+  const logits = g.op('MatMul', [rows, g.floats(`${prefix}.gate.weight`, [dim, count], transpose(moe.router, count, dim))], scope, undefined, 'gate/MatMul');
+  const gate = moe.gate;
+  const up = moe.up;
+  const fc1 = new Float32Array(count * 2 * hidden * dim);
+  for (let e = 0; e < count; e++) {
+    for (let j = 0; j < hidden; j++) {
+      const from = (e * hidden + j) * dim;
+      fc1.set(gate.subarray(from, from + dim), (e * 2 * hidden + 2 * j) * dim);
+      fc1.set(up.subarray(from, from + dim), (e * 2 * hidden + 2 * j + 1) * dim);
+    }
+  }
+  const fc1W = g.floats(`${prefix}.experts.gate_up_proj`, [count, 2 * hidden, dim], fc1);
+  const fc2W = g.floats(`${prefix}.experts.down_proj`, [count, dim, hidden], moe.down);
+  const attributes = { k: moe.used, activation_type: 'swiglu', swiglu_fusion: 1, activation_alpha: { float: 1 }, activation_beta: { float: 0 }, normalize_routing_weights: moe.normalize ? 1 : 0 };
+  const [out] = g.node('MoE', [rows, logits, fc1W, '', fc2W], { scope, domain: MS_DOMAIN, attributes, label: 'experts/MoE' });
+  return g.op('Reshape', [out, g.op('Shape', [x], scope)], scope);
 }
 
 /**

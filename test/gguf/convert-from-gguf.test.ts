@@ -5,7 +5,7 @@
  * llama-server parity suite checks).
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -40,4 +40,23 @@ describe('npm run convert -- --from-gguf', () => {
     expect((await collectGeneration(inPlace, PROMPT, params)).tokenIds).toEqual(reference);
     await Promise.all([served.dispose(), fused.dispose(), inPlace.dispose()]);
   }, 60_000);
+
+  it("a gemma3 file: the fused and in-place folders give transformers' greedy ids (two rope tables, q/k norms, sliding window)", async () => {
+    const file = join(REPO_ROOT, 'test/fixtures/gguf/tiny-gemma3.gguf');
+    const reference = JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures/gguf/tiny-gemma3-reference.json'), 'utf8')) as {
+      generations: Array<{ prompt_ids: number[]; greedy_ids: number[] }>;
+    };
+    const out = join(dir, 'gemma3');
+    await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/convert-llama2c.ts', '--from-gguf', file, out], { cwd: REPO_ROOT });
+    const config = JSON.parse(readFileSync(join(out, 'config.json'), 'utf8'));
+    expect(config).toMatchObject({ architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', sliding_window: 16 });
+    const fused = await createNodeEngine({ modelDir: out, modelFile: 'onnx/model.onnx' });
+    const inPlace = await createNodeEngine({ modelDir: out });
+    for (const { prompt_ids: prompt, greedy_ids: greedy } of reference.generations) {
+      const params = { temperature: 0, maxTokens: greedy.length, ignoreEos: true };
+      expect((await collectGeneration(fused, prompt, params)).tokenIds).toEqual(greedy);
+      expect((await collectGeneration(inPlace, prompt, params)).tokenIds).toEqual(greedy);
+    }
+    await Promise.all([fused.dispose(), inPlace.dispose()]);
+  }, 120_000);
 });
