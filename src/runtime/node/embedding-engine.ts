@@ -91,8 +91,13 @@ export interface NodeEmbeddingEngineOptions {
 
 /** A GGUF file served for embeddings: its header sets a pooling type (llama.cpp's --embedding files); RANK (a reranker) is not. */
 export async function isEmbeddingGguf(path: string): Promise<boolean> {
-  const pooling = await withFileSource(resolve(path), async (source) => ggufPoolingType(await readGguf(source)));
-  return pooling !== null && pooling !== 'RANK';
+  try {
+    const pooling = await withFileSource(resolve(path), async (source) => ggufPoolingType(await readGguf(source)));
+    return pooling !== null && pooling !== 'RANK';
+  } catch (error) {
+    // The first read of the file at startup: its failure is reported as every GGUF load's is.
+    throw new Error(`Cannot load the GGUF "${path}": ${(error as Error).message}`, { cause: error });
+  }
 }
 
 export async function createNodeEmbeddingEngine(options: NodeEmbeddingEngineOptions): Promise<EmbeddingEngine> {
