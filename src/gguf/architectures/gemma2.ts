@@ -73,19 +73,11 @@ export function positive(file: GgufFile, key: string, fallback: number): number 
   return value;
 }
 
-export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
-  const a = architectureOf(file);
-  if (a !== GEMMA2) throw new GgufModelError(`not a gemma2 file: architecture "${a}"`);
-  const tensorTypes = tensorTypesOf(file);
-  const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = decoderDimensions(file, a);
-  const ropeTheta = metaNumber(file, `${a}.rope.freq_base`, 10000);
-  const swaTheta = metaNumber(file, `${a}.rope.freq_base_swa`, ropeTheta);
-  if (swaTheta !== ropeTheta) throw new GgufModelError(`rope.freq_base_swa ${swaTheta} (a rope base of its own on the sliding-window layers, beside ${ropeTheta}) is not supported`);
-  let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
-  const scalingType = meta(file, `${a}.rope.scaling.type`);
-  if (scalingType === 'linear') ropeScaling = { kind: 'linear', factor: metaNumber(file, `${a}.rope.scaling.factor`) };
-  else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported for gemma2 (none and linear are)`);
+type DecoderDimensions = ReturnType<typeof decoderDimensions>;
 
+/** The tensors of a Gemma 2 or 3 file (Gemma 3 adds per-head q/k norms); the head is token_embd. */
+export function expectGemmaTensors(file: GgufFile, dims: DecoderDimensions, qkNorm: boolean): void {
+  const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = dims;
   const qDim = headDim * nHeads;
   const kvDim = headDim * nKvHeads;
   const expected = new Map<string, number[]>([
@@ -95,6 +87,10 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
   for (let i = 0; i < nLayers; i++) {
     const p = `blk.${i}.`;
     for (const norm of LAYER_NORMS) expected.set(`${p}${norm}.weight`, [dim]);
+    if (qkNorm) {
+      expected.set(`${p}attn_q_norm.weight`, [headDim]);
+      expected.set(`${p}attn_k_norm.weight`, [headDim]);
+    }
     expected.set(`${p}attn_q.weight`, [dim, qDim]);
     expected.set(`${p}attn_k.weight`, [dim, kvDim]);
     expected.set(`${p}attn_v.weight`, [dim, kvDim]);
@@ -103,41 +99,101 @@ export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
     expected.set(`${p}ffn_up.weight`, [dim, hiddenDim]);
     expected.set(`${p}ffn_down.weight`, [hiddenDim, dim]);
   }
-  expectTensors(file, expected, 'the gemma2 layout (its head is token_embd.weight)');
+  expectTensors(file, expected, `the ${architectureOf(file)} layout (its head is token_embd.weight)`);
+}
 
-  const slidingWindow = positive(file, `${a}.attention.sliding_window`, DEFAULT_SLIDING_WINDOW);
-  const pattern = metaNumber(file, `${a}.attention.sliding_window_pattern`, DEFAULT_SLIDING_WINDOW_PATTERN);
-  const slidingLayers = Array.from({ length: nLayers }, (_, i) => pattern === 0 || i % pattern < pattern - 1);
+/** The llama-shape fields Gemma 2 and 3 files share: rotate-half rows, tied head, no biases. */
+export function gemmaLlamaShape(
+  file: GgufFile,
+  dims: DecoderDimensions,
+  rope: Pick<GgufLlamaShape, 'ropeTheta' | 'ropeScaling' | 'ropeAttentionFactor'>,
+  qkNorm: boolean,
+): GgufLlamaShape {
+  const a = architectureOf(file);
   const fileContextLength = metaNumber(file, `${a}.context_length`);
-  const is27b = nLayers === GEMMA2_27B_LAYERS;
   const name = meta(file, 'general.name');
   return {
     architecture: a,
     name: typeof name === 'string' ? name : null,
-    dim,
-    hiddenDim,
-    nLayers,
-    nHeads,
-    nKvHeads,
-    headDim,
-    vocabSize,
+    ...dims,
     contextLength: Math.min(fileContextLength, MAX_GGUF_CONTEXT),
     fileContextLength,
     rmsNormEps: metaNumber(file, `${a}.attention.layer_norm_rms_epsilon`),
-    ropeTheta,
-    ropeScaling,
-    ropeAttentionFactor: metaNumber(file, `${a}.rope.scaling.attn_factor`, 1),
+    ...rope,
     tiedEmbeddings: true,
     qkvBias: false,
-    qkNorm: false,
+    qkNorm,
     fusedQkv: false,
     fusedGateUp: false,
     ropeOrder: 'rotate-half',
-    tensorTypes,
+    tensorTypes: tensorTypesOf(file),
+  };
+}
+
+/**
+ * Queries scaled as llama.cpp scales them: by 1/sqrt(key_length), or by
+ * 1/sqrt(embedding_length / head_count) for the 27B file it recognises by its layer count.
+ */
+export function gemmaQueryScale(dims: DecoderDimensions, layersOf27b: number, model27b: string): { queryPreAttnScalar: number; queryScale: number; queryScaleFrom: string } {
+  const { dim, nHeads, headDim, nLayers } = dims;
+  const is27b = nLayers === layersOf27b;
+  const scalar = is27b ? dim / nHeads : headDim;
+  return {
+    queryPreAttnScalar: scalar,
+    queryScale: 1 / Math.sqrt(scalar),
+    queryScaleFrom: is27b ? `embedding_length / head_count = ${dim / nHeads} (${layersOf27b} layers: ${model27b}, as llama.cpp)` : `key_length ${headDim}`,
+  };
+}
+
+/** Each layer's weights, dequantized as ggml does (or projected: CheckpointProjection); Gemma 3's with its q/k norms. */
+export async function readGemmaLayers(file: GgufFile, nLayers: number, projection: CheckpointProjection, qkNorm: boolean): Promise<Gemma2Layer[]> {
+  const { read, matrix } = tensorReaders(file, projection);
+  const layers: Gemma2Layer[] = [];
+  for (let i = 0; i < nLayers; i++) {
+    const p = `blk.${i}.`;
+    const [inputNorm, postAttentionNorm, preFeedforwardNorm, postFeedforwardNorm] = await Promise.all(LAYER_NORMS.map((norm) => read(`${p}${norm}.weight`)));
+    const qkNorms = qkNorm ? { qNorm: await read(`${p}attn_q_norm.weight`), kNorm: await read(`${p}attn_k_norm.weight`) } : {};
+    const [wq, wk, wv, wo, gate, up, down] = await Promise.all(
+      ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'].map((part) => matrix(`${p}${part}.weight`)),
+    );
+    layers.push({
+      inputNorm,
+      postAttentionNorm,
+      preFeedforwardNorm,
+      postFeedforwardNorm,
+      ...qkNorms,
+      get wq() { return wq(); },
+      get wk() { return wk(); },
+      get wv() { return wv(); },
+      get wo() { return wo(); },
+      get gate() { return gate(); },
+      get up() { return up(); },
+      get down() { return down(); },
+    });
+  }
+  return layers;
+}
+
+export function gemma2ShapeOf(file: GgufFile): GgufGemma2Shape {
+  const a = architectureOf(file);
+  if (a !== GEMMA2) throw new GgufModelError(`not a gemma2 file: architecture "${a}"`);
+  const dims = decoderDimensions(file, a);
+  const ropeTheta = metaNumber(file, `${a}.rope.freq_base`, 10000);
+  const swaTheta = metaNumber(file, `${a}.rope.freq_base_swa`, ropeTheta);
+  if (swaTheta !== ropeTheta) throw new GgufModelError(`rope.freq_base_swa ${swaTheta} (a rope base of its own on the sliding-window layers, beside ${ropeTheta}) is not supported`);
+  let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
+  const scalingType = meta(file, `${a}.rope.scaling.type`);
+  if (scalingType === 'linear') ropeScaling = { kind: 'linear', factor: metaNumber(file, `${a}.rope.scaling.factor`) };
+  else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported for gemma2 (none and linear are)`);
+  expectGemmaTensors(file, dims, false);
+
+  const slidingWindow = positive(file, `${a}.attention.sliding_window`, DEFAULT_SLIDING_WINDOW);
+  const pattern = metaNumber(file, `${a}.attention.sliding_window_pattern`, DEFAULT_SLIDING_WINDOW_PATTERN);
+  const slidingLayers = Array.from({ length: dims.nLayers }, (_, i) => pattern === 0 || i % pattern < pattern - 1);
+  return {
+    ...gemmaLlamaShape(file, dims, { ropeTheta, ropeScaling, ropeAttentionFactor: metaNumber(file, `${a}.rope.scaling.attn_factor`, 1) }, false),
     gemma2: {
-      queryPreAttnScalar: is27b ? dim / nHeads : headDim,
-      queryScale: 1 / Math.sqrt(is27b ? dim / nHeads : headDim),
-      queryScaleFrom: is27b ? `embedding_length / head_count = ${dim / nHeads} (46 layers: gemma-2-27b, as llama.cpp)` : `key_length ${headDim}`,
+      ...gemmaQueryScale(dims, GEMMA2_27B_LAYERS, 'gemma-2-27b'),
       attentionSoftcap: positive(file, `${a}.attn_logit_softcapping`, DEFAULT_ATTENTION_SOFTCAP),
       finalSoftcap: positive(file, `${a}.final_logit_softcapping`, DEFAULT_FINAL_SOFTCAP),
       slidingWindow,
@@ -177,27 +233,7 @@ export function gemma2ReportLines(shape: GgufGemma2Shape): string[] {
 export async function readGemma2Checkpoint(file: GgufFile, shape: GgufGemma2Shape, projection: CheckpointProjection = 'values'): Promise<Gemma2Checkpoint> {
   const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
-  const layers: Gemma2Layer[] = [];
-  for (let i = 0; i < shape.nLayers; i++) {
-    const p = `blk.${i}.`;
-    const [inputNorm, postAttentionNorm, preFeedforwardNorm, postFeedforwardNorm] = await Promise.all(LAYER_NORMS.map((norm) => read(`${p}${norm}.weight`)));
-    const [wq, wk, wv, wo, gate, up, down] = await Promise.all(
-      ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'].map((part) => matrix(`${p}${part}.weight`)),
-    );
-    layers.push({
-      inputNorm,
-      postAttentionNorm,
-      preFeedforwardNorm,
-      postFeedforwardNorm,
-      get wq() { return wq(); },
-      get wk() { return wk(); },
-      get wv() { return wv(); },
-      get wo() { return wo(); },
-      get gate() { return gate(); },
-      get up() { return up(); },
-      get down() { return down(); },
-    });
-  }
+  const layers = await readGemmaLayers(file, shape.nLayers, projection, false);
   const { real, imag } = ropeTables(shape, null);
   return {
     family: 'gemma2',

@@ -19,24 +19,21 @@
  *
  * Anything else the graph cannot express is refused by name (see gemma2.ts).
  */
-import type { Gemma2Checkpoint, Gemma2Layer } from '../../graph/gemma2-graph.js';
+import type { Gemma2Checkpoint } from '../../graph/gemma2-graph.js';
 import type { GgufFile } from '../gguf-file.js';
 import {
   architectureOf,
   checkpointHeader,
   decoderDimensions,
-  expectTensors,
   GgufModelError,
-  MAX_GGUF_CONTEXT,
   meta,
   metaNumber,
   ropeTables,
   tensorReaders,
-  tensorTypesOf,
   type CheckpointProjection,
   type GgufLlamaShape,
 } from '../llama-checkpoint.js';
-import { LAYER_NORMS, positive } from './gemma2.js';
+import { expectGemmaTensors, gemmaLlamaShape, gemmaQueryScale, positive, readGemmaLayers } from './gemma2.js';
 
 export const GEMMA3 = 'gemma3';
 
@@ -67,8 +64,7 @@ export function isGemma3Shape(shape: GgufLlamaShape): shape is GgufGemma3Shape {
 export function gemma3ShapeOf(file: GgufFile): GgufGemma3Shape {
   const a = architectureOf(file);
   if (a !== GEMMA3) throw new GgufModelError(`not a gemma3 file: architecture "${a}"`);
-  const tensorTypes = tensorTypesOf(file);
-  const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = decoderDimensions(file, a);
+  const dims = decoderDimensions(file, a);
   const ropeTheta = metaNumber(file, `${a}.rope.freq_base`, 10000);
   let ropeScaling: GgufLlamaShape['ropeScaling'] = { kind: 'none' };
   const scalingType = meta(file, `${a}.rope.scaling.type`);
@@ -76,27 +72,7 @@ export function gemma3ShapeOf(file: GgufFile): GgufGemma3Shape {
   else if (scalingType !== undefined && scalingType !== 'none') throw new GgufModelError(`rope scaling "${String(scalingType)}" is not supported for gemma3 (none and linear are)`);
   const attnFactor = metaNumber(file, `${a}.rope.scaling.attn_factor`, 1);
   if (attnFactor !== 1) throw new GgufModelError(`rope.scaling.attn_factor ${attnFactor} is not supported for gemma3`);
-
-  const qDim = headDim * nHeads;
-  const kvDim = headDim * nKvHeads;
-  const expected = new Map<string, number[]>([
-    ['token_embd.weight', [dim, vocabSize]],
-    ['output_norm.weight', [dim]],
-  ]);
-  for (let i = 0; i < nLayers; i++) {
-    const p = `blk.${i}.`;
-    for (const norm of LAYER_NORMS) expected.set(`${p}${norm}.weight`, [dim]);
-    expected.set(`${p}attn_q_norm.weight`, [headDim]);
-    expected.set(`${p}attn_k_norm.weight`, [headDim]);
-    expected.set(`${p}attn_q.weight`, [dim, qDim]);
-    expected.set(`${p}attn_k.weight`, [dim, kvDim]);
-    expected.set(`${p}attn_v.weight`, [dim, kvDim]);
-    expected.set(`${p}attn_output.weight`, [qDim, dim]);
-    expected.set(`${p}ffn_gate.weight`, [dim, hiddenDim]);
-    expected.set(`${p}ffn_up.weight`, [dim, hiddenDim]);
-    expected.set(`${p}ffn_down.weight`, [hiddenDim, dim]);
-  }
-  expectTensors(file, expected, 'the gemma3 layout (its head is token_embd.weight)');
+  expectGemmaTensors(file, dims, true);
 
   const windowKey = `${a}.attention.sliding_window`;
   const window = meta(file, windowKey) === undefined ? 0 : metaNumber(file, windowKey);
@@ -104,38 +80,12 @@ export function gemma3ShapeOf(file: GgufFile): GgufGemma3Shape {
   const patternKey = `${a}.attention.sliding_window_pattern`;
   if (Array.isArray(meta(file, patternKey))) throw new GgufModelError(`${patternKey} as a per-layer array is not supported (a period is)`);
   const pattern = metaNumber(file, patternKey, DEFAULT_SLIDING_WINDOW_PATTERN);
-  const slidingLayers = Array.from({ length: nLayers }, (_, i) => window > 0 && (pattern === 0 || i % pattern < pattern - 1));
+  const slidingLayers = Array.from({ length: dims.nLayers }, (_, i) => window > 0 && (pattern === 0 || i % pattern < pattern - 1));
   const finalSoftcapKey = `${a}.final_logit_softcapping`;
-  const fileContextLength = metaNumber(file, `${a}.context_length`);
-  const is27b = nLayers === GEMMA3_27B_LAYERS;
-  const name = meta(file, 'general.name');
   return {
-    architecture: a,
-    name: typeof name === 'string' ? name : null,
-    dim,
-    hiddenDim,
-    nLayers,
-    nHeads,
-    nKvHeads,
-    headDim,
-    vocabSize,
-    contextLength: Math.min(fileContextLength, MAX_GGUF_CONTEXT),
-    fileContextLength,
-    rmsNormEps: metaNumber(file, `${a}.attention.layer_norm_rms_epsilon`),
-    ropeTheta,
-    ropeScaling,
-    ropeAttentionFactor: 1,
-    tiedEmbeddings: true,
-    qkvBias: false,
-    qkNorm: true,
-    fusedQkv: false,
-    fusedGateUp: false,
-    ropeOrder: 'rotate-half',
-    tensorTypes,
+    ...gemmaLlamaShape(file, dims, { ropeTheta, ropeScaling, ropeAttentionFactor: 1 }, true),
     gemma3: {
-      queryPreAttnScalar: is27b ? dim / nHeads : headDim,
-      queryScale: 1 / Math.sqrt(is27b ? dim / nHeads : headDim),
-      queryScaleFrom: is27b ? `embedding_length / head_count = ${dim / nHeads} (62 layers: gemma-3-27b, as llama.cpp)` : `key_length ${headDim}`,
+      ...gemmaQueryScale(dims, GEMMA3_27B_LAYERS, 'gemma-3-27b'),
       // llama.cpp: a cap of 0 is no cap.
       finalSoftcap: meta(file, finalSoftcapKey) === undefined || metaNumber(file, finalSoftcapKey) === 0 ? null : positive(file, finalSoftcapKey, 0),
       slidingWindow: window > 0 ? window : null,
@@ -181,31 +131,7 @@ export function gemma3ReportLines(shape: GgufGemma3Shape): string[] {
 export async function readGemma3Checkpoint(file: GgufFile, shape: GgufGemma3Shape, projection: CheckpointProjection = 'values'): Promise<Gemma2Checkpoint> {
   const { read, matrix } = tensorReaders(file, projection);
   const tokenEmbedding = await matrix('token_embd.weight');
-  const layers: Gemma2Layer[] = [];
-  for (let i = 0; i < shape.nLayers; i++) {
-    const p = `blk.${i}.`;
-    const [inputNorm, postAttentionNorm, preFeedforwardNorm, postFeedforwardNorm, qNorm, kNorm] = await Promise.all(
-      [...LAYER_NORMS, 'attn_q_norm', 'attn_k_norm'].map((norm) => read(`${p}${norm}.weight`)),
-    );
-    const [wq, wk, wv, wo, gate, up, down] = await Promise.all(
-      ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'].map((part) => matrix(`${p}${part}.weight`)),
-    );
-    layers.push({
-      inputNorm,
-      postAttentionNorm,
-      preFeedforwardNorm,
-      postFeedforwardNorm,
-      qNorm,
-      kNorm,
-      get wq() { return wq(); },
-      get wk() { return wk(); },
-      get wv() { return wv(); },
-      get wo() { return wo(); },
-      get gate() { return gate(); },
-      get up() { return up(); },
-      get down() { return down(); },
-    });
-  }
+  const layers = await readGemmaLayers(file, shape.nLayers, projection, true);
   const global = ropeTables(shape, null);
   const local = ropeTables({ ...shape, ropeTheta: shape.gemma3.slidingRopeTheta, ropeScaling: { kind: 'none' } }, null);
   const anySliding = shape.gemma3.slidingLayers.some(Boolean);
