@@ -9,7 +9,7 @@
 import { schedulerLimitsOf } from '../../config/server-config.js';
 import { formatBytes } from '../../engine/context-length.js';
 import { embeddingContextOf, loadEmbeddingEngine, type EmbeddingModelFiles } from '../../embeddings/load.js';
-import type { WorkerEnv } from './env.js';
+import { refuseAnotherBundle } from './bundled-model.js';
 import { embeddingShapeOf, planWorkerEmbedding } from './embedding-limits.js';
 import { workerGgufLimitsFrom } from './gguf-limits.js';
 import type { EngineFactory } from './handler.js';
@@ -28,23 +28,9 @@ export interface BundledEmbeddingModel extends BundledEmbeddingInfo {
   onnx: ArrayBuffer;
 }
 
-/** A folder path's last part, trailing slashes ignored. */
-const baseName = (path: string) => path.split(/[/\\]+/).filter((part) => part !== '').pop() ?? path;
-
-/** EMBEDDING_MODEL names the folder the build bundles: a var naming another (e.g. `--var` after the build) would serve the wrong model. */
-function refuseAnotherFolder(env: WorkerEnv, bundled: string): void {
-  const named = typeof env.EMBEDDING_MODEL === 'string' ? env.EMBEDDING_MODEL.trim() : '';
-  if (named !== '' && baseName(named) !== bundled) {
-    throw new Error(
-      `EMBEDDING_MODEL names ${named}, but this Worker was built with ${bundled}: the build bundles the folder EMBEDDING_MODEL named when it ran ` +
-        "(the build's environment, else wrangler.toml's [env.embeddings.vars]); build again with the same setting.",
-    );
-  }
-}
-
 export function workerEmbeddingEngine(bundle: BundledEmbeddingModel): EngineFactory {
   return async (env, config) => {
-    refuseAnotherFolder(env, bundle.name);
+    refuseAnotherBundle(env, 'EMBEDDING_MODEL', bundle.name, 'folder', 'embeddings');
     const files: EmbeddingModelFiles = { ...bundle.files, onnx: new Uint8Array(bundle.onnx), onnxFile: bundle.onnxFile };
     const limits = workerGgufLimitsFrom(env);
     const schedulerLimits = schedulerLimitsOf(config);

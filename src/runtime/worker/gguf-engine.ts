@@ -11,7 +11,8 @@ import { formatBytes } from '../../engine/context-length.js';
 import { forwardingGuideCompiler } from '../../engine/remote/guides.js';
 import { bytesByteSource, ggufModelFiles } from '../../gguf/gguf-model-files.js';
 import { ggufGraphOptionsFromSettings, openGgufModel } from '../../gguf/gguf-model.js';
-import { upstreamFromEnv, type WorkerEnv } from './env.js';
+import { refuseAnotherBundle } from './bundled-model.js';
+import { upstreamFromEnv } from './env.js';
 import { planWorkerGguf, workerGgufLimitsFrom, type WorkerGgufPlan } from './gguf-limits.js';
 import type { EngineFactory } from './handler.js';
 import { workerLocalEngine } from './local-engine.js';
@@ -23,22 +24,9 @@ export interface BundledGguf {
   bytes: ArrayBuffer;
 }
 
-const baseName = (path: string) => path.slice(Math.max(path.lastIndexOf('/'), path.lastIndexOf('\\')) + 1);
-
-/** MODEL_GGUF names the file the build bundles: a var naming another (e.g. `--var` after the build) would serve the wrong model. */
-function refuseAnotherFile(env: WorkerEnv, bundled: string): void {
-  const named = typeof env.MODEL_GGUF === 'string' ? env.MODEL_GGUF.trim() : '';
-  if (named !== '' && baseName(named) !== bundled) {
-    throw new Error(
-      `MODEL_GGUF names ${named}, but this Worker was built with ${bundled}: the build bundles the file MODEL_GGUF named when it ran ` +
-        "(the build's environment, else wrangler.toml's [env.gguf.vars]); build again with the same setting.",
-    );
-  }
-}
-
 export function workerGgufEngine(gguf: BundledGguf): EngineFactory {
   return async (env, config) => {
-    refuseAnotherFile(env, gguf.name);
+    refuseAnotherBundle(env, 'MODEL_GGUF', gguf.name, 'file', 'gguf');
     const source = bytesByteSource(new Uint8Array(gguf.bytes));
     const upstream = upstreamFromEnv(env);
     if (upstream !== null) {
