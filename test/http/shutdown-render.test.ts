@@ -4,9 +4,12 @@
  * in flight (on the loop before: a request's own template within its steps; on the template
  * threads now): the signal is heard at once, every in-flight request gets an answer (its
  * own 400, or the documented 503 "shutting down" once the grace period ends, its rendering's
- * thread stopped), and the process exits within the grace period and a little more.
+ * thread stopped), and the process exits within the grace period and a little more. Every
+ * request sent before the signal is answered, wherever it was: a connection the kernel held
+ * and the loop had not taken yet was reset, a body still being read got nothing (CI, loaded).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type ClientRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -38,27 +41,43 @@ describe('SIGTERM with chat template renderings in flight (family 13)', () => {
     const server = await spawnServer({
       CONFIG: configFile({ shutdownGraceMs: GRACE_MS, trustRequestChatTemplate: true, templateThreads: 1, maxThreadQueue: 256, maxThreadQueuePerClient: 256 }),
     });
-    const post = (body: unknown) =>
-      fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
-        async (response) => ({ status: response.status, body: await response.text() }),
-        (error: Error) => ({ status: 0, body: error.message }),
-      );
+    // node:http, not fetch: the test must know when each request has left (its 'finish'),
+    // so that the signal comes after every one of them, however slowly this process runs.
+    const post = (body: unknown) => {
+      const payload = JSON.stringify(body);
+      let request!: ClientRequest;
+      const answer = new Promise<{ status: number; body: string }>((resolve) => {
+        request = httpRequest(`${server.url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+          response.on('error', (error) => resolve({ status: 0, body: `${error.message} after ${response.statusCode}` }));
+        });
+        request.on('error', (error) => resolve({ status: 0, body: error.message }));
+      });
+      const sent = new Promise<void>((resolve) => request.once('finish', () => resolve()));
+      request.end(payload);
+      return { sent, answer };
+    };
     // Enough renderings that some are still queued when the grace period ends, on a quiet machine
     // as on a loaded one: one rendering alone is timed first and the count scaled to it (a fixed
     // count drained within the grace period on a fast machine, and nothing was left to cut).
     // The second rendering is timed: the first pays for the thread's start and the template's compile.
     const looping = { model: 'stories260k', messages: messages(600), max_tokens: 1, chat_template: LOOPING_TEMPLATE };
-    expect((await post(looping)).status).toBe(400);
+    expect((await post(looping).answer).status).toBe(400);
     const probeStarted = performance.now();
-    expect((await post(looping)).status).toBe(400);
+    expect((await post(looping).answer).status).toBe(400);
     const renderMs = performance.now() - probeStarted;
     // A request alone costs a few times its rendering (body, preparation): ten times over.
     const loopingCount = Math.min(150, Math.max(8, Math.ceil((10 * (1000 + GRACE_MS)) / renderMs)));
-    const inFlight = [
+    const requests = [
       ...Array.from({ length: 6 }, () => post({ model: 'stories260k', messages: messages(32), max_tokens: 1, chat_template: SCANNING_TEMPLATE })),
       ...Array.from({ length: loopingCount }, () => post(looping)),
     ];
-    // Every request read (their bodies are the loop's work, not a rendering's): renderings run and wait on the thread.
+    // Every request has left; then time for the server to read them (bodies are the loop's
+    // work, not a rendering's), so that renderings run and wait on the thread.
+    await Promise.all(requests.map((request) => request.sent));
     await new Promise((resolve) => setTimeout(resolve, 1000));
 
     const signalled = performance.now();
@@ -70,7 +89,7 @@ describe('SIGTERM with chat template renderings in flight (family 13)', () => {
     }
     const code = await exited;
     const exitMs = performance.now() - signalled;
-    const answers = await Promise.all(inFlight);
+    const answers = await Promise.all(requests.map((request) => request.answer));
     const statuses = answers.map((answer) => answer.status);
     console.log(`one rendering ${renderMs.toFixed(0)} ms, ${loopingCount} sent; SIGTERM heard after ${heardMs.toFixed(0)} ms, exit after ${exitMs.toFixed(0)} ms (grace ${GRACE_MS}); statuses ${statuses.join(',')}`);
 

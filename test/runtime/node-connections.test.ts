@@ -36,7 +36,7 @@ async function start(overrides: Partial<typeof settings> = {}) {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0, serverOptions: nodeServerOptions(config) }, () => resolve(s as Server)) as Server;
   });
   started.push(server);
-  const stats = capConnections(server, config);
+  const { stats } = capConnections(server, config);
   return { port: (server.address() as AddressInfo).port, stats };
 }
 

@@ -10,7 +10,7 @@
  * silent socket was held forever), a keep-alive one after keepAliveTimeoutMs.
  */
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { Server as NetServer, type Socket } from 'node:net';
 import type { ServerConfig } from '../../config/server-config.js';
 
 type ConnectionSettings = Pick<ServerConfig, 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections'>;
@@ -35,23 +35,50 @@ export interface ConnectionStats {
   refused: number;
 }
 
+export interface ConnectionCap {
+  stats(): ConnectionStats;
+  /**
+   * For a shutting-down server. Every response from now on (those being prepared too) says
+   * `Connection: close`, so no client sends another request on a socket about to close.
+   * Idle sockets are closed once a loop turn read nothing from them (node:http's
+   * closeIdleConnections also closes a socket whose request is in the kernel's buffer, not
+   * yet read by a busy loop). The listener closes once a loop turn accepted nothing: a busy
+   * loop takes one queued connection a turn, and closing earlier reset the connections the
+   * kernel still held, whose requests had been sent (seen in CI). Those taken now get the
+   * app's "shutting down" 503. `server` emits 'close' when the last connection ends.
+   */
+  drain(): void;
+  /** Closes the listener now, connections still queued or not (the grace period is over). */
+  stopAccepting(): void;
+}
+
+/** How often a draining server looks at its listener and idle sockets; a look that saw nothing new since the last closes them. */
+const DRAIN_LOOK_MS = 50;
+
 /** Caps `server`'s connections at maxConnections, evicting the oldest idle socket first. */
 export function capConnections(
   server: Server,
   config: Pick<ConnectionSettings, 'maxConnections' | 'keepAliveTimeoutMs' | 'headersTimeoutMs'>,
-): () => ConnectionStats {
+): ConnectionCap {
   // Insertion order is age: a socket that goes idle again moves to the end.
   const idle = new Set<Socket>();
   const busy = new Map<Socket, number>();
   /** Sockets waiting for their first request: the timer that closes a silent one. */
   const firstRequest = new Map<Socket, NodeJS.Timeout>();
+  const responding = new Set<ServerResponse>();
   let open = 0;
   let evicted = 0;
   let refused = 0;
+  let draining = false;
+  let accepted = 0;
+  const closeAfter = (response: ServerResponse) => {
+    if (!response.headersSent) response.setHeader('connection', 'close');
+  };
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
 
   server.on('connection', (socket: Socket) => {
     open += 1;
+    accepted += 1;
     idle.add(socket);
     // A socket that sent a first byte is Node's to time out (with its 408).
     const silent = setTimeout(() => {
@@ -84,7 +111,10 @@ export function capConnections(
     firstRequest.delete(socket);
     idle.delete(socket);
     busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    responding.add(response);
+    if (draining) closeAfter(response);
     response.once('close', () => {
+      responding.delete(response);
       const left = (busy.get(socket) ?? 1) - 1;
       if (left > 0) {
         busy.set(socket, left);
@@ -95,5 +125,35 @@ export function capConnections(
     });
   });
 
-  return () => ({ open, idle: idle.size, evicted, refused });
+  const bytesReadAtLastLook = new WeakMap<Socket, number>();
+  const closeQuietIdle = () => {
+    for (const socket of [...idle]) {
+      if (bytesReadAtLastLook.get(socket) === socket.bytesRead) socket.destroy();
+      else bytesReadAtLastLook.set(socket, socket.bytesRead);
+    }
+  };
+  let listening = true;
+  const stopAccepting = () => {
+    if (!listening) return;
+    listening = false;
+    // net's close, not node:http's: that one also closes every idle socket at once.
+    NetServer.prototype.close.call(server);
+  };
+  let acceptedAtLastLook = -1;
+  const look = () => {
+    closeQuietIdle();
+    if (accepted === acceptedAtLastLook) stopAccepting();
+    acceptedAtLastLook = accepted;
+  };
+  return {
+    stats: () => ({ open, idle: idle.size, evicted, refused }),
+    drain() {
+      if (draining) return;
+      draining = true;
+      for (const response of responding) closeAfter(response);
+      look();
+      setInterval(look, DRAIN_LOOK_MS).unref();
+    },
+    stopAccepting,
+  };
 }

@@ -56,7 +56,8 @@ import { nodeLoraOptions } from './adapters.js';
 import { nodeGuideCompiler } from './guides.js';
 import { playgroundRoutes } from './static.js';
 import { LiveSseStreams, writingSseDirectly } from './sse.js';
-import { capConnections, nodeServerOptions } from './connections.js';
+import { capConnections, nodeServerOptions, type ConnectionCap } from './connections.js';
+import { answerableAtShutdown, type UnansweredRequests } from './unanswered-requests.js';
 import { loadingFetch } from './loading.js';
 import { packageRoot } from './package-root.js';
 import { downloadProgressPrinter, formatHubModelRef, HubError, hubRefIfNotLocal, hubSettingsFromEnv, resolveHubModel, type HubModelRef } from './hub/index.js';
@@ -185,7 +186,15 @@ function oneLine(text: string): string {
 type NodeFetch = (request: Request, env: any) => Response | Promise<Response>;
 
 /** Binds the port now; requests go to whatever `handler.current` is (the loading answer, then the app). */
-function listen(config: ServerConfig, handler: { current: NodeFetch }, streams: LiveSseStreams): Promise<{ server: Server; url: string }> {
+/** A bound server, with what its shutdown needs of the layers around the app. */
+interface Listening {
+  server: Server;
+  url: string;
+  connections: ConnectionCap;
+  unanswered: UnansweredRequests<NodeFetch>;
+}
+
+function listen(config: ServerConfig, handler: { current: NodeFetch }, streams: LiveSseStreams): Promise<Listening> {
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(config);
     const fetch: NodeFetch = (request, env) => {
@@ -196,14 +205,21 @@ function listen(config: ServerConfig, handler: { current: NodeFetch }, streams: 
     // Without createServer, @hono/node-server makes a node:http server.
     // Request bodies in flight share one budget, at least one largest body (bytes-in-flight.ts).
     const maxRequestBytes = requestBoundsOf(config).maxRequestBytes;
-    const budgeted = budgetRequestBytes(writingSseDirectly(fetch, { writeTimeoutMs: config.streamWriteTimeoutMs, streams }), Math.max(config.maxRequestBytesInFlight, maxRequestBytes), maxRequestBytes);
+    // Inside the SSE writer: a request answered at the grace deadline is written as any other response.
+    const unanswered = answerableAtShutdown(fetch);
+    const budgeted = budgetRequestBytes(
+      writingSseDirectly(unanswered.fetch, { writeTimeoutMs: config.streamWriteTimeoutMs, streams }),
+      Math.max(config.maxRequestBytesInFlight, maxRequestBytes),
+      maxRequestBytes,
+    );
+    let connections: ConnectionCap | undefined;
     const server = serve({ fetch: budgeted.fetch, hostname: config.host, port: config.port, serverOptions }, (info: AddressInfo) => {
       server.off('error', reject);
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-      resolve({ server, url: `http://${host}:${info.port}` });
+      resolve({ server, url: `http://${host}:${info.port}`, connections: connections!, unanswered });
     }) as Server;
     // Past the cap the oldest idle connection makes room; a new one is dropped only when all are busy.
-    capConnections(server, config);
+    connections = capConnections(server, config);
     capPipelinedRequests(server, config.maxPipelinedRequests);
     server.once('error', (error) => {
       const code = (error as NodeJS.ErrnoException).code;
@@ -220,7 +236,7 @@ function listen(config: ServerConfig, handler: { current: NodeFetch }, streams: 
  * being written: ended whole at the same moment (sse.ts).
  */
 function installShutdown(
-  server: Server,
+  { server, connections, unanswered }: Listening,
   engine: Engine,
   activity: ServerActivity,
   graceMs: number,
@@ -245,18 +261,21 @@ function installShutdown(
     }
     stopping = true;
     activity.draining = true;
-    console.log(`${signal} received: no new connections; finishing ${activity.openRequests} in-flight requests (up to ${graceMs} ms)...`);
-    // Exits once every connection is closed: requests done, their responses flushed.
-    server.close(() => void exit());
-    // A keep-alive connection goes idle when its response ends; close it then, not at its keep-alive timeout.
-    server.closeIdleConnections();
-    setInterval(() => server.closeIdleConnections(), 100).unref();
+    console.log(`${signal} received: new requests get a 503; finishing ${activity.openRequests} in-flight requests (up to ${graceMs} ms)...`);
+    // Exits once the listener and every connection are closed: requests done, their responses flushed.
+    server.once('close', () => void exit());
+    // Connections the kernel holds are still taken (and get a 503) before the listener closes;
+    // keep-alive connections close when their response ends, not at their keep-alive timeout.
+    connections.drain();
     setTimeout(() => {
+      connections.stopAccepting();
       if (activity.openRequests === 0) return;
       cut = activity.openRequests;
       const cutError = new HttpError(503, 'ServiceUnavailableError', `The server is shutting down: the request was cut after the ${graceMs} ms grace period.`);
       const generating = activity.cutGenerations(cutError);
       void stopThreads(() => cutError);
+      // Whatever else still has no answer (a body being read, a queue elsewhere) gets the same one now.
+      unanswered.answerAll(cutError);
       // Streams whose clients read slowly (or not at all) write their error event now, whole,
       // without waiting for the socket to take what came before it.
       streams.endAll(cutError);
@@ -356,7 +375,8 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
   const handler: { current: NodeFetch } = { current: loadingFetch(loading) };
   // The streams being written, ended whole at shutdown (sse.ts).
   const streams = new LiveSseStreams();
-  const { server, url } = await listen(config, handler, streams);
+  const listening = await listen(config, handler, streams);
+  const { server, url } = listening;
   console.log(`Bound ${url}: loading the model "${config.modelDir}" (requests get a 503 until it is ready)`);
   const loadStarted = performance.now();
   const progress = (stage: string) => {
@@ -457,7 +477,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     throw new StartupError((error as Error).message);
   }
   handler.current = app.fetch as NodeFetch;
-  installShutdown(server, engine, activity, config.shutdownGraceMs, (error) => templateThread.close(error), streams);
+  installShutdown(listening, engine, activity, config.shutdownGraceMs, (error) => templateThread.close(error), streams);
   console.log(`Serving model "${engine.info.id}" from ${config.modelDir}`);
   if (embeddings === null) for (const line of (engine as LocalEngine).adapters?.startupLines() ?? []) console.log(line);
   // The last line: where to go next.
