@@ -53,7 +53,7 @@ export interface GgufModel {
 }
 
 /** config.json's architectures entry (transformers' class) for each GGUF architecture. */
-const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', qwen3moe: 'Qwen3MoeForCausalLM', phi3: 'Phi3ForCausalLM' };
+const HF_ARCHITECTURES: Record<string, string> = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen2moe: 'Qwen2MoeForCausalLM', qwen3: 'Qwen3ForCausalLM', qwen3moe: 'Qwen3MoeForCausalLM', phi3: 'Phi3ForCausalLM' };
 
 /** Reads the header and checks everything the graph needs, before any weight is read. */
 /**
@@ -95,6 +95,7 @@ export async function openGgufModel(source: ByteSource, options: { embedding?: b
     ...(isGemma2Shape(shape) ? gemma2ConfigFields(shape) : {}),
     ...(isGemma3Shape(shape) ? gemma3ConfigFields(shape) : {}),
     ...(shape.moe ? { num_experts: shape.moe.count, num_experts_per_tok: shape.moe.used, moe_intermediate_size: shape.moe.hidden, norm_topk_prob: shape.moe.normalize } : {}),
+    ...(shape.moe?.sharedHidden ? { shared_expert_intermediate_size: shape.moe.sharedHidden } : {}),
   };
   const generationConfig = { bos_token_id: tokenizer.bosTokenId ?? null, eos_token_id: tokenizer.eosTokenIds };
   return { file, shape, tokenizer, config, generationConfig };

@@ -23,7 +23,8 @@ import { GgufFormatError, readTensorBytes, type GgufFile, type GgufMetadataValue
 import { blockFormOf, dequantize, SUPPORTED_TYPE_NAMES } from './ggml-types.js';
 import { hfRowSource } from '../graph/rope.js';
 import { QWEN3, qwen3LayerTensors, readQwen3HeadNorms } from './architectures/qwen3.js';
-import { QWEN3MOE, qwen3moeExperts, qwen3moeLayerTensors, readQwen3moeExperts } from './architectures/qwen3moe.js';
+import { QWEN3MOE, qwen3moeExperts, routedExpertTensors, readRoutedExperts } from './architectures/qwen3moe.js';
+import { QWEN2MOE, qwen2moeExperts, qwen2moeSharedTensors, readQwen2moeSharedExpert } from './architectures/qwen2moe.js';
 import { fusedRows, longRopeTensor, PHI3, phi3Context, phi3LayerTensors, phi3LongRope, type LongRope } from './architectures/phi3.js';
 
 /** Rows of a rotate-half (HF) ordered [heads * headDim, cols] matrix in adjacent-pairs order: the inverse of permuteRowsForHfRope. */
@@ -38,10 +39,10 @@ function rotateHalfToAdjacentPairs(w: Float32Array, heads: number, headDim: numb
   return out;
 }
 
-export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN3, QWEN3MOE, PHI3, 'gemma2', 'gemma3'] as const;
+export const SUPPORTED_ARCHITECTURES = ['llama', 'qwen2', QWEN2MOE, QWEN3, QWEN3MOE, PHI3, 'gemma2', 'gemma3'] as const;
 
 /** Architectures whose RoPE is llama.cpp's NEOX (rotate-half): their q/k rows are in HF order in the file. */
-const NEOX_ROPE = new Set(['qwen2', QWEN3, QWEN3MOE, PHI3]);
+const NEOX_ROPE = new Set(['qwen2', QWEN2MOE, QWEN3, QWEN3MOE, PHI3]);
 
 /** Positions the RoPE tables cover at most (a Llama 3.1 file says 131072): the engine's context. */
 export const MAX_GGUF_CONTEXT = 32768;
@@ -77,8 +78,8 @@ export interface GgufLlamaShape {
   qkvBias: boolean;
   /** qwen3: RMSNorm over each head of q and of k before RoPE. */
   qkNorm: boolean;
-  /** qwen3moe: experts in place of the MLP (expert_count, expert_used_count, expert_feed_forward_length). */
-  moe?: { count: number; used: number; hidden: number; normalize: boolean };
+  /** qwen2moe / qwen3moe: experts in place of the MLP (expert_count, expert_used_count, expert_feed_forward_length); qwen2moe's shared expert's width. */
+  moe?: { count: number; used: number; hidden: number; normalize: boolean; sharedHidden?: number };
   /** phi3: q/k/v rows in one attn_qkv matrix; gate and up rows in one ffn_up matrix. */
   fusedQkv: boolean;
   fusedGateUp: boolean;
@@ -172,7 +173,8 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
   const { dim, nLayers, nHeads, nKvHeads, hiddenDim, headDim, vocabSize } = decoderDimensions(file, a);
   let moe: GgufLlamaShape['moe'];
   try {
-    moe = architecture === QWEN3MOE ? qwen3moeExperts((key) => metaNumber(file, key)) : undefined;
+    const number = (key: string) => metaNumber(file, key);
+    moe = architecture === QWEN3MOE ? qwen3moeExperts(number) : architecture === QWEN2MOE ? qwen2moeExperts(number, (key) => meta(file, key) !== undefined) : undefined;
   } catch (error) {
     throw error instanceof GgufModelError ? error : new GgufModelError((error as Error).message);
   }
@@ -192,8 +194,11 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
       ffn_norm: [dim], ffn_gate: [dim, hiddenDim], ffn_down: [hiddenDim, dim], ffn_up: [dim, hiddenDim],
     };
     for (const part of LAYER_TENSORS) if (!(moe && part.startsWith('ffn_') && part !== 'ffn_norm')) expected.set(`blk.${i}.${part}.weight`, shapes[part]);
-    if (moe) for (const [name, dims] of qwen3moeLayerTensors(i, dim, moe)) expected.set(name, dims);
-    if (architecture === 'qwen2') {
+    if (moe) for (const [name, dims] of routedExpertTensors(i, dim, moe)) expected.set(name, dims);
+    if (moe?.sharedHidden) {
+      for (const [name, dims] of qwen2moeSharedTensors(i, dim, moe.sharedHidden, byName.get(`blk.${i}.ffn_gate_inp_shexp.weight`)?.dims)) expected.set(name, dims);
+    }
+    if (architecture === 'qwen2' || architecture === QWEN2MOE) {
       expected.set(`blk.${i}.attn_q.bias`, [qDim]);
       expected.set(`blk.${i}.attn_k.bias`, [kvDim]);
       expected.set(`blk.${i}.attn_v.bias`, [kvDim]);
@@ -241,7 +246,7 @@ export function llamaShapeOf(file: GgufFile): GgufLlamaShape {
     ropeScaling,
     ropeAttentionFactor: metaNumber(file, `${a}.rope.scaling.attn_factor`, 1),
     tiedEmbeddings: !output,
-    qkvBias: architecture === 'qwen2',
+    qkvBias: architecture === 'qwen2' || architecture === QWEN2MOE,
     qkNorm: architecture === QWEN3 || architecture === QWEN3MOE,
     ...(moe ? { moe } : {}),
     fusedQkv,
@@ -352,7 +357,8 @@ export async function readLlamaCheckpoint(file: GgufFile, shape: GgufLlamaShape,
       ? fusedRows(await matrix(`${p}attn_qkv.weight`), [nHeads * headDim, nKvHeads * headDim, nKvHeads * headDim], dim)
       : await parts(['attn_q', 'attn_k', 'attn_v']);
     const [w1, w3] = moe ? [null, null] : shape.fusedGateUp ? fusedRows(await matrix(`${p}ffn_up.weight`), [shape.hiddenDim, shape.hiddenDim], dim) : await parts(['ffn_gate', 'ffn_up']);
-    const experts = moe ? await readQwen3moeExperts(matrix, p, moe) : null;
+    const shared = moe?.sharedHidden ? await readQwen2moeSharedExpert(matrix, p, moe.sharedHidden) : undefined;
+    const experts = moe ? await readRoutedExperts(matrix, p, moe, shared) : null;
     const dense = (w: (() => Float32Array) | null) => {
       if (!w) throw new GgufModelError(`${shape.architecture} is built in the fused and inplace flavours only (its experts are one MoE node)`);
       return w();

@@ -31,7 +31,7 @@ export interface DecoderLayer {
   attentionBias?: { q: Float32Array; k: Float32Array; v: Float32Array };
   /** RMSNorm weights [headDim] over each head of q and of k before RoPE (Qwen3), in the rows' order within a head of wq / wk. */
   qkNorm?: { q: Float32Array; k: Float32Array; epsilon: number };
-  /** Mixture of experts in place of w1/w2/w3 (qwen3moe): the router and each expert's SwiGLU MLP. */
+  /** Mixture of experts in place of w1/w2/w3 (qwen2moe, qwen3moe): the router and each expert's SwiGLU MLP. */
   experts?: MixtureOfExperts;
 }
 
@@ -47,6 +47,16 @@ export interface MixtureOfExperts {
   gate: Float32Array; // [count, hidden, dim]
   up: Float32Array; // [count, hidden, dim]
   down: Float32Array; // [count, dim, hidden]
+  /** Qwen2 MoE: a dense SwiGLU MLP every token takes, scaled by sigmoid(gateInput · x), added to the routed experts'. */
+  shared?: SharedExpert;
+}
+
+export interface SharedExpert {
+  hidden: number;
+  gateInput: Float32Array; // [dim]
+  gate: Float32Array; // [hidden, dim]
+  up: Float32Array; // [hidden, dim]
+  down: Float32Array; // [dim, hidden]
 }
 
 export interface DecoderCheckpoint {

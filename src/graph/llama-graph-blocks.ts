@@ -101,11 +101,22 @@ function swigluMlp(
   prefix: string,
 ): string {
   if (layer.experts) return mixtureOfExperts(g, ckpt.header.dim, layer.experts, x, scope, prefix);
-  const { dim, hiddenDim } = ckpt.header;
-  const gateUp = concatColumns([transpose(layer.w1, hiddenDim, dim), transpose(layer.w3, hiddenDim, dim)], dim);
-  const gateUpW = g.floats(`${prefix}.gate_up_proj.weight`, [dim, 2 * hiddenDim], gateUp);
+  return denseSwiglu(g, ckpt.header.dim, { hidden: ckpt.header.hiddenDim, gate: layer.w1, up: layer.w3, down: layer.w2 }, x, scope, prefix);
+}
+
+/** The SwiGLU MLP on `x` [..., dim]: gate and up rows [hidden, dim], down [dim, hidden]. */
+function denseSwiglu(
+  g: GraphBuilder,
+  dim: number,
+  { hidden, gate: w1, up: w3, down: w2 }: { hidden: number; gate: Float32Array; up: Float32Array; down: Float32Array },
+  x: string,
+  scope: string,
+  prefix: string,
+): string {
+  const gateUp = concatColumns([transpose(w1, hidden, dim), transpose(w3, hidden, dim)], dim);
+  const gateUpW = g.floats(`${prefix}.gate_up_proj.weight`, [dim, 2 * hidden], gateUp);
   const gateUpOut = g.op('MatMul', [x, gateUpW], scope, undefined, 'gate_up_proj/MatMul');
-  const [gate, up] = g.node('Split', [gateUpOut, g.int64Constant([hiddenDim, hiddenDim])], {
+  const [gate, up] = g.node('Split', [gateUpOut, g.int64Constant([hidden, hidden])], {
     scope,
     attributes: { axis: -1 },
     outputs: 2,
@@ -114,7 +125,7 @@ function swigluMlp(
   const sig = g.op('Sigmoid', [gate], scope, undefined, 'act_fn/Sigmoid');
   const silu = g.op('Mul', [gate, sig], scope, undefined, 'act_fn/Mul');
   const gated = g.op('Mul', [silu, up], scope);
-  const w2T = g.floats(`${prefix}.down_proj.weight`, [hiddenDim, dim], transpose(layer.w2, dim, hiddenDim));
+  const w2T = g.floats(`${prefix}.down_proj.weight`, [hidden, dim], transpose(w2, dim, hidden));
   return g.op('MatMul', [gated, w2T], scope, undefined, 'down_proj/MatMul');
 }
 
@@ -122,7 +133,8 @@ function swigluMlp(
  * The experts' MLP as onnxruntime's own com.microsoft MoE kernel runs it (CPU and WASM:
  * scripts/gguf/moe-kernel-probe.ts): router logits in, softmax over every expert, the top
  * `used`, renormalised where the model does, each expert's down(silu(gate(x)) * up(x)) with
- * gate and up rows interleaved (swiglu_fusion 1; alpha 1, beta 0 make its SwiGLU silu(g)·u).
+ * gate and up rows interleaved (swiglu_fusion 1; alpha 1, beta 0 make its SwiGLU silu(g)·u);
+ * a shared expert (Qwen2 MoE) in plain ops beside it.
  */
 function mixtureOfExperts(g: GraphBuilder, dim: number, moe: MixtureOfExperts, x: string, scope: string, prefix: string): string {
   const { count, hidden } = moe;
@@ -142,7 +154,16 @@ function mixtureOfExperts(g: GraphBuilder, dim: number, moe: MixtureOfExperts, x
   const fc1W = g.floats(`${prefix}.experts.gate_up_proj`, [count, 2 * hidden, dim], fc1);
   const fc2W = g.floats(`${prefix}.experts.down_proj`, [count, dim, hidden], moe.down);
   const attributes = { k: moe.used, activation_type: 'swiglu', swiglu_fusion: 1, activation_alpha: { float: 1 }, activation_beta: { float: 0 }, normalize_routing_weights: moe.normalize ? 1 : 0 };
-  const [out] = g.node('MoE', [rows, logits, fc1W, '', fc2W], { scope, domain: MS_DOMAIN, attributes, label: 'experts/MoE' });
+  const [routed] = g.node('MoE', [rows, logits, fc1W, '', fc2W], { scope, domain: MS_DOMAIN, attributes, label: 'experts/MoE' });
+  let out = routed;
+  if (moe.shared) {
+    // Qwen2 MoE: + sigmoid(gateInput · x) * shared_expert(x), every token.
+    const sharedScope = `${scope}/shared_expert`;
+    const shared = denseSwiglu(g, dim, moe.shared, rows, sharedScope, `${prefix}.shared_expert`);
+    const gateW = g.floats(`${prefix}.shared_expert_gate.weight`, [dim, 1], moe.shared.gateInput);
+    const weight = g.op('Sigmoid', [g.op('MatMul', [rows, gateW], sharedScope, undefined, 'gate/MatMul')], sharedScope);
+    out = g.op('Add', [routed, g.op('Mul', [shared, weight], sharedScope)], scope);
+  }
   return g.op('Reshape', [out, g.op('Shape', [x], scope)], scope);
 }
 
