@@ -183,12 +183,17 @@ function ropeScalingText({ ropeScaling, ropeAttentionFactor, contextLength }: Gg
   return `${ropeScaling.kind === 'none' ? '' : `, rope scaling ${ropeScaling.kind}`}${factor}`;
 }
 
+function expertsText({ moe }: GgufModel['shape']): string {
+  if (!moe) return '';
+  return `, ${moe.count} experts of width ${moe.hidden} (top ${moe.used}, ${moe.normalize ? 'renormalised' : 'not renormalised'})${moe.sharedHidden ? `, a shared expert of width ${moe.sharedHidden}` : ''}`;
+}
+
 /** The startup report's lines: architecture, tensor types and how each is executed. */
 export function ggufReportLines(model: GgufModel): string[] {
   const { shape } = model;
   const types = [...shape.tensorTypes.entries()].map(([type, count]) => `${type} ×${count}`).join(', ');
   return [
-    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads${shape.headDim * shape.nHeads === shape.dim ? '' : `, head size ${shape.headDim}`}${shape.qkNorm ? ', per-head q/k norms' : ''}, rope theta ${shape.ropeTheta}${ropeScalingText(shape)}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
+    `GGUF: architecture ${shape.architecture}${shape.name ? ` ("${shape.name}")` : ''}, ${shape.nLayers} layers, ${shape.nHeads} heads / ${shape.nKvHeads} key-value heads${shape.headDim * shape.nHeads === shape.dim ? '' : `, head size ${shape.headDim}`}${shape.qkNorm ? ', per-head q/k norms' : ''}${expertsText(shape)}, rope theta ${shape.ropeTheta}${ropeScalingText(shape)}, ${shape.tiedEmbeddings ? 'tied' : 'untied'} output head`,
     `GGUF tensors: ${types}`,
     ...(shape.fileContextLength > shape.contextLength ? [`GGUF context: the file says ${shape.fileContextLength} positions, served ${shape.contextLength}`] : []),
     ...(isGemma2Shape(shape) ? gemma2ReportLines(shape) : []),
