@@ -6,7 +6,8 @@ files are made: a seeded random-weight transformers Qwen3MoeForCausalLM (router 
 convert_hf_to_gguf.py (F32), and transformers' logits on it:
 
 - tiny-qwen3moe.gguf
-- tiny-qwen3moe-reference.json: for two token sequences, every position's whole logits row.
+- tiny-qwen3moe-reference.json: for two token sequences, every position's whole logits row;
+  transformers' greedy continuation of three prompts (the workerd and page tests' reference).
 
 And `qwen2moe` (Qwen1.5-MoE / Qwen2-57B-A14B: routed experts without renormalisation plus a
 sigmoid-gated shared expert, q/k/v biases, untied head), F32 and Q8_0 (llama.cpp's converter):
@@ -66,6 +67,27 @@ def logits_of(model, tok):
     return sequences
 
 
+GREEDY_PROMPTS = ['Once upon a time', 'The little dog', '<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n']
+GREEDY_TOKENS = 16
+
+
+def greedy_generations(model, tok, eos):
+    """transformers' greedy continuation of each prompt (whole-sequence forwards, no cache), with each step's margin."""
+    generations = []
+    with torch.no_grad():
+        for prompt in GREEDY_PROMPTS:
+            prompt_ids = tok.encode(prompt).ids
+            ids, margins = list(prompt_ids), []
+            for _ in range(GREEDY_TOKENS):
+                top = model(torch.tensor([ids])).logits[0, -1].topk(2)
+                ids.append(int(top.indices[0]))
+                margins.append(round(float(top.values[0] - top.values[1]), 5))
+                if ids[-1] == eos:
+                    break
+            generations.append({'prompt': prompt, 'prompt_ids': prompt_ids, 'greedy_ids': ids[len(prompt_ids):], 'margins': margins})
+    return generations
+
+
 def routing_changes(model, reference, changes):
     """How far the logits move with a router attribute changed in every layer: the routing must matter."""
     ids = torch.tensor([reference['sequences'][0]['ids']])
@@ -98,12 +120,13 @@ def qwen3moe(work):
                              ('o_proj.weight', 0.2), ('gate_up_proj', 0.2), ('down_proj', 0.2), ('gate.weight', 0.5)], small)
     model.save_pretrained(hf_dir, safe_serialization=True)
     arch.convert(hf_dir, os.path.join(arch.OUT, 'tiny-qwen3moe.gguf'), 'f32', pre='qwen2')
-    reference = {'sequences': logits_of(model, tok)}
+    reference = {'sequences': logits_of(model, tok), 'generations': greedy_generations(model, tok, config.eos_token_id)}
     # With every expert taken (softmax-weighted), or the top-k weights not renormalised, the logits move.
     routing_changes(model, reference, [('with_every_expert', 'top_k', config.num_experts), ('without_norm_topk_prob', 'norm_topk_prob', False)])
     with open(os.path.join(arch.OUT, 'tiny-qwen3moe-reference.json'), 'w') as f:
         json.dump(reference, f, separators=(',', ':'))
-    print({k: v for k, v in reference.items() if k != 'sequences'})
+    print({k: v for k, v in reference.items() if k not in ('sequences', 'generations')})
+    print('greedy', [(g['greedy_ids'], min(g['margins'])) for g in reference['generations']])
 
 
 # GGUF tensor (after blk.N.) -> transformers parameter (after model.layers.N.), for loading a
@@ -148,6 +171,8 @@ def qwen2moe(work):
     sigmoid(shared_expert_gate . x); an untied head (llama.cpp requires output.weight)."""
     from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
 
+    # Its own draws whether or not qwen3moe's came first: MOE_FIXTURE=qwen2moe makes the same files.
+    arch.rng = arch.np.random.default_rng(20261203)
     tok, hf_tok, small = qwen_tokenizer('Qwen-Qwen2.5-7B-Instruct.jinja')
     hf_dir = os.path.join(work, 'qwen2moe')
     hf_tok.save_pretrained(hf_dir)
@@ -171,7 +196,7 @@ def qwen2moe(work):
     q8 = os.path.join(arch.OUT, 'tiny-qwen2moe-q8_0.gguf')
     arch.convert(hf_dir, f32, 'f32', pre='qwen2')
     arch.convert(hf_dir, q8, 'q8_0', pre='qwen2')
-    reference = {'sequences': logits_of(model, tok)}
+    reference = {'sequences': logits_of(model, tok), 'generations': greedy_generations(model, tok, config.eos_token_id)}
     # Routing and the shared expert must matter: renormalised top-k, every expert, no shared expert.
     routing_changes(model, reference, [('with_norm_topk_prob', 'norm_topk_prob', True), ('with_every_expert', 'top_k', config.num_experts)])
     with torch.no_grad():
@@ -185,7 +210,8 @@ def qwen2moe(work):
             layer.mlp.shared_expert_gate.weight.copy_(old)
     with open(os.path.join(arch.OUT, 'tiny-qwen2moe-reference.json'), 'w') as f:
         json.dump(reference, f, separators=(',', ':'))
-    print({k: v for k, v in reference.items() if k != 'sequences'})
+    print({k: v for k, v in reference.items() if k not in ('sequences', 'generations')})
+    print('greedy', [(g['greedy_ids'], min(g['margins'])) for g in reference['generations']])
     # The Q8_0 file's reference: transformers on its weights as ggml dequantizes them.
     load_dequantized(model, q8)
     with open(os.path.join(arch.OUT, 'tiny-qwen2moe-q8_0-reference.json'), 'w') as f:
