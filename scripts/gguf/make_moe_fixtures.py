@@ -84,7 +84,8 @@ def greedy_generations(model, tok, eos):
                 margins.append(round(float(top.values[0] - top.values[1]), 5))
                 if ids[-1] == eos:
                     break
-            generations.append({'prompt': prompt, 'prompt_ids': prompt_ids, 'greedy_ids': ids[len(prompt_ids):], 'margins': margins})
+            greedy = ids[len(prompt_ids):]
+            generations.append({'prompt': prompt, 'prompt_ids': prompt_ids, 'greedy_ids': greedy, 'greedy_text': tok.decode(greedy), 'margins': margins})
     return generations
 
 

@@ -6,7 +6,7 @@
  * against llama.cpp's server), the page shows the startup report's GGUF lines, and its main
  * thread keeps answering while the graph is built.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -85,10 +85,10 @@ async function mainThreadDuringBuild(page: Page): Promise<{ buildMs: number; lon
   return { buildMs: end - start, longestGapMs, beats: inside.length };
 }
 
-async function greedyInPage(page: Page): Promise<string> {
+async function greedyInPage(page: Page, prompt = PROMPT, maxTokens = MAX_TOKENS): Promise<string> {
   await page.getByRole('tab', { name: 'Completions' }).click();
-  await page.getByLabel('Prompt', { exact: true }).fill(PROMPT);
-  await setParam(page, 'max_tokens', String(MAX_TOKENS));
+  await page.getByLabel('Prompt', { exact: true }).fill(prompt);
+  await setParam(page, 'max_tokens', String(maxTokens));
   await setParam(page, 'temperature', '0');
   await page.keyboard.press('Control+Enter');
   return finishedText(page);
@@ -162,6 +162,21 @@ describe('playground: a GGUF run in the page', { timeout: BROWSER_TEST_TIMEOUT }
       return (await cache.keys()).some((request) => request.url.endsWith(`/ggufs/${file}`));
     }, FILE);
     expect(cached).toBe(true);
+    expect(errors).toEqual([]);
+  });
+
+  it("runs a mixture-of-experts GGUF (qwen2moe: onnxruntime-web's MoE kernel) with transformers' greedy text", async () => {
+    const file = 'tiny-qwen2moe.gguf';
+    const reference = JSON.parse(readFileSync(join(FIXTURES, 'tiny-qwen2moe-reference.json'), 'utf8')) as { generations: Array<{ prompt: string; greedy_ids: number[]; greedy_text: string }> };
+    const { prompt, greedy_ids: ids, greedy_text: text } = reference.generations[0]!;
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    await page.getByText('In-page · WASM', { exact: true }).click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('stories260k running in this page');
+    await page.locator('#gguf-url').fill(`/ggufs/${file}`);
+    await page.locator('#gguf-load-url').click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(`${file} running in this page`);
+    expect((await page.locator('#gguf-report-text').textContent()) ?? '').toMatch(/GGUF: architecture qwen2moe .*a shared expert of width 96/);
+    expect(await greedyInPage(page, prompt, ids.length)).toBe(text);
     expect(errors).toEqual([]);
   });
 
