@@ -48,8 +48,12 @@ export interface PoolJob<Reply extends JobReply> {
   /** Posts the job to the thread. */
   send(worker: Worker): void;
   signal?: AbortSignal;
-  /** Past this many ms after the job was queued, it fails with `error()` (its thread stopped if it runs). */
-  timeout?: { ms: number; error(): unknown };
+  /**
+   * Past this many ms after the job was queued, it fails with `error(started)` (its thread
+   * stopped if it runs): `started` false when it never got a thread (the server is busy), true
+   * when it ran past the deadline.
+   */
+  timeout?: { ms: number; error(started: boolean): unknown };
   /** The job's result from its reply, or throws the job's error. */
   settle(reply: Reply): unknown;
   /** The error the job fails with when the thread crashes or exits under it. */
@@ -148,7 +152,7 @@ export class WorkerPool<Reply extends JobReply> {
       };
       const onAbort = () => fail(job.signal!.reason);
       // The deadline counts from now: waiting for a thread is part of it.
-      const timer = job.timeout === undefined ? undefined : setTimeout(() => fail(job.timeout!.error()), job.timeout.ms);
+      const timer = job.timeout === undefined ? undefined : setTimeout(() => fail(job.timeout!.error(pending.slot !== null)), job.timeout.ms);
       job.signal?.addEventListener('abort', onAbort, { once: true });
       pending.release = () => {
         clearTimeout(timer);
