@@ -49,7 +49,15 @@ export class CompileGate {
   /** Compiles accepted and not yet settled (waiting, or the one running). */
   private pending = 0;
 
-  constructor(private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS) {}
+  constructor(
+    private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS,
+    /**
+     * Rest after each compile as long as it took (compiles on this thread: half of it
+     * stays free). Off when compiles run on the guide thread (Node): one at a time still,
+     * so a guide's next mask waits behind one compile at most, but nothing to rest from.
+     */
+    private readonly paced = true,
+  ) {}
 
   /** Compiles waiting or running. */
   get size(): number {
@@ -118,7 +126,7 @@ export class CompileGate {
         await next.start();
         const took = performance.now() - startedAt;
         // Compiles take at most about half the thread while they queue.
-        if (took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
+        if (this.paced && took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
       }
     } finally {
       this.running = false;
