@@ -52,11 +52,13 @@ export class CompileGate {
   constructor(
     private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS,
     /**
-     * Rest after each compile as long as it took (compiles on this thread: half of it
-     * stays free). Off when compiles run on the guide thread (Node): one at a time still,
-     * so a guide's next mask waits behind one compile at most, but nothing to rest from.
+     * Whether to rest after a compile as long as it took, asked after each one: always
+     * when compiles run on this thread (half of it stays free). On Node's guide threads
+     * only while every thread has guides alive (the next compile makes some wait: half
+     * of that thread stays theirs); one at a time always, so a mask waits behind one
+     * compile at most.
      */
-    private readonly paced = true,
+    private readonly paced: boolean | (() => boolean) = true,
   ) {}
 
   /** Compiles waiting or running. */
@@ -126,7 +128,8 @@ export class CompileGate {
         await next.start();
         const took = performance.now() - startedAt;
         // Compiles take at most about half the thread while they queue.
-        if (this.paced && took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
+        const rest = typeof this.paced === 'function' ? this.paced() : this.paced;
+        if (rest && took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
       }
     } finally {
       this.running = false;

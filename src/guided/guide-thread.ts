@@ -1,6 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import { ProtocolError } from '../common/protocol-error.js';
 import { startModuleWorker } from '../threads/worker-pool.js';
+import type { GrammarThread } from './compile-guide.js';
 import type { Guide, GuideFactory } from './guide.js';
 import { MASK_FAILED, MASK_PENDING, SLOT_MASK_OFFSET, SLOT_STATE, type FromGuideThread, type ToGuideThread } from './guide-thread-protocol.js';
 import type { GuidedLimits } from './limits.js';
@@ -8,6 +9,81 @@ import { guidedParam, type GuidedDecodingRequest } from './request.js';
 import type { TokenVocabulary } from './token-vocabulary.js';
 import { UTF8_BOUNDARY, UTF8_INVALID } from './utf8.js';
 import { Utf8MaskFilter } from './utf8-filter.js';
+
+/**
+ * Structured output's threads (Node): compiles go to a thread with no guide alive on it
+ * (a new one while there are fewer than `size`), so that a compile never makes a running
+ * guide's next mask wait, and with it every request batched with that guide; only when
+ * every thread has guides alive does a compile go to the one with fewest (documented:
+ * their batch then waits up to one compile). Caches the factories by the request as sent.
+ */
+export class GuideThreadPool implements GrammarThread {
+  private readonly threads: GuideThread[] = [];
+  private readonly byRequest = new Map<string, Promise<GuideFactory>>();
+  private readonly utf8: Utf8MaskFilter;
+
+  constructor(
+    private readonly vocabulary: TokenVocabulary,
+    private readonly size: number,
+    private readonly cacheSize: number,
+  ) {
+    this.utf8 = new Utf8MaskFilter(vocabulary);
+  }
+
+  cached(key: string | null): Promise<GuideFactory> | undefined {
+    if (key === null) return undefined;
+    const found = this.byRequest.get(key);
+    if (found !== undefined) {
+      this.byRequest.delete(key);
+      this.byRequest.set(key, found);
+    }
+    return found;
+  }
+
+  compile(request: GuidedDecodingRequest, key: string | null, limits: GuidedLimits): Promise<GuideFactory> {
+    const factory = this.pick().compile(request, limits);
+    if (key !== null) {
+      this.byRequest.set(key, factory);
+      factory.catch(() => this.byRequest.delete(key));
+      while (this.byRequest.size > this.cacheSize) this.byRequest.delete(this.byRequest.keys().next().value!);
+    }
+    return factory;
+  }
+
+  /** Null while the threads work; otherwise why not. */
+  brokenReason(): string | null {
+    for (const thread of this.threads) {
+      const reason = thread.brokenReason();
+      if (reason !== null) return reason;
+    }
+    return null;
+  }
+
+  /** Whether the next compile would make running guides wait (every thread has some, and no new thread may start). */
+  get crowded(): boolean {
+    return this.threads.length >= this.size && this.threads.every((thread) => thread.liveGuides > 0 || thread.busy);
+  }
+
+  /** Threads started (for tests and the load report). */
+  get started(): number {
+    return this.threads.length;
+  }
+
+  close(): void {
+    for (const thread of this.threads) thread.close();
+  }
+
+  private pick(): GuideThread {
+    const idle = this.threads.find((thread) => thread.liveGuides === 0 && !thread.busy);
+    if (idle !== undefined) return idle;
+    if (this.threads.length < this.size) {
+      const thread = new GuideThread(this.vocabulary, this.utf8, () => this.byRequest.clear());
+      this.threads.push(thread);
+      return thread;
+    }
+    return this.threads.reduce((best, thread) => (thread.liveGuides < best.liveGuides ? thread : best));
+  }
+}
 
 /**
  * Structured output off the event loop (Node): one thread holds XGrammar for a vocabulary,
@@ -29,8 +105,6 @@ export class GuideThread {
   private nextId = 1;
   private readonly compiles = new Map<number, { resolve(grammar: number): void; reject(error: unknown): void; request: GuidedDecodingRequest }>();
   private readonly live = new Map<number, WeakRef<ThreadGuide>>();
-  /** Compiled grammars by the request as sent (least recently used dropped first). */
-  private readonly byRequest = new Map<string, Promise<GuideFactory>>();
   private broken: string | null = null;
   private generation = 0;
   /** A guide dropped without dispose() still frees its matcher on the thread eventually. */
@@ -46,9 +120,11 @@ export class GuideThread {
 
   constructor(
     private readonly vocabulary: TokenVocabulary,
-    private readonly cacheSize: number,
+    utf8: Utf8MaskFilter,
+    /** Told when the thread ended (its grammars are gone: cached factories must go too). */
+    private readonly onEnded: () => void = () => {},
   ) {
-    this.utf8 = new Utf8MaskFilter(vocabulary);
+    this.utf8 = utf8;
     this.stopTokenIds = new Set(vocabulary.stopTokenIds);
   }
 
@@ -61,6 +137,11 @@ export class GuideThread {
     return this.compiles.size > 0;
   }
 
+  /** Guides alive on this thread: their masks would wait behind a compile started here. */
+  get liveGuides(): number {
+    return this.live.size;
+  }
+
   /** Null while the thread works; why not after XGrammar trapped on it, until a new one is up. */
   brokenReason(): string | null {
     return this.broken;
@@ -71,26 +152,9 @@ export class GuideThread {
     this.thread();
   }
 
-  /** The factory cached for this request as sent, if any. */
-  cached(key: string | null): Promise<GuideFactory> | undefined {
-    if (key === null) return undefined;
-    const found = this.byRequest.get(key);
-    if (found !== undefined) {
-      this.byRequest.delete(key);
-      this.byRequest.set(key, found);
-    }
-    return found;
-  }
-
   /** Compiles `request` on the thread (refusals as ProtocolErrors naming the field). */
-  compile(request: GuidedDecodingRequest, key: string | null, limits: GuidedLimits): Promise<GuideFactory> {
-    const factory = this.compileUncached(request, limits);
-    if (key !== null) {
-      this.byRequest.set(key, factory);
-      factory.catch(() => this.byRequest.delete(key));
-      while (this.byRequest.size > this.cacheSize) this.byRequest.delete(this.byRequest.keys().next().value!);
-    }
-    return factory;
+  compile(request: GuidedDecodingRequest, limits: GuidedLimits): Promise<GuideFactory> {
+    return this.compileUncached(request, limits);
   }
 
   /** Ends the thread (the server stops): guides still running fail. */
@@ -176,7 +240,7 @@ export class GuideThread {
     const wasCurrent = this.worker === worker;
     this.worker = null;
     this.generation += 1;
-    this.byRequest.clear();
+    this.onEnded();
     for (const [id, pending] of this.compiles) {
       this.compiles.delete(id);
       pending.reject(new Error(reason));

@@ -465,7 +465,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
               maxQueued: config.maxGuidedCompileQueue,
               maxQueuedPerClient: config.maxGuidedCompileQueuePerClient,
               deadlineMs: config.guidedCompileDeadlineMs,
-            })
+            }, config.guidedDecodingThreads)
           : null,
       templateThread,
       activity,
