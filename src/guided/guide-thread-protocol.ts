@@ -30,8 +30,12 @@ export type ToGuideThread =
   | { type: 'release'; grammar: number }
   /** A matcher at the start of the grammar, its first mask written to `slot`. */
   | { type: 'guide'; guide: number; grammar: number; slot: SharedArrayBuffer }
-  /** Advance the matcher past `token`, then write the next mask (none once terminated). */
-  | { type: 'accept'; guide: number; token: number }
+  /**
+   * Advance each matcher past its token, then write its next mask (none once terminated):
+   * [guide, token, guide, token, ...], every accept of a step in one message (waking a
+   * sleeping thread costs the loop more than the message).
+   */
+  | { type: 'accept'; accepted: number[] }
   | { type: 'dispose'; guide: number };
 
 export type FromGuideThread =

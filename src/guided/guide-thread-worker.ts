@@ -188,7 +188,16 @@ async function handle(message: ToGuideThread): Promise<void> {
       await started;
       return createGuide(message.guide, message.grammar, message.slot);
     case 'accept':
-      return accept(message.guide, message.token);
+      for (let i = 0; i < message.accepted.length; i += 2) {
+        try {
+          accept(message.accepted[i], message.accepted[i + 1]);
+        } catch (error) {
+          if (isTrap(error)) trapped(error);
+          const guide = guides.get(message.accepted[i]);
+          if (guide !== undefined) fail(guide);
+        }
+      }
+      return;
     case 'dispose':
       return dispose(message.guide);
   }

@@ -197,7 +197,25 @@ export class GuideThread {
 
   /** @internal: ThreadGuide's messages. */
   post(message: ToGuideThread): void {
+    this.flush();
     this.worker?.postMessage(message);
+  }
+
+  /** Accepted tokens not sent yet: [guide, token, ...]. */
+  private outbox: number[] = [];
+
+  /** @internal: an accepted token, sent with the step's others (at the end of this task, or when a mask is asked for). */
+  accepted(guide: number, token: number): void {
+    if (this.outbox.length === 0) queueMicrotask(() => this.flush());
+    this.outbox.push(guide, token);
+  }
+
+  /** @internal */
+  flush(): void {
+    if (this.outbox.length === 0) return;
+    const accepted = this.outbox;
+    this.outbox = [];
+    this.worker?.postMessage({ type: 'accept', accepted } satisfies ToGuideThread);
   }
 
   /** @internal */
@@ -283,12 +301,16 @@ class ThreadGuide implements Guide {
 
   pending(): Promise<void> | null {
     if (this.terminated || this.disposed || Atomics.load(this.state, SLOT_STATE) !== MASK_PENDING) return null;
+    this.owner.flush();
     const waited = (Atomics as unknown as { waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string } }).waitAsync(
       this.state,
       SLOT_STATE,
       MASK_PENDING,
     );
-    return waited.async ? (waited.value as Promise<string>).then(() => undefined) : null;
+    if (!waited.async) return null;
+    // A wait on shared memory does not keep Node running: this does, until the mask is there.
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    return (waited.value as Promise<string>).then(() => clearInterval(keepAlive));
   }
 
   busy(): boolean {
@@ -300,7 +322,10 @@ class ThreadGuide implements Guide {
     if (this.disposed) throw new Error('this guide was disposed');
     if (this.terminated) this.mask.fill(0);
     else {
-      if (Atomics.load(this.state, SLOT_STATE) === MASK_PENDING) Atomics.wait(this.state, SLOT_STATE, MASK_PENDING, SYNC_WAIT_MS);
+      if (Atomics.load(this.state, SLOT_STATE) === MASK_PENDING) {
+        this.owner.flush();
+        Atomics.wait(this.state, SLOT_STATE, MASK_PENDING, SYNC_WAIT_MS);
+      }
       const state = Atomics.load(this.state, SLOT_STATE);
       if (state === MASK_PENDING) throw new Error(`the structured-output thread gave no token mask within ${SYNC_WAIT_MS} ms`);
       if (state === MASK_FAILED || this.ended) throw new Error('the guided-decoding grammar failed on its thread (the grammar rejected a token, or XGrammar failed)');
@@ -347,7 +372,7 @@ class ThreadGuide implements Guide {
     this.maskValid = false;
     if (this.terminated) return;
     Atomics.store(this.state, SLOT_STATE, MASK_PENDING);
-    this.owner.post({ type: 'accept', guide: this.id, token: tokenId });
+    this.owner.accepted(this.id, tokenId);
   }
 
   isTerminated(): boolean {
