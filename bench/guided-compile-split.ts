@@ -177,6 +177,8 @@ const walk = async (factory: import('../src/guided/guide.js').GuideFactory, step
     for (let w = mask.length - 1; w >= 0 && token < 0; w--) if (mask[w] !== 0) token = w * 32 + 31 - Math.clz32(mask[w]);
     if (token < 0) break;
     guide.accept(token);
+    // The thread path sends the step's accepted tokens at the end of the task: counted here.
+    await null;
     cpuMs += threadCpuMs() - c;
     await new Promise((resolve) => setTimeout(resolve, stepMs));
   }

@@ -14,9 +14,11 @@ import { yieldToEventLoop } from '../threads/yield.js';
  * `maxQueuedPerClient` of them (past it a 429), and a compile still waiting after
  * `deadlineMs` is refused (503). Cached constraints never wait (compile-guide.ts).
  *
- * The same in every home (Node, workerd, the page): XGrammar's compiled grammar lives in its
- * WebAssembly memory and cannot be handed from another thread, so the compile stays on this
- * one, bounded in size by GuidedLimits and paced here.
+ * In workerd and the page (no worker threads) the compile runs on the thread that asks,
+ * bounded in size by GuidedLimits and paced here. Under Node it runs on a guide thread
+ * (guide-thread.ts), where XGrammar's compiled grammar and its matchers stay (it cannot
+ * leave the WebAssembly memory it was built in): the gate still lets one compile run at a
+ * time and keeps the shares, and rests only while every guide thread has guides alive.
  */
 export interface CompileGateLimits {
   /** Compiles that may wait (running one included); past it a 503. */
