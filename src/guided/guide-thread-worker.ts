@@ -2,7 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import type { CompiledGrammar, GrammarCompiler } from '@mlc-ai/web-xgrammar';
 import { GuidedDecodingError } from './errors.js';
 import { grammarVocabulary, type GrammarVocabulary } from './grammar-work.js';
-import { MASK_FAILED, MASK_PENDING, MASK_READY, SLOT_MASK_OFFSET, SLOT_STATE, type FromGuideThread, type ToGuideThread } from './guide-thread-protocol.js';
+import { MASK_FAILED, MASK_READY, SLOT_MASK_OFFSET, SLOT_STATE, type FromGuideThread, type ToGuideThread } from './guide-thread-protocol.js';
 import { requestGrammar } from './request-grammar.js';
 import type { TokenVocabulary } from './token-vocabulary.js';
 import { BitmaskReader } from './xgrammar-bitmask.js';
@@ -71,12 +71,19 @@ function isTrap(error: unknown): boolean {
   return error instanceof WebAssembly.RuntimeError;
 }
 
-/** XGrammar trapped: nothing in this instance can be trusted; the loop starts a new thread. */
-function trapped(error: unknown): never {
-  send({ type: 'trapped', message: (error as Error).message });
-  // Every guide's waiter wakes to its failure.
+/** Set once XGrammar trapped: nothing in this instance can be trusted. */
+let dead: string | null = null;
+
+/**
+ * XGrammar trapped: every guide fails, later messages are refused, and the loop ends this
+ * thread and starts a new one once it has read this (a message posted just before exiting
+ * could be lost, so the thread does not end itself).
+ */
+function trapped(error: unknown): void {
+  if (dead !== null) return;
+  dead = (error as Error).message;
   for (const guide of guides.values()) fail(guide);
-  process.exit(1);
+  send({ type: 'trapped', message: dead });
 }
 
 function fail(guide: ThreadGuide): void {
@@ -110,7 +117,7 @@ async function compile(id: number, message: Extract<ToGuideThread, { type: 'comp
   } catch (error) {
     if (!isTrap(error)) return send({ type: 'failed', id, message: (error as Error).message });
     send({ type: 'refused', id, message: `it is too complex for the grammar engine (XGrammar failed on it: ${(error as Error).message})`, trapped: true });
-    trapped(error);
+    return trapped(error);
   }
   const handle = nextGrammar++;
   grammars.set(handle, { compiled, key: grammar.key, refs: 1 });
@@ -175,6 +182,11 @@ function dispose(id: number): void {
 }
 
 async function handle(message: ToGuideThread): Promise<void> {
+  if (dead !== null) {
+    if (message.type === 'compile') send({ type: 'failed', id: message.id, message: `XGrammar trapped on this thread: ${dead}` });
+    else if (message.type === 'guide') fail({ state: new Int32Array(message.slot, 0, SLOT_MASK_OFFSET) } as ThreadGuide);
+    return;
+  }
   switch (message.type) {
     case 'vocabulary':
       started = start(message.vocabulary);

@@ -229,7 +229,7 @@ export class GuideThread {
     if (this.worker !== null) return this.worker;
     const worker = startModuleWorker(import.meta.url, 'guide-thread-worker');
     worker.unref();
-    worker.on('message', (message: FromGuideThread) => this.onMessage(message));
+    worker.on('message', (message: FromGuideThread) => this.onMessage(worker, message));
     worker.on('error', (error) => this.ended(worker, `the structured-output thread failed: ${error.message}`));
     worker.on('exit', (code) => this.ended(worker, `the structured-output thread exited (code ${code})`));
     worker.postMessage({ type: 'vocabulary', vocabulary: this.vocabulary } satisfies ToGuideThread);
@@ -237,11 +237,16 @@ export class GuideThread {
     return worker;
   }
 
-  private onMessage(message: FromGuideThread): void {
-    if (message.type === 'trapped') {
-      this.broken = `structured output's grammar engine (XGrammar) trapped: ${message.message}`;
-      console.error(`XGrammar trapped on the structured-output thread; starting a new one: ${message.message}`);
-      return;
+  private onMessage(worker: Worker, message: FromGuideThread): void {
+    if (message.type === 'trapped' || (message.type === 'refused' && message.trapped)) {
+      // Replaced before the refusal is answered, so that no later constraint reaches it.
+      const reason = message.message;
+      if (this.worker === worker) {
+        console.error(`XGrammar trapped on the structured-output thread; starting a new one: ${reason}`);
+        this.ended(worker, `XGrammar trapped: ${reason}`, message.type === 'refused' ? message.id : undefined);
+        void worker.terminate();
+      }
+      if (message.type === 'trapped') return;
     }
     const pending = this.compiles.get(message.id);
     if (pending === undefined) return;
@@ -253,23 +258,28 @@ export class GuideThread {
   }
 
   /** The thread is gone: its compiles fail, its guides fail, the next compile starts a new one. */
-  private ended(worker: Worker, reason: string): void {
-    if (this.worker !== worker && this.worker !== null) return;
-    const wasCurrent = this.worker === worker;
+  private ended(worker: Worker, reason: string, answered?: number): void {
+    if (this.worker !== worker) return;
     this.worker = null;
     this.generation += 1;
     this.onEnded();
     for (const [id, pending] of this.compiles) {
+      if (id === answered) continue;
       this.compiles.delete(id);
-      pending.reject(new Error(reason));
+      // One compile runs at a time (the gate): the thread died on this constraint (XGrammar
+      // exhausting the thread's stack on a deep grammar ends it outright).
+      const param = guidedParam(pending.request);
+      pending.reject(new ProtocolError('invalid_request', `Invalid ${param}: it is too complex for the grammar engine (${reason}). Simplify the constraint.`, param));
     }
     for (const ref of this.live.values()) ref.deref()?.threadEnded();
     this.live.clear();
-    // After a trap, a new thread at once so that /health recovers without a guided request.
-    if (wasCurrent && this.broken !== null) {
-      this.thread();
-      this.broken = null;
-    }
+    // A new thread at once (XGrammar starting on it) if this one died under work or trapped;
+    // /health answers 503 until the new one is up.
+    this.broken = `structured output's grammar engine (XGrammar) failed: ${reason}`;
+    const replacement = this.thread();
+    replacement.once('online', () => {
+      if (this.worker === replacement) this.broken = null;
+    });
   }
 }
 
