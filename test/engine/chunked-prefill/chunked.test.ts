@@ -5,17 +5,10 @@
  * running streams', with several long prompts at once, with a kept prefix reused — on every
  * graph flavour the engine serves (as test/engine/prefix-cache/reuse.test.ts lists them).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { convertLlama2cModel, writeConvertedFiles } from '../../../src/convert/convert-llama2c-model.js';
-import type { GraphOps } from '../../../src/graph/llama-onnx-graph.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
-import type { GenerationDelta } from '../../../src/engine/types.js';
-import { defaultSamplingParams } from '../../../src/sampling/params.js';
 import { createNodeEngine } from '../../../src/runtime/node/engine.js';
-import { sharedModelFile } from '../../convert/model-paths.js';
+import { convertedFlavour, GRAPH_FLAVOURS, greedyRun, type GreedyRun as Run } from '../../helpers/graph-flavours.js';
 
 const ids = (length: number, seed: number) => Array.from({ length }, (_, i) => 259 + ((seed * 31 + i * 17 + ((i * i) % 7)) % 253));
 /** Short prompts (at most one slice: prefilled whole), decoding while the long ones arrive. */
@@ -25,22 +18,8 @@ const LONG = [1, ...ids(199, 4)];
 const OTHER_LONG = [1, ...ids(170, 5)];
 const SLICE_TOKENS = 16;
 
-interface Run {
-  tokenIds: number[];
-  cached: number;
-}
-
-async function run(engine: LocalEngine, prompt: number[], maxTokens: number, onToken?: (count: number) => void, signal?: AbortSignal): Promise<Run> {
-  const tokenIds: number[] = [];
-  let cached = -1;
-  const deltas = engine.generate({ promptTokenIds: prompt, params: defaultSamplingParams({ temperature: 0, maxTokens, ignoreEos: true }), signal });
-  for await (const delta of deltas as AsyncIterable<GenerationDelta>) {
-    if (cached < 0) cached = delta.cachedPromptTokens ?? -1;
-    tokenIds.push(...delta.tokenIds);
-    if (delta.tokenIds.length > 0) onToken?.(delta.tokenIds.length);
-  }
-  return { tokenIds, cached };
-}
+const run = (engine: LocalEngine, prompt: number[], maxTokens: number, onToken?: (count: number) => void, signal?: AbortSignal): Promise<Run> =>
+  greedyRun(engine, prompt, { temperature: 0, maxTokens, ignoreEos: true }, onToken, signal);
 
 /**
  * Streams decoding, then `longPrompts` arriving once each stream has its first tokens. Returns
@@ -78,25 +57,8 @@ async function arrival(engine: LocalEngine, longPrompts: number[][], streamToken
   return { streams: done.map((each) => each.tokenIds), longs, tokensDuringPrefill: firstLongToken - arrived };
 }
 
-interface Flavour {
-  name: string;
-  ops: GraphOps;
-  dtype: 'fp32' | 'q4';
-  modelThread: 'main' | 'worker';
-}
-
-const FLAVOURS: Flavour[] = [
-  { name: 'inplace', ops: 'inplace', dtype: 'fp32', modelThread: 'main' },
-  { name: 'fused (present.* outputs)', ops: 'fused', dtype: 'fp32', modelThread: 'main' },
-  { name: 'gqa', ops: 'gqa', dtype: 'fp32', modelThread: 'main' },
-  { name: 'portable', ops: 'portable', dtype: 'fp32', modelThread: 'main' },
-  { name: 'fused q4', ops: 'fused', dtype: 'q4', modelThread: 'main' },
-  { name: 'inplace in the model worker', ops: 'inplace', dtype: 'fp32', modelThread: 'worker' },
-  { name: 'fused in the model worker', ops: 'fused', dtype: 'fp32', modelThread: 'worker' },
-];
-
-describe.each(FLAVOURS)('chunked prefill on the $name graph', (flavour) => {
-  let dir: string;
+describe.each(GRAPH_FLAVOURS)('chunked prefill on the $name graph', (flavour) => {
+  let remove: () => Promise<void>;
   let chunked: LocalEngine;
   let whole: LocalEngine;
   /** Each prompt's greedy output run alone, without chunking or prefix reuse. */
@@ -107,21 +69,16 @@ describe.each(FLAVOURS)('chunked prefill on the $name graph', (flavour) => {
   };
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'chunked-prefill-'));
-    const files = convertLlama2cModel(await readFile(sharedModelFile('stories260K.bin')), await readFile(sharedModelFile('tok512.bin')), {
-      ops: flavour.ops,
-      dtypes: [flavour.dtype],
-    });
-    await writeConvertedFiles(dir, files);
-    const options = { modelDir: dir, dtype: flavour.dtype, modelThread: flavour.modelThread } as const;
-    chunked = await createNodeEngine({ ...options, limits: { longPrefillTokenThreshold: SLICE_TOKENS } });
-    whole = await createNodeEngine({ ...options, limits: { enableChunkedPrefill: false, enablePrefixCaching: false } });
+    const converted = await convertedFlavour(flavour, 'chunked-prefill-');
+    remove = converted.remove;
+    chunked = await createNodeEngine({ ...converted.engineOptions, limits: { longPrefillTokenThreshold: SLICE_TOKENS } });
+    whole = await createNodeEngine({ ...converted.engineOptions, limits: { enableChunkedPrefill: false, enablePrefixCaching: false } });
   });
 
   afterAll(async () => {
     await chunked?.dispose();
     await whole?.dispose();
-    await rm(dir, { recursive: true, force: true });
+    await remove?.();
   });
 
   it('is on by default and off with enableChunkedPrefill false', () => {

@@ -5,17 +5,12 @@
  * serves: the converter's four (fused and gqa and portable with present.* outputs, inplace
  * with the engine-kept cache), a q4 graph, and the model worker's remote cache.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { convertLlama2cModel, writeConvertedFiles } from '../../../src/convert/convert-llama2c-model.js';
-import type { GraphOps } from '../../../src/graph/llama-onnx-graph.js';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import type { GenerationDelta } from '../../../src/engine/types.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
 import { createNodeEngine } from '../../../src/runtime/node/engine.js';
-import { sharedModelFile } from '../../convert/model-paths.js';
+import { convertedFlavour, GRAPH_FLAVOURS, greedyRun, type GreedyRun as Run } from '../../helpers/graph-flavours.js';
 
 const GREEDY = { temperature: 0, maxTokens: 16, ignoreEos: true };
 const ids = (length: number, seed: number) => Array.from({ length }, (_, i) => 259 + ((seed * 31 + i * 17) % 253));
@@ -23,20 +18,7 @@ const ids = (length: number, seed: number) => Array.from({ length }, (_, i) => 2
 const SYSTEM = [1, ...ids(47, 1)];
 const QUESTIONS = [ids(9, 2), ids(14, 3), ids(5, 4), ids(20, 5)];
 
-interface Run {
-  tokenIds: number[];
-  cached: number;
-}
-
-async function run(engine: LocalEngine, prompt: number[], params: object = GREEDY): Promise<Run> {
-  const tokenIds: number[] = [];
-  let cached = -1;
-  for await (const delta of engine.generate({ promptTokenIds: prompt, params: defaultSamplingParams(params) }) as AsyncIterable<GenerationDelta>) {
-    if (cached < 0) cached = delta.cachedPromptTokens ?? -1;
-    tokenIds.push(...delta.tokenIds);
-  }
-  return { tokenIds, cached };
-}
+const run = (engine: LocalEngine, prompt: number[], params: object = GREEDY): Promise<Run> => greedyRun(engine, prompt, params);
 
 /** Every sequence's tokens, by index (n, best_of, beams). */
 async function sequences(engine: LocalEngine, prompt: number[], params: object): Promise<number[][]> {
@@ -59,44 +41,22 @@ async function growingChat(engine: LocalEngine): Promise<Run[]> {
   return runs;
 }
 
-interface Flavour {
-  name: string;
-  ops: GraphOps;
-  dtype: 'fp32' | 'q4';
-  modelThread: 'main' | 'worker';
-}
-
-const FLAVOURS: Flavour[] = [
-  { name: 'inplace', ops: 'inplace', dtype: 'fp32', modelThread: 'main' },
-  { name: 'fused (present.* outputs)', ops: 'fused', dtype: 'fp32', modelThread: 'main' },
-  { name: 'gqa', ops: 'gqa', dtype: 'fp32', modelThread: 'main' },
-  { name: 'portable', ops: 'portable', dtype: 'fp32', modelThread: 'main' },
-  { name: 'fused q4', ops: 'fused', dtype: 'q4', modelThread: 'main' },
-  { name: 'inplace in the model worker', ops: 'inplace', dtype: 'fp32', modelThread: 'worker' },
-  { name: 'fused in the model worker', ops: 'fused', dtype: 'fp32', modelThread: 'worker' },
-];
-
-describe.each(FLAVOURS)('prefix caching on the $name graph', (flavour) => {
-  let dir: string;
+describe.each(GRAPH_FLAVOURS)('prefix caching on the $name graph', (flavour) => {
+  let remove: () => Promise<void>;
   let cached: LocalEngine;
   let plain: LocalEngine;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'prefix-cache-'));
-    const files = convertLlama2cModel(await readFile(sharedModelFile('stories260K.bin')), await readFile(sharedModelFile('tok512.bin')), {
-      ops: flavour.ops,
-      dtypes: [flavour.dtype],
-    });
-    await writeConvertedFiles(dir, files);
-    const options = { modelDir: dir, dtype: flavour.dtype, modelThread: flavour.modelThread } as const;
-    cached = await createNodeEngine(options);
-    plain = await createNodeEngine({ ...options, limits: { enablePrefixCaching: false } });
+    const converted = await convertedFlavour(flavour, 'prefix-cache-');
+    remove = converted.remove;
+    cached = await createNodeEngine(converted.engineOptions);
+    plain = await createNodeEngine({ ...converted.engineOptions, limits: { enablePrefixCaching: false } });
   });
 
   afterAll(async () => {
     await cached?.dispose();
     await plain?.dispose();
-    await rm(dir, { recursive: true, force: true });
+    await remove?.();
   });
 
   it('is on by default and off with enablePrefixCaching false', () => {
