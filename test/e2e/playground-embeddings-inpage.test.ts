@@ -7,7 +7,11 @@
  * (each fixture's reference.json): the encoder (bert-wordpiece: mean pooling, Normalize) and
  * the decoder (qwen3-decoder: last-token pooling), alone and batched; the Embeddings tab on the
  * in-page engine; and the openai client's `embeddings.create` (openai-node bundled for the
- * browser, run in the page with the in-page app's fetch).
+ * browser, run in the page with the in-page app's fetch). A GGUF made for llama.cpp's
+ * `--embedding` (Qwen3-Embedding style: the header's pooling type) picked in the page, built
+ * in the page's GGUF worker, checked against llama-server --embedding and
+ * sentence-transformers on the same weights (gguf/reference.json); a BERT GGUF refused with
+ * the reason, as the Node server refuses it.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,6 +39,8 @@ interface Reference {
   solo: number[][];
   batched: number[][];
 }
+
+const ggufReference = JSON.parse(readFileSync(join(FIXTURES, 'gguf', 'reference.json'), 'utf8')) as Record<string, { texts: string[]; llama_server: number[][]; sentence_transformers: number[][] }>;
 
 const reference = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8')) as Reference;
 
@@ -183,6 +189,35 @@ describe('embeddings in the page (in-page WASM engine)', { timeout: BROWSER_TEST
     // A model not trained for `dimensions` is refused in the API's shape, as the server refuses it.
     expect(answers.refused).toMatch(/^400 .*matryoshka/);
     expect(errors).toEqual([]);
+  });
+
+  it('serves a GGUF made for llama.cpp’s --embedding, picked in the page: the vectors of llama-server and sentence-transformers, alone and batched', async () => {
+    const file = 'qwen3-embedding-f32.gguf';
+    const ref = ggufReference[file]!;
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    await page.locator('#gguf-file').setInputFiles(join(FIXTURES, 'gguf', file));
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(`${file} running in this page · WebAssembly`);
+    const report = (await page.locator('#gguf-report-text').textContent()) ?? '';
+    expect(report).toMatch(/qwen3\.pooling_type LAST from the header/);
+    const check = (vectors: number[][]) =>
+      vectors.forEach((vector, i) => {
+        expect(vector.length).toBe(ref.llama_server[i]!.length);
+        expect(cosine(vector, ref.llama_server[i]!), `llama-server, input ${i}`).toBeGreaterThanOrEqual(0.9999);
+        expect(cosine(vector, ref.sentence_transformers[i]!), `sentence-transformers, input ${i}`).toBeGreaterThanOrEqual(0.9999);
+      });
+    const alone: number[][] = [];
+    for (const text of ref.texts) alone.push((await embedInPage(page, file, text)).vectors[0]!);
+    check(alone);
+    const batched = await embedInPage(page, file, ref.texts);
+    expect(batched.vectors.length).toBe(ref.texts.length);
+    check(batched.vectors);
+    expect(errors).toEqual([]);
+  });
+
+  it('refuses a BERT GGUF in the page with the reason, as the server does', async () => {
+    const { page } = await openPlayground(browser, server.baseUrl);
+    await page.locator('#gguf-file').setInputFiles(join(FIXTURES, 'gguf', 'bert-wordpiece-f32.gguf'));
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toMatch(/failed to start: .*bert-wordpiece-f32\.gguf.*encoder/);
   });
 
   it('the Embeddings tab on the in-page engine shows sentence-transformers’ vectors and their similarity', async () => {

@@ -106,24 +106,38 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       });
     };
     const ortReady = loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, webGpuBuild: webGpuBuildHere() });
-    if (embedding) {
-      const [{ ort, setThreads }, files] = await Promise.all([ortReady, embeddingApp.readEmbeddingSource(source, { ...model.settings, onProgress, choice })]);
-      const threads = requestedThreads() ?? wasmThreadsFor(files.weightBytes);
+    /** An embedding model (a folder, or a GGUF made for llama.cpp's --embedding) served for /v1/embeddings. */
+    const serveEmbeddings = async (
+      { ort, setThreads }: Awaited<typeof ortReady>,
+      files: Parameters<typeof embeddingApp.createBrowserEmbeddingApp>[0]['files'],
+      name: string,
+      notes: string[],
+      config: Record<string, unknown>,
+    ): Promise<InPageApp> => {
+      const weightBytes = (files.externalData ?? []).reduce((sum, file) => sum + file.data.byteLength, (files.onnx as Uint8Array).byteLength);
+      const threads = requestedThreads() ?? wasmThreadsFor(weightBytes);
       setThreads(threads);
       onStatus('starting the engine…');
-      const app = await embeddingApp.createBrowserEmbeddingApp({ ort, backend, files, servedModelName: model.name, config: { ...model.settings } });
+      const app = await embeddingApp.createBrowserEmbeddingApp({ ort, backend, files, servedModelName: name, config, notes });
       keepOffline();
       const runsOn = runsOnFor(threads, false);
       return { ...app, backend, threads, runsOn, report: [`Runs on: ${runsOn}`, ...app.engine.notes] };
+    };
+    if (embedding) {
+      const [ort, files] = await Promise.all([ortReady, embeddingApp.readEmbeddingSource(source, { ...model.settings, onProgress, choice })]);
+      return await serveEmbeddings(ort, files, model.name, [], { ...model.settings });
     }
     // onnxruntime and the model download side by side; the thread count depends on the
     // model's size and must be set before the session is created.
-    const [{ ort, setThreads }, { files, name, notes }] = await Promise.all([
+    const [loaded, built] = await Promise.all([
       ortReady,
       gguf
         ? ggufFiles(gguf, fetchFile, onProgress, executedBy)
-        : fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }).then((files) => ({ files, name: model.name, notes: [] as string[] })),
+        : fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }).then((files) => ({ kind: 'generation' as const, files, name: model.name, notes: [] as string[] })),
     ]);
+    if (built.kind === 'embeddings') return await serveEmbeddings(loaded, built.files, built.name, built.notes, {});
+    const { ort, setThreads } = loaded;
+    const { files, name, notes } = built;
     const threads = requestedThreads() ?? wasmThreadsFor(files.weightBytes ?? files.onnx.byteLength);
     setThreads(threads);
     onStatus('starting the engine…');
@@ -157,8 +171,8 @@ async function ggufFiles(gguf: GgufPick, fetchFile: typeof fetch, onProgress: (p
   const name = gguf.kind === 'file' ? gguf.file.name : ggufNameOf(gguf.url);
   const blob = gguf.kind === 'file' ? gguf.file : await downloadGguf(new URL(gguf.url, document.baseURI).href, fetchFile, onProgress);
   const workerUrl = new URL(`playground/${GGUF_WORKER_SCRIPT}`, document.baseURI);
-  const { files, notes } = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy }, onProgress);
-  return { files, name, notes };
+  const built = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy }, onProgress);
+  return { ...built, name };
 }
 
 /** `?threads=N` in the page's URL sets onnxruntime's WASM thread count (for measuring it). */
