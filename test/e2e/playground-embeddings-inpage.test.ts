@@ -64,11 +64,11 @@ function expectVectors(got: number[][], want: number[][], what: string): void {
 }
 
 /** POST /v1/embeddings to the page's in-page WASM app, from inside the page; the vectors in input order. */
-async function embedInPage(page: Page, model: string, input: string | string[]): Promise<{ status: number; vectors: number[][]; usage: unknown }> {
+async function embedInPage(page: Page, model: string, input: string | string[], backend: 'wasm' | 'webgpu' = 'wasm'): Promise<{ status: number; vectors: number[][]; usage: unknown }> {
   return page.evaluate(
-    async ({ model, input }) => {
-      const app = await (window as unknown as { edgeLlm: { app(backend: string): Promise<{ kind: string; app: { fetch(r: Request): Promise<Response> } }> | null } }).edgeLlm.app('wasm');
-      if (!app) throw new Error('the in-page WASM engine is not started');
+    async ({ model, input, backend }) => {
+      const app = await (window as unknown as { edgeLlm: { app(backend: string): Promise<{ kind: string; app: { fetch(r: Request): Promise<Response> } }> | null } }).edgeLlm.app(backend);
+      if (!app) throw new Error(`the in-page ${backend} engine is not started`);
       if (app.kind !== 'embeddings') throw new Error(`the in-page app is a ${app.kind} app`);
       const response = await app.app.fetch(
         new Request(new URL('v1/embeddings', document.baseURI), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, input, encoding_format: 'float' }) }),
@@ -76,7 +76,7 @@ async function embedInPage(page: Page, model: string, input: string | string[]):
       const body = (await response.json()) as { data: Array<{ index: number; embedding: number[] }>; usage: unknown };
       return { status: response.status, vectors: [...body.data].sort((a, b) => a.index - b.index).map((item) => item.embedding), usage: body.usage };
     },
-    { model, input },
+    { model, input, backend },
   );
 }
 
@@ -120,9 +120,10 @@ describe('embeddings in the page (in-page WASM engine)', { timeout: BROWSER_TEST
   afterEach(closeContexts);
 
   /** The page with an embedding folder as its in-page model, the WASM engine started on it. */
-  async function pageOn(name: string): Promise<{ page: Page; errors: string[] }> {
+  async function pageOn(name: string, engine: 'In-page · WASM' | 'In-page · WebGPU' = 'In-page · WASM'): Promise<{ page: Page; errors: string[] }> {
     const { page, errors } = await openPlayground(browser, `${server.baseUrl}?model=models/${name}/`);
-    await pickEngine(page, 'In-page · WASM');
+    if (engine === 'In-page · WebGPU') await expect.poll(() => page.locator('#target-webgpu').isDisabled(), WAIT).toBe(false);
+    await pickEngine(page, engine);
     expect(await page.locator('#engine-status').textContent()).toContain(`${name} running in this page`);
     return { page, errors };
   }
@@ -218,6 +219,16 @@ describe('embeddings in the page (in-page WASM engine)', { timeout: BROWSER_TEST
     const { page } = await openPlayground(browser, server.baseUrl);
     await page.locator('#gguf-file').setInputFiles(join(FIXTURES, 'gguf', 'bert-wordpiece-f32.gguf'));
     await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toMatch(/failed to start: .*bert-wordpiece-f32\.gguf.*encoder/);
+  });
+
+  it('serves the encoder fixture on the page’s WebGPU engine (SwiftShader) with sentence-transformers’ vectors', async () => {
+    const ref = reference('bert-wordpiece');
+    const { page, errors } = await pageOn('bert-wordpiece', 'In-page · WebGPU');
+    expect(await page.locator('#engine-status').textContent()).toContain('WebGPU');
+    const batched = await embedInPage(page, 'bert-wordpiece', ref.texts, 'webgpu');
+    expect(batched.status).toBe(200);
+    expectVectors(batched.vectors, ref.batched, 'batched on WebGPU');
+    expect(errors).toEqual([]);
   });
 
   it('the Embeddings tab on the in-page engine shows sentence-transformers’ vectors and their similarity', async () => {
