@@ -126,3 +126,39 @@ export async function expectGeneration(model: GgufModel, ops: GraphOps, generati
   }
   expect(greedy).toEqual(generation.greedy_ids);
 }
+
+/**
+ * A reference that can tell a wrong graph apart: each named change of the model moves
+ * transformers' logits by far more than the tolerance, every generation runs past twice the
+ * sliding window, its greedy margins stand well above the tolerance, and it is not one token
+ * repeated (the attention and the MLP decide the text).
+ */
+export function expectWellConditioned(generations: Generation[], changes: number[], window: number, tolerance: number): void {
+  for (const change of changes) expect(change).toBeGreaterThan(0.05);
+  for (const generation of generations) {
+    expect(generation.prompt_ids.length + generation.greedy_ids.length).toBeGreaterThan(2 * window);
+    const largest = Math.max(...generation.logits.flat().map(Math.abs));
+    expect(Math.min(...generation.margins)).toBeGreaterThan(10 * tolerance * largest);
+    expect(new Set(generation.greedy_ids).size).toBeGreaterThan(1);
+  }
+}
+
+/**
+ * A quantized file's matrices kept quantized (MatMulNBits for the four projections a layer
+ * and the tied head, GatherBlockQuantized for the embedding) give the logits of its
+ * float32-dequantized graph, for the prompt and for one decode step. Returns the quantized
+ * run's execution lines, for the caller's checks of what it reports.
+ */
+export async function expectQuantizedLikeFloat(model: GgufModel, prompt: number[]): Promise<string[]> {
+  const quantized = await runner(model, 'inplace', 'quantized');
+  const float = await runner(model, 'inplace', 'float32');
+  expect(float.nodes).not.toContain('MatMulNBits');
+  expect(quantized.nodes.filter((op) => op === 'MatMulNBits')).toHaveLength(4 * model.shape.nLayers + 1);
+  expect(quantized.nodes).toContain('GatherBlockQuantized');
+  const vocab = model.shape.vocabSize;
+  const asRows = (logits: Float32Array) => Array.from({ length: logits.length / vocab }, (_, r) => [...logits.subarray(r * vocab, (r + 1) * vocab)]);
+  expect(relativeDiff(await quantized.step(prompt), asRows(await float.step(prompt)), vocab)).toBeLessThan(1e-5);
+  expect(relativeDiff(await quantized.step([prompt[3]!]), asRows(await float.step([prompt[3]!])), vocab)).toBeLessThan(1e-5);
+  return quantized.execution;
+}
+

@@ -15,6 +15,7 @@ import { promptInput, type Decoder } from '../onnx-decoder.js';
 import { localInPlaceKv } from '../kv/in-place-step.js';
 import { graphPrefillsTogether, lastRealLogits, rightPaddedPrompts } from '../batch-runner.js';
 import { graphHasIntAttribute, graphHasOp } from '../graph-ops.js';
+import { relativeDifference } from '../logits-difference.js';
 
 export type BatchingMode =
   | { kind: 'batched'; padding: KvPadding }
@@ -84,16 +85,6 @@ function probes(vocabSize: number): Probe[] {
     { prompt: [0, 1, 2, 3, 4, 5, 6].map(id), next: [7, 8, 9].map(id) },
     { prompt: [10, 11, 12].map(id), next: [13, 14, 15].map(id) },
   ];
-}
-
-function relativeDifference(a: Float32Array, b: Float32Array): number {
-  let worst = 0;
-  let scale = 1;
-  for (let i = 0; i < a.length; i++) {
-    worst = Math.max(worst, Math.abs(a[i] - b[i]));
-    scale = Math.max(scale, Math.abs(b[i]));
-  }
-  return Number.isNaN(worst) ? Infinity : worst / scale;
 }
 
 export async function checkBatching(decoder: Decoder, options: BatchingCheckOptions): Promise<BatchingCheck> {

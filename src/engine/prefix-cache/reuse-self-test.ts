@@ -7,6 +7,7 @@
  */
 import { emptyKvCache, releaseKvCache } from '../kv/kv-cache.js';
 import { promptInput, type Decoder } from '../onnx-decoder.js';
+import { relativeDifference } from '../logits-difference.js';
 
 export interface PrefixReuseCheck {
   ok: boolean;
@@ -50,12 +51,3 @@ function lastRow(logits: Float32Array, vocab: number): Float32Array {
   return logits.subarray(logits.length - vocab);
 }
 
-function relativeDifference(a: Float32Array, b: Float32Array): number {
-  let worst = 0;
-  let scale = 1;
-  for (let i = 0; i < a.length; i++) {
-    worst = Math.max(worst, Math.abs(a[i] - b[i]));
-    scale = Math.max(scale, Math.abs(b[i]));
-  }
-  return Number.isNaN(worst) ? Infinity : worst / scale;
-}
