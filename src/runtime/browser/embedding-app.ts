@@ -44,8 +44,10 @@ function jsonReader(source: ModelSource, onProgress?: ProgressListener) {
  * sentence-transformers' modules.json, or an encoder family's config.json naming no generation head.
  */
 export async function isEmbeddingSource(source: ModelSource): Promise<boolean> {
-  const [config, modules] = await Promise.all([jsonReader(source)('config.json').catch(() => undefined), source.exists('modules.json').catch(() => false)]);
-  return config !== undefined && looksLikeEmbeddingModel(config, modules);
+  // GETs (small files), not HEAD probes: the page's cache keeps them, 404s included, so an offline reload decides the same.
+  const read = jsonReader(source);
+  const [config, modules] = await Promise.all([read('config.json').catch(() => undefined), read('modules.json').catch(() => undefined)]);
+  return config !== undefined && looksLikeEmbeddingModel(config, modules !== undefined);
 }
 
 /** Reads an embedding folder: its JSON files, the graph the settings choose and that graph's external data. */

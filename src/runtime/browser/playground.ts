@@ -83,17 +83,17 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
   };
   try {
     const source = urlModelSource(model.baseUrl, fetchFile);
-    // An embedding folder (sentence-transformers' files, or an encoder's config) is served for
-    // /v1/embeddings, as `npm start` serves it (runner auto).
-    const embedding = !gguf && (await embeddingApp.isEmbeddingSource(source));
     // WebGPU: an fp16 / q4f16 variant on an adapter without shader-f16 is refused before
-    // anything large (the graph, onnxruntime's .wasm) is downloaded.
+    // anything (the graph, onnxruntime's .wasm, the folder's files) is downloaded.
     let choice: Awaited<ReturnType<typeof chooseSourceGraph>> | undefined;
     if (backend === 'webgpu' && !gguf) {
       const [features, chosen] = await Promise.all([gpu.webGpuAdapterFeatures(), chooseSourceGraph(source, model.settings)]);
       if (features) await gpu.refuseVariantTheAdapterCannotRun(chosen, features, source);
       choice = chosen;
     }
+    // An embedding folder (sentence-transformers' files, or an encoder's config) is served for
+    // /v1/embeddings, as `npm start` serves it (runner auto).
+    const embedding = !gguf && (await embeddingApp.isEmbeddingSource(source));
     const executedBy = `onnxruntime-web (${backend === 'webgpu' ? 'WebGPU; a node without a WebGPU kernel runs on its CPU kernels' : 'WebAssembly'})`;
     const runsOnFor = (threads: number, kvCacheOnGpu: boolean) =>
       backend === 'webgpu'
