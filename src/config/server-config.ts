@@ -16,6 +16,7 @@ import { describeIssue, formatPath, plainErrorMap } from '../common/zod-issues.j
 import { REASONING_PARSER_NAMES, type ReasoningParserName } from '../reasoning/index.js';
 import { LOGPROBS_MODES } from '../sampling/params.js';
 import { TOOL_CALL_PARSER_NAMES, type ToolCallParserName } from '../tools/parsers/index.js';
+import { DEFAULT_TOKENIZATION_MS } from '../tokenizer/tokenizer-thread.js';
 import { boundEnvName, REQUEST_BOUNDS_SHAPE } from './bound-settings.js';
 import { kebabCase, setting, surfaceOf, valueFromText, type SettingSurface } from './setting-surface.js';
 
@@ -263,6 +264,11 @@ export const ServerConfigSchema = z.strictObject(
     maxThreadQueue: setting(int(1).default(64), { group: "Authentication, hosts, logs, connections", help: "jobs that may wait for one worker thread pool (template, tokenizer, media)", text: 'int' }),
     /** Of those, jobs one client (its address) may have waiting; past it a 429 with Retry-After (Node only). */
     maxThreadQueuePerClient: setting(int(1).default(16), { group: "Authentication, hosts, logs, connections", help: "jobs one client may have waiting for one worker thread pool", text: 'int' }),
+    /**
+     * One text's tokenizing on Node's tokenizer thread (texts with long unbroken runs go there),
+     * counted from when it was queued: past it a 503 if it never started, a 400 if it ran.
+     */
+    maxTokenizationMs: setting(int(1).default(DEFAULT_TOKENIZATION_MS), { group: "Authentication, hosts, logs, connections", help: "one text's tokenizing on the tokenizer thread, counted from when it was queued (ms, Node)", text: 'int' }),
     /** How long a keep-alive connection may sit idle between requests (Node only; uvicorn's --timeout-keep-alive under vLLM). */
     keepAliveTimeoutMs: setting(int(1).default(5000), { group: "Authentication, hosts, logs, connections", help: "how long a keep-alive connection may sit idle (ms)", text: 'int' }),
     /** On SIGTERM/SIGINT, how long running requests get before they are cut (Node only). */

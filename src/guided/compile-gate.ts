@@ -1,4 +1,5 @@
 import { ProtocolError } from '../common/protocol-error.js';
+import { ClientShares } from '../threads/client-shares.js';
 import { yieldToEventLoop } from '../threads/yield.js';
 
 /**
@@ -28,14 +29,7 @@ export interface CompileGateLimits {
 
 export const DEFAULT_COMPILE_GATE_LIMITS: CompileGateLimits = { maxQueued: 64, maxQueuedPerClient: 8, deadlineMs: 10_000 };
 
-/**
- * Requests that name no client (workerd, the page: the home gives no address) are counted
- * here but not held to a client's share: one share for everyone would be a server-wide 429.
- */
-const ANONYMOUS = '';
-
 interface Waiting {
-  client: string;
   enqueuedAt: number;
   /** Starts the compile; settles when it has. */
   start(): Promise<void>;
@@ -44,47 +38,44 @@ interface Waiting {
 
 export class CompileGate {
   private readonly queue: Waiting[] = [];
-  private readonly perClient = new Map<string, number>();
   private running = false;
-  /** Compiles accepted and not yet settled (waiting, or the one running). */
-  private pending = 0;
+  /**
+   * Compiles accepted and not yet settled (waiting, or the one running), by client: the same
+   * admission rule as the worker threads' queues (threads/client-shares.ts). Requests that
+   * name no client (workerd, the page) count, but are not held to a share.
+   */
+  private readonly shares: ClientShares;
 
-  constructor(private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS) {}
+  constructor(private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS) {
+    this.shares = new ClientShares({ maxTotal: limits.maxQueued, maxPerClient: limits.maxQueuedPerClient });
+  }
 
   /** Compiles waiting or running. */
   get size(): number {
-    return this.pending;
+    return this.shares.total;
   }
 
   /** Runs `compile` in its turn; refused at once (429 / 503) when the client's share or the queue is full. */
   run<T>(client: string | undefined, compile: () => Promise<T>): Promise<T> {
-    const key = client ?? ANONYMOUS;
-    const { maxQueued, maxQueuedPerClient, deadlineMs } = this.limits;
-    if (this.size >= maxQueued) {
+    const { deadlineMs } = this.limits;
+    const refusal = this.shares.refusal(client);
+    if (refusal === 'total') {
       return Promise.reject(
         new ProtocolError('overloaded', `The server is busy compiling structured-output constraints: ${this.size} are waiting (maxGuidedCompileQueue). Retry later.`),
       );
     }
-    const mine = this.perClient.get(key) ?? 0;
-    if (client !== undefined && mine >= maxQueuedPerClient) {
+    if (refusal === 'client') {
       return Promise.reject(
         new ProtocolError(
           'rate_limited',
-          `Too many structured-output constraints compiling for this client at once: ${mine} (maxGuidedCompileQueuePerClient). Wait for them, or reuse a constraint (compiled ones are cached).`,
+          `Too many structured-output constraints compiling for this client at once: ${this.shares.of(client)} (maxGuidedCompileQueuePerClient). Wait for them, or reuse a constraint (compiled ones are cached).`,
         ),
       );
     }
-    this.perClient.set(key, mine + 1);
-    this.pending += 1;
+    this.shares.add(client);
     return new Promise<T>((resolve, reject) => {
-      const done = () => {
-        this.pending -= 1;
-        const left = (this.perClient.get(key) ?? 1) - 1;
-        if (left <= 0) this.perClient.delete(key);
-        else this.perClient.set(key, left);
-      };
+      const done = () => this.shares.remove(client);
       this.queue.push({
-        client: key,
         enqueuedAt: Date.now(),
         start: () =>
           compile()

@@ -27,6 +27,8 @@ export interface ChatPromptOptions {
   refuseAtLeast?: (tokenCount: number) => void;
   /** The request's: work on a thread for it (tokenizing, rendering) stops when it aborts, and the client gets a 499. */
   signal?: AbortSignal;
+  /** Who asks (requestClient): the tokenizer thread takes waiting texts from clients in turn. */
+  client?: string;
   /** Where a long rendering goes (Node's template thread, template-thread.ts); absent: it renders here within its budget. */
   templateOffLoop?: TemplateOffLoop;
   /** Where the tokenizer has no thread: the longest piece it may take in one call (see encodePrompt). */
@@ -321,6 +323,7 @@ export async function buildChatPrompt(
     keepLast: options.keepLast,
     refuseAtLeast: options.refuseAtLeast,
     signal: options.signal,
+    client: options.client,
     inlinePieces: options.inlinePieces,
   });
   return { text, tokenIds };

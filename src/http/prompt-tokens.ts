@@ -36,6 +36,8 @@ export interface PromptTokenOptions {
   inlinePieces?: InlinePieceBound;
   /** The request's: a text on the tokenizer thread stops being tokenized when it aborts. */
   signal?: AbortSignal;
+  /** Who asks (requestClient): the tokenizer thread takes waiting texts from clients in turn. */
+  client?: string;
 }
 
 export interface InlinePieceBound {
@@ -106,7 +108,7 @@ export async function encodePrompt(
   }
   const thread = tokenizer.offLoop;
   if (thread != null && holdsTheLoop(tokenizer, text)) {
-    return onThread(thread, { text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options.signal);
+    return onThread(thread, { text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter }, options);
   }
   checkInlinePieces(tokenizer, text, options.inlinePieces);
   if (tokenizer.encodeInSlices === undefined) return tokenizer.encode(text, options);
@@ -127,9 +129,9 @@ export function clientClosed(during: string): HttpError {
   return new HttpError(499, 'ClientClosedRequest', `The client closed the request while ${during}.`);
 }
 
-async function onThread(thread: TokenizerThread, job: TokenizerThreadJob, signal: AbortSignal | undefined): Promise<number[]> {
+async function onThread(thread: TokenizerThread, job: TokenizerThreadJob, { signal, client }: PromptTokenOptions): Promise<number[]> {
   try {
-    return await thread.encode(job, signal);
+    return await thread.encode(job, signal, client);
   } catch (error) {
     if (signal?.aborted) throw clientClosed('its prompt was being tokenized');
     throw error;
@@ -165,7 +167,7 @@ async function encodeTail(tokenizer: Tokenizer, slices: readonly string[], keepL
       slice === ''
         ? []
         : thread != null && holdsTheLoop(tokenizer, slice)
-          ? await onThread(thread, { text: slice, addSpecialTokens: false }, options.signal)
+          ? await onThread(thread, { text: slice, addSpecialTokens: false }, options)
           : tokenizer.encode(slice, { addSpecialTokens: false });
     parts.push(ids);
     count += ids.length;

@@ -18,6 +18,7 @@
  * starts afresh with its next job. A thread that crashes or exits fails the job it ran.
  */
 import { Worker } from 'node:worker_threads';
+import { ClientShares } from './client-shares.js';
 import { ThreadQueueFullError } from './queue-full-error.js';
 
 /**
@@ -47,8 +48,12 @@ export interface PoolJob<Reply extends JobReply> {
   /** Posts the job to the thread. */
   send(worker: Worker): void;
   signal?: AbortSignal;
-  /** Past this many ms after the job was queued, it fails with `error()` (its thread stopped if it runs). */
-  timeout?: { ms: number; error(): unknown };
+  /**
+   * Past this many ms after the job was queued, it fails with `error(started)` (its thread
+   * stopped if it runs): `started` false when it never got a thread (the server is busy), true
+   * when it ran past the deadline.
+   */
+  timeout?: { ms: number; error(started: boolean): unknown };
   /** The job's result from its reply, or throws the job's error. */
   settle(reply: Reply): unknown;
   /** The error the job fails with when the thread crashes or exits under it. */
@@ -91,7 +96,8 @@ export class WorkerPool<Reply extends JobReply> {
   /** When each client with work here last had a job started (a counter): the least recent goes next. */
   private readonly served = new Map<string, number>();
   private turn = 0;
-  private queued = 0;
+  /** Waiting jobs counted against maxQueued and each client's maxQueuedPerClient (the same rule as the compile gate's). */
+  private readonly shares: ClientShares;
   private readonly slots: Slot[];
   private readonly limits: PoolLimits;
 
@@ -107,35 +113,34 @@ export class WorkerPool<Reply extends JobReply> {
   ) {
     this.limits = { ...DEFAULT_POOL_LIMITS, ...limits };
     this.limits.size = Math.max(1, Math.floor(this.limits.size));
+    this.shares = new ClientShares({ maxTotal: this.limits.maxQueued, maxPerClient: this.limits.maxQueuedPerClient });
     this.slots = Array.from({ length: this.limits.size }, () => ({ worker: null, current: null }));
   }
 
   /** Jobs waiting for a thread (all clients). */
   get waitingJobs(): number {
-    return this.queued;
+    return this.shares.total;
   }
 
   run(job: PoolJob<Reply>): Promise<unknown> {
     if (job.signal?.aborted) return Promise.reject(job.signal.reason);
     const client = job.client ?? SHARED_CLIENT;
     // Anything already waiting goes first: the job waits too (and counts against the bounds).
-    const mustWait = this.queued > 0 || this.freeSlot(client) === null;
-    if (mustWait) {
-      const own = this.waiting.get(client)?.length ?? 0;
-      if (this.queued >= this.limits.maxQueued) {
-        return Promise.reject(
-          new ThreadQueueFullError(`The server is busy: ${this.queued} jobs already wait for ${this.name} (at most ${this.limits.maxQueued}); retry shortly.`, 503, 1),
-        );
-      }
-      if (job.client !== undefined && own >= this.limits.maxQueuedPerClient) {
-        return Promise.reject(
-          new ThreadQueueFullError(
-            `Too many requests from this client wait for ${this.name}: ${own} already (at most ${this.limits.maxQueuedPerClient} a client); retry once they are answered.`,
-            429,
-            1,
-          ),
-        );
-      }
+    const mustWait = this.shares.total > 0 || this.freeSlot(client) === null;
+    const refusal = mustWait ? this.shares.refusal(job.client) : null;
+    if (refusal === 'total') {
+      return Promise.reject(
+        new ThreadQueueFullError(`The server is busy: ${this.shares.total} jobs already wait for ${this.name} (at most ${this.limits.maxQueued}); retry shortly.`, 503, 1),
+      );
+    }
+    if (refusal === 'client') {
+      return Promise.reject(
+        new ThreadQueueFullError(
+          `Too many requests from this client wait for ${this.name}: ${this.shares.of(job.client)} already (at most ${this.limits.maxQueuedPerClient} a client); retry once they are answered.`,
+          429,
+          1,
+        ),
+      );
     }
     return new Promise((resolve, reject) => {
       const pending: Pending<Reply> = { job, client, resolve, reject, release: () => {}, slot: null };
@@ -147,7 +152,7 @@ export class WorkerPool<Reply extends JobReply> {
       };
       const onAbort = () => fail(job.signal!.reason);
       // The deadline counts from now: waiting for a thread is part of it.
-      const timer = job.timeout === undefined ? undefined : setTimeout(() => fail(job.timeout!.error()), job.timeout.ms);
+      const timer = job.timeout === undefined ? undefined : setTimeout(() => fail(job.timeout!.error(pending.slot !== null)), job.timeout.ms);
       job.signal?.addEventListener('abort', onAbort, { once: true });
       pending.release = () => {
         clearTimeout(timer);
@@ -156,7 +161,7 @@ export class WorkerPool<Reply extends JobReply> {
       const clientQueue = this.waiting.get(client);
       if (clientQueue === undefined) this.waiting.set(client, [pending]);
       else clientQueue.push(pending);
-      this.queued += 1;
+      this.shares.add(job.client);
       this.dispatch();
     });
   }
@@ -171,7 +176,7 @@ export class WorkerPool<Reply extends JobReply> {
     }
     this.waiting.clear();
     this.served.clear();
-    this.queued = 0;
+    this.shares.clear();
     const stopping: Promise<number>[] = [];
     for (const slot of this.slots) {
       const running = slot.current;
@@ -206,7 +211,7 @@ export class WorkerPool<Reply extends JobReply> {
     const at = queue?.indexOf(pending) ?? -1;
     if (queue === undefined || at < 0) return;
     queue.splice(at, 1);
-    this.queued -= 1;
+    this.shares.remove(pending.job.client);
     if (queue.length === 0) this.waiting.delete(pending.client);
     this.forgetIdle(pending.client);
   }
@@ -223,7 +228,7 @@ export class WorkerPool<Reply extends JobReply> {
       }
       if (next === null) return;
       const pending = next.queue.shift()!;
-      this.queued -= 1;
+      this.shares.remove(pending.job.client);
       if (next.queue.length === 0) this.waiting.delete(next.client);
       this.begin(next.slot, pending);
     }

@@ -23,11 +23,29 @@ export interface TokenizerThreadJob {
 }
 
 export interface TokenizerThread {
-  /** tokenizer.encode(text)'s ids (the first stopAfter + 1 or more of them, with stopAfter); the signal's reason once it aborts. */
-  encode(job: TokenizerThreadJob, signal?: AbortSignal): Promise<number[]>;
+  /**
+   * tokenizer.encode(text)'s ids (the first stopAfter + 1 or more of them, with stopAfter); the
+   * signal's reason once it aborts. Jobs are taken from clients in turn (`client`: who asked,
+   * e.g. the connection's address; absent: shared), each under the thread's deadline counted
+   * from when it was queued (TokenizerThreadSettings.timeoutMs).
+   */
+  encode(job: TokenizerThreadJob, signal?: AbortSignal, client?: string): Promise<number[]>;
   /** Stops the thread; jobs still queued are refused. */
   close(): Promise<void>;
 }
+
+/** How the runtime sets up its tokenizer thread (Node: the server's maxThreadQueue, maxThreadQueuePerClient, maxTokenizationMs). */
+export interface TokenizerThreadSettings {
+  /** Jobs that may wait for the thread; past it a 503. */
+  maxQueued?: number;
+  /** Of those, one client's; past it a 429. */
+  maxQueuedPerClient?: number;
+  /** A job's deadline, counted from when it was queued: a 503 if it never started, a 400 if it ran past it. */
+  timeoutMs?: number;
+}
+
+/** maxTokenizationMs's default: 64 K characters of one CJK run on a 32 K vocabulary took ~6 s quiet. */
+export const DEFAULT_TOKENIZATION_MS = 20_000;
 
 /**
  * Text whose longest unbroken run is longer than this goes to the thread: ~30 ms of the

@@ -62,6 +62,7 @@ describe('server configuration', () => {
       templateThreads: 2,
       maxThreadQueue: 64,
       maxThreadQueuePerClient: 16,
+      maxTokenizationMs: 20_000,
       keepAliveTimeoutMs: 5000,
       shutdownGraceMs: 5000,
       toolCallParser: undefined,

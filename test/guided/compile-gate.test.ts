@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CompileGate } from '../../src/guided/compile-gate.js';
 
 describe('CompileGate', () => {
@@ -13,5 +13,8 @@ describe('CompileGate', () => {
     release();
     expect(await first).toBe('a1');
     expect(await Promise.all(anonymous)).toEqual(['x', 'y', 'z']);
+    // Every compile settled: the client's share and the queue are free again (threads/client-shares.ts counts them back).
+    expect(await gate.run('a', async () => 'a3')).toBe('a3');
+    await vi.waitFor(() => expect(gate.size).toBe(0));
   });
 });

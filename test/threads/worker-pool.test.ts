@@ -28,7 +28,7 @@ function job(on: WorkerPool<Reply>, client: string | undefined, tag: string, ms:
       id,
       client,
       send: (worker) => worker.postMessage({ id, ms, tag }),
-      timeout: timeoutMs === undefined ? undefined : { ms: timeoutMs, error: () => new Error(`${tag} timed out`) },
+      timeout: timeoutMs === undefined ? undefined : { ms: timeoutMs, error: (started) => new Error(`${tag} timed out ${started ? 'running' : 'waiting'}`) },
       settle: (reply) => reply.tag,
       crashed: (error) => error,
     })
@@ -84,7 +84,8 @@ describe('WorkerPool', () => {
     const running = job(threads, 'a', 'a1', 400, order);
     const started = performance.now();
     const late = await job(threads, 'b', 'b1', 1, order, 150).catch((error) => error);
-    expect((late as Error).message).toBe('b1 timed out');
+    // It never had the thread: the error says so (a tokenizer text's 503, not its 400).
+    expect((late as Error).message).toBe('b1 timed out waiting');
     expect(performance.now() - started).toBeLessThan(380);
     await running;
     expect(order).toEqual(['a1']);
@@ -95,7 +96,7 @@ describe('WorkerPool', () => {
     const threads = pool({ size: 1 });
     const order: string[] = [];
     const stuck = await job(threads, 'a', 'a1', 5000, order, 300).catch((error) => error);
-    expect((stuck as Error).message).toBe('a1 timed out');
+    expect((stuck as Error).message).toBe('a1 timed out running');
     expect(await job(threads, 'b', 'b1', 1, order)).toBe('b1');
     expect(order).toEqual(['b1']);
   });

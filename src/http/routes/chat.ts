@@ -84,6 +84,7 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
           truncating ? refuseOverTokenizeBound(ctx, atLeast, 'messages') : checkPromptTokenLimit(atLeast, limits.prompt, 'openai', 'messages', true),
         multimodal: chatMedia.expansion,
         signal: call.signal,
+        client: requestClient(call.c),
         inlinePieces: inlinePieceBound(ctx, 'messages'),
       });
       call.record?.notePrompt(prompt.text);

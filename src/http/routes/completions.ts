@@ -46,6 +46,7 @@ export function completionsRoutes(ctx: ServingContext): Hono {
             addSpecialTokens: request.add_special_tokens,
             stopAfter: ceiling,
             signal: call.signal,
+            client: requestClient(call.c),
             // Truncating: only the last tokens are tokenized where the text can be cut; a piece
             // tokenized whole is bounded by its length first.
             keepLast: request.truncate_prompt_tokens,

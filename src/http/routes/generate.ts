@@ -77,6 +77,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
         addSpecialTokens: true,
         stopAfter: ceiling,
         signal: call.signal,
+        client: requestClient(call.c),
         inlinePieces: inlinePieceBound(ctx, 'prompt'),
         refuseAtLeast: (atLeast) => checkPromptTokenLimit(atLeast, limits.prompt, 'mindie', 'prompt', true),
       });

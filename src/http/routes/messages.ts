@@ -1,3 +1,4 @@
+import { requestClient } from '../client-identity.js';
 import { Hono } from 'hono';
 import { anthropicConversationToChat, anthropicToChat } from '../../protocol/anthropic/to-chat.js';
 import { CountTokensRequestSchema, MessagesRequestSchema } from '../../protocol/anthropic/messages.js';
@@ -53,7 +54,7 @@ export function messagesRoutes(ctx: ServingContext): Hono {
     const signal = c.req.raw.signal;
     const media = await loadChatRequestMedia(ctx, chat.messages, signal);
     const { expansion } = await prepareChatMedia(ctx, media, signal);
-    const options = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal };
+    const options = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal, client: requestClient(c) };
     const { count } = await tokenizeChat(chat, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), options);
     return c.json({ input_tokens: count });
   });

@@ -1,3 +1,4 @@
+import { requestClient } from '../client-identity.js';
 import { refuseUntrustedTemplate } from '../chat-prompt.js';
 import { Hono } from 'hono';
 import { parseRequest } from '../../protocol/validate.js';
@@ -32,13 +33,13 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
       const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
       const signal = c.req.raw.signal;
-      const chat = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal };
+      const chat = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal, client: requestClient(c) };
       return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), chat));
     }
     const request = parseRequest(TokenizeCompletionRequestSchema, body);
     checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, request);
-    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, ctx.limits.maxModelLen, tokenizeBound(ctx), c.req.raw.signal));
+    return jsonResponse(await tokenizeCompletion(request, engine.tokenizer, ctx.limits.maxModelLen, tokenizeBound(ctx), c.req.raw.signal, requestClient(c)));
   });
 
   routes.post('/detokenize', async (c) => {

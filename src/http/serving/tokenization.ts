@@ -31,11 +31,14 @@ export async function tokenizeCompletion(
   bound: TokenizeBound,
   /** The request's: tokenizing on a thread stops when it aborts. */
   signal?: AbortSignal,
+  /** Who asks (requestClient): the tokenizer thread takes clients in turn. */
+  client?: string,
 ): Promise<TokenizeResponse> {
   const tokens = await encodePrompt(tokenizer, request.prompt, {
     addSpecialTokens: request.add_special_tokens,
     stopAfter: bound.ceiling,
     signal,
+    client,
     refuseAtLeast: (atLeast) => bound.refuse(atLeast, 'prompt'),
     inlinePieces: bound.inlinePieces?.('prompt'),
   });
@@ -53,9 +56,9 @@ export async function tokenizeChat(
   /**
    * The template's budget and where a long rendering goes; the served model's media hooks
    * (chat-media.ts: image and audio parts count as in the chat route); the request's signal
-   * (work on a thread stops when it aborts).
+   * (work on a thread stops when it aborts) and client (threads take clients in turn).
    */
-  chat: Pick<ChatPromptOptions, 'templateBudget' | 'templateOffLoop' | 'multimodal' | 'signal'> = {},
+  chat: Pick<ChatPromptOptions, 'templateBudget' | 'templateOffLoop' | 'multimodal' | 'signal' | 'client'> = {},
 ): Promise<TokenizeResponse> {
   if (request.add_generation_prompt && request.continue_final_message) {
     throw badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');

@@ -8,6 +8,7 @@ import type { SchedulerLimits } from '../../engine/scheduler-limits.js';
 import type { ModelDtype } from '../../engine/loading/model-variants.js';
 import { readModelDir } from './model-dir.js';
 import { createNodeTokenizerThread } from '../../tokenizer/node-tokenizer-thread.js';
+import type { TokenizerThreadSettings } from '../../tokenizer/tokenizer-thread.js';
 import { ggufModelFolder, isGgufPath } from '../../gguf/node-gguf.js';
 import type { LoraOptions } from '../../engine/engine-lora.js';
 import { DEFAULT_PIPELINE, type PipelineSettings } from '../../engine/model-thread/lanes.js';
@@ -44,8 +45,11 @@ export interface NodeEngineOptions {
   pipeline?: PipelineSettings;
   /** Told each stage of the load as it starts ("reading ...", "building ...", "creating the session ..."), for a start-up a user can follow. */
   onProgress?: (stage: string) => void;
-  /** Tokenize text with long unbroken pieces on a thread (tokenizer/node-tokenizer-thread.ts; started by the first such text). */
-  tokenizerThread?: boolean;
+  /**
+   * Tokenize text with long unbroken pieces on a thread (tokenizer/node-tokenizer-thread.ts;
+   * started by the first such text), with its queue bounds and deadline (defaults without).
+   */
+  tokenizerThread?: boolean | TokenizerThreadSettings;
 }
 
 async function loadOrt(backend: 'native' | 'wasm', threads: number): Promise<OrtRuntime> {
@@ -86,6 +90,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
   );
   const ort = await loadOrt(backend, plan.intraOpNumThreads);
   const spinning = options.intraOpSpinning ?? INTRA_OP_SPINNING;
+  const tokenizerThread = options.tokenizerThread === true ? {} : options.tokenizerThread || undefined;
   if (backend === 'native' && plan.intraOpNumThreads > 1 && spinning) plan.reasons.push('spinning between kernels (intraOpSpinning)');
   const create = (modelThread: typeof plan.modelThread, reasons: string[]) => LocalEngine.create({
     ort,
@@ -108,7 +113,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
     startWorkerDecoder: (start) => WorkerDecoder.create(start),
     pipeline: options.pipeline ?? DEFAULT_PIPELINE,
     threads: reasons.join('; '),
-    startTokenizerThread: options.tokenizerThread ? createNodeTokenizerThread : undefined,
+    startTokenizerThread: tokenizerThread === undefined ? undefined : (source) => createNodeTokenizerThread(source, tokenizerThread),
   });
   const mib = ((files.weightBytes ?? files.onnx.byteLength) / 2 ** 20).toFixed(1);
   progress(`creating the onnxruntime session for ${files.onnxFile} (${mib} MiB of weights), then a self-test pass`);

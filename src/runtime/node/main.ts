@@ -422,7 +422,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
         intraOpSpinning: config.intraOpSpinning,
         modelThread: config.modelThread,
         processes: config.dataParallelSize,
-        tokenizerThread: true,
+        tokenizerThread: { maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient, timeoutMs: config.maxTokenizationMs },
         onProgress: progress,
       });
       engine = local;
