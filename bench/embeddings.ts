@@ -5,7 +5,9 @@
  *   Node process, on the same ONNX folder (same onnxruntime-node kernels underneath). Both
  *   sides pool and normalize as the folder says (the peer is told the same pooling);
  * - our server (`npm start` on the GGUF) against llama-server --embedding on the same GGUF
- *   file, both over HTTP (POST /v1/embeddings, the same inputs), one thread each.
+ *   file, both over HTTP (POST /v1/embeddings, the same inputs), one thread each;
+ * - in headless Chromium, our in-page engine against transformers.js in a page, on the same
+ *   ONNX folder, one WASM thread each (bench/embeddings-page.ts; skipped without Chromium).
  *
  * Each pair's vectors are checked equal (cosine ≥ 0.9999) before anything is timed.
  *
@@ -134,9 +136,21 @@ async function onnxSection(): Promise<void> {
   await peer.dispose();
 }
 
+/** The page half (bench/embeddings-page.ts), when Chromium is there. */
+async function pageSection(): Promise<void> {
+  const { CHROMIUM_PATH } = await import('../scripts/chromium.js');
+  if (!existsSync(CHROMIUM_PATH)) {
+    console.log(`\n## Embeddings in the page: skipped: no Chromium at ${CHROMIUM_PATH}`);
+    return;
+  }
+  const { embeddingsPageSection } = await import('./embeddings-page.js');
+  await embeddingsPageSection({ modelDir, runs });
+}
+
 export async function embeddingsSection(): Promise<void> {
   await onnxSection();
   await ggufSection();
+  await pageSection();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) await embeddingsSection();

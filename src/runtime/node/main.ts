@@ -457,7 +457,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     app = createApp({
       engine,
       config,
-      mediaFetcher: createNodeMediaFetcher(mediaConfig),
+      mediaFetcher: createNodeMediaFetcher(mediaConfig, {}, { maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient }),
       embeddings,
       guideCompiler:
         embeddings === null
