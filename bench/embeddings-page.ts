@@ -25,7 +25,7 @@ import { createNodeEngine } from '../src/runtime/node/engine.js';
 import { playgroundRoutes } from '../src/runtime/node/static.js';
 import { CROSS_ORIGIN_ISOLATION } from '../src/runtime/playground-files.js';
 import { PEER_MODEL_DIR, transformersOrtDist } from './browser-peers/serve.js';
-import { formatTable, median } from './stats.js';
+import { cosine, formatTable, median } from './stats.js';
 
 const SIZES = [1, 8, 64];
 const SENTENCES = [
@@ -40,15 +40,6 @@ const SENTENCES = [
 ];
 const textsOf = (count: number) => Array.from({ length: count }, (_, i) => SENTENCES[i % SENTENCES.length]!);
 
-function cosine(a: readonly number[], b: readonly number[]): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 /** The folder's pooling as transformers.js names it, read from sentence-transformers' files. */
 async function peerPoolingOf(modelDir: string): Promise<{ pooling: string; normalize: boolean }> {

@@ -27,7 +27,7 @@ import { createNodeEmbeddingEngine } from '../src/runtime/node/embedding-engine.
 import { terminate } from './child-process.js';
 import { startServer } from './http.js';
 import { llamaServerBinary, startLlamaServer } from './peer.js';
-import { formatTable, median } from './stats.js';
+import { cosine, formatTable, median } from './stats.js';
 
 const modelDir = resolve(process.env.BENCH_EMBEDDING_MODEL ?? 'test/fixtures/embeddings/bert-wordpiece');
 const ggufPath = resolve(process.env.BENCH_EMBEDDING_GGUF ?? 'test/fixtures/embeddings/gguf/qwen3-embedding-f32.gguf');
@@ -45,17 +45,6 @@ const SENTENCES = [
 ];
 const textsOf = (count: number) => Array.from({ length: count }, (_, i) => SENTENCES[i % SENTENCES.length]!);
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 type Embed = (texts: string[]) => Promise<ArrayLike<number>[]>;
 

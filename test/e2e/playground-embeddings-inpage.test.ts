@@ -31,6 +31,7 @@ import {
   WAIT,
   type PlaygroundServer,
 } from './playground-harness.js';
+import { cosine } from '../helpers/vectors.js';
 
 const FIXTURES = join(REPO_ROOT, 'test/fixtures/embeddings');
 
@@ -44,15 +45,6 @@ const ggufReference = JSON.parse(readFileSync(join(FIXTURES, 'gguf', 'reference.
 
 const reference = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8')) as Reference;
 
-function cosine(a: readonly number[], b: readonly number[]): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 function expectVectors(got: number[][], want: number[][], what: string): void {
   expect(got.length, what).toBe(want.length);
