@@ -5,7 +5,9 @@
  *   Node process, on the same ONNX folder (same onnxruntime-node kernels underneath). Both
  *   sides pool and normalize as the folder says (the peer is told the same pooling);
  * - our server (`npm start` on the GGUF) against llama-server --embedding on the same GGUF
- *   file, both over HTTP (POST /v1/embeddings, the same inputs), one thread each.
+ *   file, both over HTTP (POST /v1/embeddings, the same inputs), one thread each;
+ * - in headless Chromium, our in-page engine against transformers.js in a page, on the same
+ *   ONNX folder, one WASM thread each (bench/embeddings-page.ts; skipped without Chromium).
  *
  * Each pair's vectors are checked equal (cosine ≥ 0.9999) before anything is timed.
  *
@@ -25,7 +27,7 @@ import { createNodeEmbeddingEngine } from '../src/runtime/node/embedding-engine.
 import { terminate } from './child-process.js';
 import { startServer } from './http.js';
 import { llamaServerBinary, startLlamaServer } from './peer.js';
-import { formatTable, median } from './stats.js';
+import { cosine, formatTable, median } from './stats.js';
 
 const modelDir = resolve(process.env.BENCH_EMBEDDING_MODEL ?? 'test/fixtures/embeddings/bert-wordpiece');
 const ggufPath = resolve(process.env.BENCH_EMBEDDING_GGUF ?? 'test/fixtures/embeddings/gguf/qwen3-embedding-f32.gguf');
@@ -43,17 +45,6 @@ const SENTENCES = [
 ];
 const textsOf = (count: number) => Array.from({ length: count }, (_, i) => SENTENCES[i % SENTENCES.length]!);
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 type Embed = (texts: string[]) => Promise<ArrayLike<number>[]>;
 
@@ -134,9 +125,21 @@ async function onnxSection(): Promise<void> {
   await peer.dispose();
 }
 
+/** The page half (bench/embeddings-page.ts), when Chromium is there. */
+async function pageSection(): Promise<void> {
+  const { CHROMIUM_PATH } = await import('../scripts/chromium.js');
+  if (!existsSync(CHROMIUM_PATH)) {
+    console.log(`\n## Embeddings in the page: skipped: no Chromium at ${CHROMIUM_PATH}`);
+    return;
+  }
+  const { embeddingsPageSection } = await import('./embeddings-page.js');
+  await embeddingsPageSection({ modelDir, runs });
+}
+
 export async function embeddingsSection(): Promise<void> {
   await onnxSection();
   await ggufSection();
+  await pageSection();
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) await embeddingsSection();

@@ -6,7 +6,7 @@
  * BENCH_RUNS (default 5), BENCH_TOKENS (128), BENCH_ONLY=engine|http|lora|size|step-growth|gateway|homes|conversation|embeddings to run one part;
  * the size part (135M-shaped model and stories260K vs llama.cpp) is bench/size-section.ts; `homes`
  * (every home against its peers in one run, one Markdown table: bench/results/latest.md) is bench/homes.ts;
- * `embeddings` (embeddings/s for 1, 8, 64 inputs: ours vs transformers.js on the same ONNX, vs
+ * `embeddings` (embeddings/s for 1, 8, 64 inputs: ours vs transformers.js on the same ONNX in Node and in the page, vs
  * llama-server --embedding on the same GGUF) is bench/embeddings.ts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -19,3 +19,16 @@ export function formatTable(rows: Array<Record<string, string | number>>): strin
   const line = (values: string[]) => values.map((v, i) => v.padStart(widths[i])).join('  ');
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map((r) => line(headers.map((h) => cell(r[h]))))].join('\n');
 }
+
+/** The cosine of two vectors: the benches check ours and the peer's embeddings agree (≥ 0.9999) before timing. */
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i += 1) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return dot / Math.sqrt(na * nb);
+}

@@ -31,6 +31,8 @@ const MEDIA_WORKER_ENTRY = `${ROOT}src/media/media-decode-worker.ts`;
 const TOKENIZER_WORKER_ENTRY = `${ROOT}src/tokenizer/tokenizer-thread-worker.ts`;
 /** The chat template's thread (src/tokenizer/node-template-thread.ts looks for ./template-thread-worker.js). */
 const TEMPLATE_WORKER_ENTRY = `${ROOT}src/tokenizer/template-thread-worker.ts`;
+/** Structured output's thread (src/guided/guide-thread.ts looks for ./guide-thread-worker.js). */
+const GUIDE_WORKER_ENTRY = `${ROOT}src/guided/guide-thread-worker.ts`;
 
 /**
  * The arguments `npm start` passes to node (package.json's start script is
@@ -49,7 +51,7 @@ export function npmStartArgs(): string[] {
 
 export async function buildServer(): Promise<string> {
   await build({
-    entryPoints: { server: SERVER_ENTRY, index: EMBEDDING_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY },
+    entryPoints: { server: SERVER_ENTRY, index: EMBEDDING_ENTRY, 'decoder-worker': WORKER_ENTRY, 'media-decode-worker': MEDIA_WORKER_ENTRY, 'tokenizer-thread-worker': TOKENIZER_WORKER_ENTRY, 'template-thread-worker': TEMPLATE_WORKER_ENTRY, 'guide-thread-worker': GUIDE_WORKER_ENTRY },
     outdir: `${ROOT}dist/node`,
     bundle: true,
     packages: 'external',

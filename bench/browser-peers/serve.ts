@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 export const PEER_MODEL_DIR = join(root, 'models/stories260k');
 
 /** transformers.js pins its own onnxruntime-web (nested) unless npm could share ours. */
-function transformersOrtDist(): string {
+export function transformersOrtDist(): string {
   const nested = join(root, 'node_modules/@huggingface/transformers/node_modules/onnxruntime-web/dist');
   return existsSync(nested) ? nested : join(root, 'node_modules/onnxruntime-web/dist');
 }

@@ -1,11 +1,16 @@
 /**
- * The Embeddings tab: inputs (one a line) sent to the server's POST /v1/embeddings, and what
- * comes back: each vector's norm and first values, and the cosine similarity of every pair
- * of inputs, drawn as a picture (a heat map, one cell a pair) and given as a table for
- * screen readers and copying. Served by the server the page came from (an embedding model:
- * `npm start` on an embedding folder or GGUF).
+ * The Embeddings tab: inputs (one a line) sent to POST /v1/embeddings of the engine picked
+ * in the top bar, and what comes back: each vector's norm and first values, and the cosine
+ * similarity of every pair of inputs, drawn as a picture (a heat map, one cell a pair) and
+ * given as a table for screen readers and copying. Served by the server the page came from
+ * (`npm start` on an embedding folder or GGUF), or by the same app in the page (an
+ * in-page engine on an embedding folder).
  */
 import { h } from './dom.js';
+import type { ApiFetch } from './transport.js';
+
+/** The picked engine's fetch (an in-page one is started on first use) and its name for messages. */
+export type EmbeddingsTarget = () => Promise<{ fetch: ApiFetch; where: string }>;
 
 const DEFAULT_INPUTS = ['A cat sits on the mat.', 'A kitten rests on a rug.', 'The stock market fell sharply today.', 'Shares dropped at the opening bell.'];
 /** Values of each vector shown in the table. */
@@ -50,7 +55,7 @@ function drawMatrix(canvas: HTMLCanvasElement, matrix: number[][]): void {
   );
 }
 
-export function createEmbeddingsPanel(container: HTMLElement, url: (path: string) => string): void {
+export function createEmbeddingsPanel(container: HTMLElement, target: EmbeddingsTarget): void {
   const inputs = h('textarea', { id: 'embeddings-inputs', rows: 6, spellcheck: 'false', 'aria-label': 'Inputs, one a line' }) as HTMLTextAreaElement;
   inputs.value = DEFAULT_INPUTS.join('\n');
   const dimensions = h('input', { type: 'number', id: 'embeddings-dimensions', min: 1, placeholder: 'all', 'aria-label': 'dimensions (Matryoshka models only)' }) as HTMLInputElement;
@@ -61,7 +66,7 @@ export function createEmbeddingsPanel(container: HTMLElement, url: (path: string
   const canvas = h('canvas', { id: 'embeddings-matrix', role: 'img', 'aria-label': 'Cosine similarity of every pair of inputs' }) as HTMLCanvasElement;
   const similarity = h('table', { id: 'embeddings-similarity', class: 'embeddings-table' });
   container.append(
-    h('p', { class: 'help' }, 'POST /v1/embeddings on the server: one input a line. Below, each vector’s norm and first values, and how similar the inputs are (cosine: red 1, white 0, blue −1).'),
+    h('p', { class: 'help' }, 'POST /v1/embeddings on the engine picked above: one input a line. Below, each vector’s norm and first values, and how similar the inputs are (cosine: red 1, white 0, blue −1).'),
     inputs,
     h('label', { for: 'embeddings-dimensions' }, 'dimensions '),
     dimensions,
@@ -72,10 +77,10 @@ export function createEmbeddingsPanel(container: HTMLElement, url: (path: string
     h('div', { class: 'embeddings-matrix' }, canvas, similarity),
   );
 
-  const show = (texts: string[], answer: EmbeddingsAnswer, ms: number) => {
+  const show = (texts: string[], answer: EmbeddingsAnswer, ms: number, where: string) => {
     const ordered = [...answer.data].sort((a, b) => a.index - b.index).map((item) => item.embedding);
     const width = ordered[0]?.length ?? 0;
-    status.textContent = `${ordered.length} vectors × ${width} dimensions from ${answer.model}, ${answer.usage.prompt_tokens} tokens, ${ms} ms`;
+    status.textContent = `${ordered.length} vectors × ${width} dimensions from ${answer.model}, ${answer.usage.prompt_tokens} tokens, ${ms} ms · ${where}`;
     vectors.replaceChildren(
       h('tr', {}, h('th', {}, '#'), h('th', {}, 'input'), h('th', {}, 'norm'), h('th', {}, `first ${Math.min(SHOWN_VALUES, width)} values`)),
       ...ordered.map((vector, i) =>
@@ -101,12 +106,14 @@ export function createEmbeddingsPanel(container: HTMLElement, url: (path: string
     if (dimensions.value.trim() !== '') body.dimensions = Number(dimensions.value);
     send.disabled = true;
     status.textContent = 'Embedding…';
-    const started = performance.now();
     try {
-      const response = await fetch(url('/v1/embeddings'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const { fetch: apiFetch, where } = await target();
+      // The wait for an in-page engine to start is not the request's latency.
+      const started = performance.now();
+      const response = await apiFetch('/v1/embeddings', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const answer = (await response.json()) as EmbeddingsAnswer & { error?: { message?: string } };
-      if (!response.ok) throw new Error(`${response.status}: ${answer.error?.message ?? 'the server refused the request'}`);
-      show(texts, answer, Math.round(performance.now() - started));
+      if (!response.ok) throw new Error(`${response.status}: ${answer.error?.message ?? `the ${where} engine refused the request`}`);
+      show(texts, answer, Math.round(performance.now() - started), where);
     } catch (failure) {
       status.textContent = '';
       error.textContent = (failure as Error).message;

@@ -143,7 +143,15 @@ export function startPlayground(options: PlaygroundOptions): void {
   // API tabs and the request options.
   // The Embeddings tab is not one of the generation APIs: it swaps the request panels for its own.
   const embeddingsPanel = byId('embeddings-panel');
-  createEmbeddingsPanel(embeddingsPanel, (path) => targets.url(path));
+  // It asks the engine picked above: the server, or the model running in this page.
+  createEmbeddingsPanel(embeddingsPanel, async () => {
+    const target = state.target;
+    try {
+      return { fetch: await targets.fetchFor(target), where: TARGET_LABELS[target] };
+    } catch (error) {
+      throw new Error(`The ${TARGET_LABELS[target]} engine could not start: ${(error as Error).message}`);
+    }
+  });
   const apiTabs = [
     ...API_IDS.map((id) => ({ id, label: APIS[id].label, title: APIS[id].path })),
     { id: 'embeddings' as const, label: 'Embeddings', title: '/v1/embeddings', controls: 'embeddings-panel' },

@@ -256,6 +256,7 @@ export const ServerConfigSchema = z.strictObject(
      * Threads rendering chat templates (Node only): a long conversation or a request's own
      * template renders on one, so one slow rendering does not hold every other (issue 41, family 4).
      */
+    guidedDecodingThreads: setting(int(0, 16).default(2), { group: "Authentication, hosts, logs, connections", help: "threads compiling and matching structured-output grammars (Node; 0: on the event loop)", text: 'int' }),
     templateThreads: setting(int(1, 16).default(2), { group: "Authentication, hosts, logs, connections", help: "threads rendering long chat templates (Node)", text: 'int' }),
     /**
      * Jobs that may wait for a worker thread (the template, tokenizer and media threads, each

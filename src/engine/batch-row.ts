@@ -27,6 +27,24 @@ export interface BatchRow {
    * speculate.
    */
   draftTokens?(maxTokens: number, onlyIfGuided: boolean): number[];
+  /**
+   * A row whose grammar runs on another thread (guided/guide-thread.ts): settles once its
+   * next token mask is there; null when it is now. The runner awaits it before the groups
+   * sample, so the event loop never waits for that thread.
+   */
+  guidePending?(): Promise<void> | null;
+  /** Whether checking this row's guesses could wait behind a compile on its grammar's thread (its guesses are then dropped). */
+  guideBusy?(): boolean;
+}
+
+/** Settles once every row's token mask is there (BatchRow.guidePending); null when all are now. */
+export function guidesPending(rows: readonly BatchRow[]): Promise<void> | null {
+  let waits: Array<Promise<void>> | null = null;
+  for (const row of rows) {
+    const pending = row.finished ? null : (row.guidePending?.() ?? null);
+    if (pending !== null) (waits ??= []).push(pending);
+  }
+  return waits === null ? null : Promise.all(waits).then(() => undefined);
 }
 
 /** A speculative step's view of a row: the guesses fed after its last token and the logits of every fed position. */

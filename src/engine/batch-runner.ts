@@ -1,4 +1,4 @@
-import type { BatchRow, RowGroup, StepRow } from './batch-row.js';
+import { guidesPending, type BatchRow, type RowGroup, type StepRow } from './batch-row.js';
 import { emptyKvCache, markRealSlots, releaseKvCache, repackKvCache } from './kv/kv-cache.js';
 import type { KvCache, KvPadding, KvRowSource } from './kv/types.js';
 import { promptInput, type Decoder, type DecoderInput } from './onnx-decoder.js';
@@ -409,18 +409,26 @@ export class BatchRunner {
     }
     const loraSlots = this.rowLoraSlots();
     const ran = this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
-    return ran.then(({ logits, present }) => () => {
-      this.cache = present;
-      if (present !== past) releaseKvCache(past);
-      const vocab = this.decoder.spec.vocabSize;
-      const stepRows: StepRow[] = [];
-      for (let index = 0; index < batch; index++) {
-        const row = rows[index];
-        row.cachedLength += 1;
-        if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
-      }
-      return this.advanceGroups(stepRows, present);
+    return ran.then(({ logits, present }) => {
+      const half = () => this.finishPlain(rows, past, logits, present);
+      // Masks of grammars on another thread are usually there by now (computed while the model ran).
+      const waiting = guidesPending(rows);
+      return waiting === null ? half : waiting.then(() => half);
     });
+  }
+
+  private finishPlain(rows: readonly BatchRow[], past: KvCache, logits: Float32Array, present: KvCache): number {
+    const batch = rows.length;
+    this.cache = present;
+    if (present !== past) releaseKvCache(past);
+    const vocab = this.decoder.spec.vocabSize;
+    const stepRows: StepRow[] = [];
+    for (let index = 0; index < batch; index++) {
+      const row = rows[index];
+      row.cachedLength += 1;
+      if (!row.finished) stepRows.push({ row, batchIndex: index, logits: logits.subarray(index * vocab, (index + 1) * vocab), consumed: 1 });
+    }
+    return this.advanceGroups(stepRows, present);
   }
 
   /**
@@ -501,11 +509,15 @@ export class BatchRunner {
     }
     const loraSlots = this.rowLoraSlots();
     const { logits, present } = await this.decoder.run({ batch, seqLen, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
+    const waiting = guidesPending(rows);
+    if (waiting !== null) await waiting;
     const vocab = this.decoder.spec.vocabSize;
     // Every row, finished ones included: each needs its cache row trimmed below.
     const stepRows: StepRow[] = rows.map((row, index) => {
       const rowLogits = logits.subarray(index * seqLen * vocab, (index + 1) * seqLen * vocab);
-      return { row, batchIndex: index, logits: rowLogits.subarray(0, vocab), draft: { tokens: drafts[index], logits: rowLogits }, consumed: 1 };
+      // Checking guesses asks the grammar for masks at once: not while its thread compiles.
+      const tokens = row.guideBusy?.() ? [] : drafts[index];
+      return { row, batchIndex: index, logits: rowLogits.subarray(0, vocab), draft: { tokens, logits: rowLogits }, consumed: 1 };
     });
     const generated = this.advanceGroups(stepRows, present);
     if (this.inPlace) {

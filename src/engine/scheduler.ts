@@ -420,6 +420,7 @@ export class Scheduler {
         this.sharesPrefills &&
         runner.prefillsTogether &&
         !next.needsPromptLogits &&
+        (next.guidesPending?.() ?? null) === null &&
         !this.placeholders.has(next) &&
         (next.loraSlot ?? -1) < 0 &&
         (reuse === undefined || reuse.cache.peek(reuse.namespace, next.promptTokenIds) === 0)

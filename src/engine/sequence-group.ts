@@ -4,7 +4,7 @@ import { promptLogprobsInSlices } from './prompt-logprobs-slices.js';
 import { createRng, SplitMix64 } from '../sampling/rng.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
-import type { BatchRow, RowGroup, StepResult, StepRow } from './batch-row.js';
+import { guidesPending, type BatchRow, type RowGroup, type StepResult, type StepRow } from './batch-row.js';
 import { DeltaQueue } from './delta-queue.js';
 import { Sequence, type SequenceLimits } from './sequence.js';
 import type { GenerationDelta } from './types.js';
@@ -51,6 +51,8 @@ export interface RequestGroup extends RowGroup {
    * Null: nothing to do, `start` follows at once. Absent: the same.
    */
   prepare?(promptLogits: Float32Array): Promise<void> | null;
+  /** Settles once the first token masks of its grammars (on another thread) are there; null when they are now. */
+  guidesPending?(): Promise<void> | null;
   /** Ends every sequence because the client went away. */
   abort(): void;
   /** Ends every sequence because the model failed; the stream throws `error`. */
@@ -157,14 +159,21 @@ export class SamplingGroup implements RequestGroup {
     return this.failed || this.unfinished === 0;
   }
 
+  guidesPending(): Promise<void> | null {
+    return guidesPending(this.sequences);
+  }
+
   prepare(promptLogits: Float32Array): Promise<void> | null {
+    // A grammar on another thread: its first mask must be there before start() samples.
+    const guides = guidesPending(this.sequences);
     const k = this.params.promptLogprobs;
-    if (k === undefined) return null;
-    return promptLogprobsInSlices(promptLogits, this.promptTokenIds, this.limits.vocabSize, k, () => this.abortRequested || this.finished).then(
+    if (k === undefined) return guides;
+    const logprobs = promptLogprobsInSlices(promptLogits, this.promptTokenIds, this.limits.vocabSize, k, () => this.abortRequested || this.finished).then(
       (computed) => {
         this.promptLogprobs = computed;
       },
     );
+    return guides === null ? logprobs : Promise.all([logprobs, guides]).then(() => undefined);
   }
 
   start(promptLogits: Float32Array): { rows: BatchRow[]; generated: number } {

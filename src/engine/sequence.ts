@@ -135,6 +135,14 @@ export class Sequence implements BatchRow {
     this.draftPause = Math.min(2 ** this.draftFailures, MAX_DRAFT_PAUSE);
   }
 
+  guidePending(): Promise<void> | null {
+    return this.guide?.pending?.() ?? null;
+  }
+
+  guideBusy(): boolean {
+    return this.guide?.busy?.() ?? false;
+  }
+
   /** Samples the next token from this sequence's logits row (which it may overwrite). */
   sample(logits: Float32Array): SampledToken {
     return this.sampler.sample(logits, this);

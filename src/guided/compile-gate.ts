@@ -14,9 +14,11 @@ import { yieldToEventLoop } from '../threads/yield.js';
  * `maxQueuedPerClient` of them (past it a 429), and a compile still waiting after
  * `deadlineMs` is refused (503). Cached constraints never wait (compile-guide.ts).
  *
- * The same in every home (Node, workerd, the page): XGrammar's compiled grammar lives in its
- * WebAssembly memory and cannot be handed from another thread, so the compile stays on this
- * one, bounded in size by GuidedLimits and paced here.
+ * In workerd and the page (no worker threads) the compile runs on the thread that asks,
+ * bounded in size by GuidedLimits and paced here. Under Node it runs on a guide thread
+ * (guide-thread.ts), where XGrammar's compiled grammar and its matchers stay (it cannot
+ * leave the WebAssembly memory it was built in): the gate still lets one compile run at a
+ * time and keeps the shares, and rests only while every guide thread has guides alive.
  */
 export interface CompileGateLimits {
   /** Compiles that may wait (running one included); past it a 503. */
@@ -46,7 +48,17 @@ export class CompileGate {
    */
   private readonly shares: ClientShares;
 
-  constructor(private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS) {
+  constructor(
+    private readonly limits: CompileGateLimits = DEFAULT_COMPILE_GATE_LIMITS,
+    /**
+     * Whether to rest after a compile as long as it took, asked after each one: always
+     * when compiles run on this thread (half of it stays free). On Node's guide threads
+     * only while every thread has guides alive (the next compile makes some wait: half
+     * of that thread stays theirs); one at a time always, so a mask waits behind one
+     * compile at most.
+     */
+    private readonly paced: boolean | (() => boolean) = true,
+  ) {
     this.shares = new ClientShares({ maxTotal: limits.maxQueued, maxPerClient: limits.maxQueuedPerClient });
   }
 
@@ -109,7 +121,8 @@ export class CompileGate {
         await next.start();
         const took = performance.now() - startedAt;
         // Compiles take at most about half the thread while they queue.
-        if (took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
+        const rest = typeof this.paced === 'function' ? this.paced() : this.paced;
+        if (rest && took > 1 && this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(took, 1000)));
       }
     } finally {
       this.running = false;

@@ -26,6 +26,18 @@ export interface CompileGuideOptions {
   gate?: CompileGate;
   /** Who asks (the gate's per-client share). */
   client?: string;
+  /**
+   * Where the grammar is built, compiled and matched when not on this thread (Node's
+   * guide thread, guide-thread.ts); absent: XGrammar in this realm (workerd, the page).
+   */
+  thread?: GrammarThread;
+}
+
+/** A thread that turns constraints into guides off the event loop (guide-thread.ts's GuideThread). */
+export interface GrammarThread {
+  /** The factory compiled for this request as sent, if cached. */
+  cached(key: string | null): Promise<GuideFactory> | undefined;
+  compile(request: GuidedDecodingRequest, key: string | null, limits: GuidedLimits): Promise<GuideFactory>;
 }
 
 /** Compiled grammars kept per tokenizer (least recently used dropped first). */
@@ -181,6 +193,13 @@ export async function compileGuide(
 ): Promise<GuideFactory> {
   const vocabSize = options.vocabSize ?? tokenizer.vocabSize;
   const key = requestKey(request);
+  const { thread } = options;
+  if (thread !== undefined) {
+    const cachedOnThread = thread.cached(key);
+    if (cachedOnThread !== undefined) return cachedOnThread;
+    const compileOnThread = () => thread.compile(request, key, options.limits ?? DEFAULT_GUIDED_LIMITS);
+    return options.gate === undefined ? compileOnThread() : options.gate.run(options.client, compileOnThread);
+  }
   const started = startedStates.get(tokenizer)?.get(vocabSize);
   const cached = key === null || started === undefined || started.discarded ? undefined : started.byRequest.get(key);
   if (cached !== undefined) {

@@ -28,6 +28,18 @@ export interface Guide extends LogitsMask {
   isTerminated(): boolean;
   /** Frees the WebAssembly state; idempotent. */
   dispose(): void;
+  /**
+   * A guide whose grammar runs on another thread (guide-thread.ts): a promise that settles
+   * once its next mask is there, or null when it is now. The engine awaits it before it
+   * samples, so the event loop never waits for the thread. Inline guides have none.
+   */
+  pending?(): Promise<void> | null;
+  /**
+   * Whether a mask asked for after an accept() could wait behind a compile on the guide's
+   * thread: a speculative step then takes no guesses from this guide (checking them asks
+   * for masks at once).
+   */
+  busy?(): boolean;
 }
 
 /** A compiled grammar, shared by every sequence that uses it. */

@@ -23,14 +23,14 @@ export interface ChatMedia {
  * placeholder before the text) the same way. Async so that work on the media before the
  * template (processing off the event loop) belongs here too.
  */
-export async function prepareChatMedia(ctx: ServingContext, media: readonly LoadedMedia[], signal: AbortSignal): Promise<ChatMedia> {
+export async function prepareChatMedia(ctx: ServingContext, media: readonly LoadedMedia[], signal: AbortSignal, client?: string): Promise<ChatMedia> {
   const multimodal = multimodalModel(ctx.engine);
   const audio = audioModel(ctx.engine);
   const out: ChatMedia = { expansion: undefined, images: [], audio: [] };
   if (multimodal === null && audio === null) return out;
   // The images' resizing and the audio's features run now, off the event loop; the template's expansion only splices text.
-  const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'messages', signal) : null;
-  const heard = audio !== null ? await processAudioParts(ctx, audio, media, 'messages', signal) : null;
+  const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'messages', signal, client) : null;
+  const heard = audio !== null ? await processAudioParts(ctx, audio, media, 'messages', signal, client) : null;
   out.expansion = {
     expand: (text) => {
       let expanded = text;

@@ -19,4 +19,4 @@ export type { VideoDecoderBackend, VideoFormat, VideoOptions } from './decode/vi
 export type { VideoSampling } from './decode/frame-sampling.js';
 export { loadMediaRequests, loadPromptMedia, loadChatMedia, refuseUnacceptedMedia, type LoadMediaOptions, type DeclaredPart } from './load.js';
 export { declaredSize, type DeclaredSize } from './decode/declared-size.js';
-export { inlineMediaDecoder, movableViews, type MediaDecoder, type MediaThreadTask } from './decode/media-decoder.js';
+export { decoderForClient, inlineMediaDecoder, movableViews, type MediaDecoder, type MediaThreadTask } from './decode/media-decoder.js';

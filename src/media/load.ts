@@ -35,6 +35,8 @@ export interface LoadMediaOptions {
    * a vision-language model's image tokens must fit the context).
    */
   admit?: (parts: readonly DeclaredPart[]) => void;
+  /** Who asks (the connection's address): a decoding thread takes waiting parts from clients in turn. */
+  client?: string;
 }
 
 const DEFAULT_CONCURRENCY = 4;
@@ -157,7 +159,7 @@ export async function loadMediaRequests(
   // One part at a time: a decoding thread takes one anyway, and peak memory stays one part's.
   return eachPart(fetched, 1, options.signal, ({ request, media }: { request: MediaRequest; media: FetchedMedia }, signal) =>
     attributed(request.param, async () => {
-      const decoded = await decoder.decode(media, { ...decodeOptions, signal });
+      const decoded = await decoder.decode(media, { ...decodeOptions, signal, client: options.client });
       return { param: request.param, kind: request.kind, format: media.format, byteLength: media.bytes.byteLength, decoded };
     }),
   );

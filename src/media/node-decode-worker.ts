@@ -32,10 +32,11 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number; pool?: Pa
   let nextId = 1;
 
   /** `what` the job works on, for errors ("image", "PNG image"). */
-  function enqueue(job: ThreadJob, transfer: ArrayBuffer[], what: { kind: string; format: string }, signal: AbortSignal | undefined): Promise<unknown> {
+  function enqueue(job: ThreadJob, transfer: ArrayBuffer[], what: { kind: string; format: string }, signal: AbortSignal | undefined, client: string | undefined): Promise<unknown> {
     const doing = job.task === 'decode' ? 'decoding' : 'processing';
     return thread.run({
       id: job.id,
+      client,
       send: (worker) => worker.postMessage(job, transfer),
       signal,
       timeout: { ms: options.timeoutMs, error: () => mediaError('timeout', `${doing} the ${what.kind} took longer than ${options.timeoutMs} ms (MEDIA_DECODE_TIMEOUT_MS), counting the time it waited for the thread`) },
@@ -51,14 +52,14 @@ export function createWorkerMediaDecoder(options: { timeoutMs: number; pool?: Pa
     decode(media: FetchedMedia, decodeOptions: DecodeOptions): Promise<DecodedMedia> {
       if (media.kind === 'video') return inlineMediaDecoder.decode(media, decodeOptions);
       // Functions cannot cross to the thread: it makes its own JPEG decoder (media-decode-worker.ts).
-      const { signal, videoDecoder: _videoDecoder, videoSampling: _videoSampling, jpegDecoder: _jpegDecoder, ...plain } = decodeOptions;
+      const { signal, client, videoDecoder: _videoDecoder, videoSampling: _videoSampling, jpegDecoder: _jpegDecoder, ...plain } = decodeOptions;
       // A view of a larger buffer would clone the whole buffer into the thread.
       const whole = media.bytes.byteOffset === 0 && media.bytes.byteLength === media.bytes.buffer.byteLength;
       const job: ThreadJob = { id: nextId++, task: 'decode', media: { ...media, bytes: whole ? media.bytes : media.bytes.slice() }, options: plain };
-      return enqueue(job, [], media, signal) as Promise<DecodedMedia>;
+      return enqueue(job, [], media, signal, client) as Promise<DecodedMedia>;
     },
-    runTask(task: MediaThreadTask, signal?: AbortSignal): Promise<unknown> {
-      return enqueue({ id: nextId++, task: task.name, payload: task.payload }, task.transfer, { kind: task.kind, format: task.kind }, signal);
+    runTask(task: MediaThreadTask, signal?: AbortSignal, client?: string): Promise<unknown> {
+      return enqueue({ id: nextId++, task: task.name, payload: task.payload }, task.transfer, { kind: task.kind, format: task.kind }, signal, client);
     },
     close: () => thread.close(() => mediaError('timeout', 'the media decoder was closed')),
   };

@@ -11,15 +11,17 @@ import { createNodeTransport, nodeResolve } from './node-transport.js';
 import { bundledFfmpegPath, createFfmpegVideoDecoder } from './node-ffmpeg.js';
 import { createWorkerMediaDecoder } from './node-decode-worker.js';
 import { createNodeJpegDecoder } from './node-jpeg.js';
+import type { PoolLimits } from '../threads/worker-pool.js';
 
-export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps = {}): MediaFetcher {
+/** `threadQueue`: the decoding thread's queue bounds (the server's maxThreadQueue, maxThreadQueuePerClient). */
+export function createNodeMediaFetcher(config: MediaConfig, deps: MediaFetcherDeps = {}, threadQueue: Omit<Partial<PoolLimits>, 'size'> = {}): MediaFetcher {
   const ffmpegPath = bundledFfmpegPath();
   return createMediaFetcher(config, {
     resolve: nodeResolve,
     transport: createNodeTransport(),
     localFiles: createNodeLocalFiles(config.mediaDir),
     videoDecoder: ffmpegPath === null ? undefined : createFfmpegVideoDecoder({ ffmpegPath, timeoutMs: config.videoDecodeTimeoutMs }),
-    decoder: createWorkerMediaDecoder({ timeoutMs: config.decodeTimeoutMs }),
+    decoder: createWorkerMediaDecoder({ timeoutMs: config.decodeTimeoutMs, pool: threadQueue }),
     jpegDecoder: createNodeJpegDecoder(),
     ...deps,
   });

@@ -65,7 +65,7 @@ export interface PoolLimits {
   size: number;
   /** Jobs waiting for a thread, all clients together. */
   maxQueued: number;
-  /** Jobs one client may have waiting (jobs that name no client share only maxQueued). */
+  /** Jobs one client may have waiting (jobs that name no client, as under workerd or internal ones, share only maxQueued). */
   maxQueuedPerClient: number;
 }
 

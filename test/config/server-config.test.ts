@@ -59,6 +59,7 @@ describe('server configuration', () => {
       maxGuidedCompileQueue: 64,
       maxGuidedCompileQueuePerClient: 8,
       guidedCompileDeadlineMs: 10_000,
+      guidedDecodingThreads: 2,
       templateThreads: 2,
       maxThreadQueue: 64,
       maxThreadQueuePerClient: 16,

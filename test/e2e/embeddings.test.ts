@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnFailingServer, spawnServer, type RunningServer } from './spawn-server.js';
+import { cosine } from '../helpers/vectors.js';
 
 const FIXTURES = join('test', 'fixtures', 'embeddings');
 
@@ -23,17 +24,6 @@ interface Reference {
 
 const reference = (name: string) => JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8')) as Reference;
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 const norm = (a: ArrayLike<number>) => Math.sqrt(Array.from(a).reduce((sum, v) => sum + v * v, 0));
 

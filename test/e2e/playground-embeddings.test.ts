@@ -20,6 +20,7 @@ import { createNodeEmbeddingEngine } from '../../src/runtime/node/embedding-engi
 import { playgroundRoutes } from '../../src/runtime/node/static.js';
 import { REPO_ROOT } from '../helpers/model.js';
 import { BROWSER_TEST_TIMEOUT, CHROMIUM_MISSING, closeContexts, launchChromium, OUTPUT_DIR, WAIT } from './playground-harness.js';
+import { cosine } from '../helpers/vectors.js';
 
 const MODEL_DIR = join(REPO_ROOT, 'test/fixtures/embeddings/bert-wordpiece');
 const reference = JSON.parse(readFileSync(join(MODEL_DIR, 'reference.json'), 'utf8')) as { texts: string[]; batched: number[][] };
@@ -27,15 +28,6 @@ const ROWS = [0, 1, 2, 3];
 const texts = ROWS.map((i) => reference.texts[i]!);
 const want = ROWS.map((i) => reference.batched[i]!);
 
-function cosine(a: readonly number[], b: readonly number[]): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 let engine: EmbeddingEngine;
 let server: ServerType;

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddingEngine } from '../../src/embeddings/embedding-engine.js';
 import { createNodeEmbeddingEngine } from '../../src/runtime/node/embedding-engine.js';
+import { cosine } from '../helpers/vectors.js';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'embeddings');
 const LIMITS = { maxRunningSequences: 64, maxBatchedTokens: 8192, maxWaitingRequests: 16 };
@@ -27,17 +28,6 @@ function reference(name: string): Reference {
   return JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8')) as Reference;
 }
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 function norm(a: ArrayLike<number>): number {
   let sum = 0;

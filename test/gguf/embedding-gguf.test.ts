@@ -17,6 +17,7 @@ import { openGgufModelAt } from '../../src/gguf/node-gguf.js';
 import { createNodeEmbeddingEngine } from '../../src/runtime/node/embedding-engine.js';
 import { spawnFailingServer, spawnServer, type RunningServer } from '../e2e/spawn-server.js';
 import { REPO_ROOT } from '../helpers/model.js';
+import { cosine } from '../helpers/vectors.js';
 
 const DIR = join(REPO_ROOT, 'test/fixtures/embeddings/gguf');
 const QWEN3 = 'qwen3-embedding-f32.gguf';
@@ -31,15 +32,6 @@ interface Reference {
 }
 const reference = JSON.parse(readFileSync(join(DIR, 'reference.json'), 'utf8')) as Record<string, Reference>;
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 function expectBoth(got: ArrayLike<number>[], ref: Reference, rows: number[]): void {
   got.forEach((vector, i) => {

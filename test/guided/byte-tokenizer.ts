@@ -2,6 +2,8 @@ import { compileGuide } from '../../src/guided/compile-guide.js';
 import type { GuideFactory } from '../../src/guided/guide.js';
 import type { GuidedDecodingRequest } from '../../src/guided/request.js';
 import type { Tokenizer } from '../../src/tokenizer/types.js';
+import { GuideThreadPool } from '../../src/guided/guide-thread.js';
+import { tokenVocabulary } from '../../src/guided/token-vocabulary.js';
 
 /**
  * A tokenizer whose tokens are single bytes (sentencepiece byte-fallback style <0xNN>),
@@ -46,8 +48,23 @@ export function accepts(factory: GuideFactory, text: string): boolean {
   return acceptsBytes(factory, new TextEncoder().encode(text));
 }
 
+/**
+ * Where the grammars are compiled and matched: XGrammar on this thread (workerd, the page)
+ * or on Node's guide threads (guided/guide-thread.ts). Suites run in both (useGuideHome).
+ */
+export const GUIDE_HOMES = ['on this thread', 'on the guide threads'] as const;
+export type GuideHome = (typeof GUIDE_HOMES)[number];
+let home: GuideHome = GUIDE_HOMES[0];
+let pool: GuideThreadPool | null = null;
+
+export function useGuideHome(next: GuideHome): void {
+  home = next;
+}
+
 export function compile(request: GuidedDecodingRequest): Promise<GuideFactory> {
-  return compileGuide(request, tokenizer);
+  if (home === GUIDE_HOMES[0]) return compileGuide(request, tokenizer);
+  pool ??= new GuideThreadPool(tokenVocabulary(tokenizer), 2, 128);
+  return compileGuide(request, tokenizer, { thread: pool });
 }
 
 export function compileSchema(schema: object): Promise<GuideFactory> {

@@ -1,7 +1,11 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ProtocolError } from '../../src/common/protocol-error.js';
-import { accepts, compile, compileSchema } from './byte-tokenizer.js';
+import { accepts, compile, compileSchema, GUIDE_HOMES, useGuideHome } from './byte-tokenizer.js';
+
+// Every suite twice: XGrammar on this thread (workerd, the page) and on Node's guide threads.
+describe.each(GUIDE_HOMES)('XGrammar %s', (home) => {
+beforeAll(() => useGuideHome(home));
 
 const ajv = new Ajv2020({ strict: false });
 
@@ -200,4 +204,5 @@ describe('guided_json grammar', () => {
     for (const text of ['{}', '{"a":[1,2.5,"x",null,true,{"b":{}}]}']) expect(accepts(factory, text), text).toBe(true);
     for (const text of ['[]', '"x"', '{"a":}', '{a:1}', '{"a":1,}']) expect(accepts(factory, text), text).toBe(false);
   });
+});
 });

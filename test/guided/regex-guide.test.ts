@@ -1,6 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ProtocolError } from '../../src/common/protocol-error.js';
-import { accepts, acceptsBytes, compile } from './byte-tokenizer.js';
+import { accepts, acceptsBytes, compile, GUIDE_HOMES, useGuideHome } from './byte-tokenizer.js';
+
+// Every suite twice: XGrammar on this thread (workerd, the page) and on Node's guide threads.
+describe.each(GUIDE_HOMES)('XGrammar %s', (home) => {
+beforeAll(() => useGuideHome(home));
 
 /** The guide must accept exactly what JavaScript's RegExp matches in full. */
 const CASES: Array<[pattern: string, samples: string[]]> = [
@@ -88,4 +92,5 @@ describe('guided_choice grammar', () => {
   it('refuses an empty list', async () => {
     await expect(compile({ kind: 'choice', choices: [] })).rejects.toThrow(/non-empty list/);
   });
+});
 });

@@ -6,6 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_MEDIA_CONFIG } from '../../src/media/config.js';
 import { decodeMedia } from '../../src/media/decode/index.js';
+import { decoderForClient } from '../../src/media/decode/media-decoder.js';
 import { createWorkerMediaDecoder } from '../../src/media/node-decode-worker.js';
 import type { DecodedAudio, DecodedImage, FetchedMedia } from '../../src/media/types.js';
 import { pcm16Wav, smallPng, zeroPng } from './helpers/fixtures.js';
@@ -48,6 +49,21 @@ describe('worker media decoder', () => {
       await hurried.close();
     }
     await expect(decoder.decode(png(smallPng()), DEFAULT_MEDIA_CONFIG)).resolves.toMatchObject({ width: 3, height: 2 });
+  });
+
+  it("takes waiting parts from clients in turn: one client's large images delay another's small one by one part, not all", async () => {
+    const order: string[] = [];
+    const decode = (client: string, tag: string, bytes: Uint8Array) =>
+      decoderForClient(decoder, client)
+        .decode(png(bytes), DEFAULT_MEDIA_CONFIG)
+        .then((image) => (order.push(tag), image as DecodedImage));
+    const large = zeroPng(3000, 3000);
+    const flood = [1, 2, 3, 4].map((i) => decode('10.0.0.66', `a${i}`, large));
+    const small = await decode('10.0.0.7', 'b1', smallPng());
+    await Promise.all(flood);
+    // In arrival order b1 would come last; in turn it follows the one part running when it came.
+    expect(order).toEqual(['a1', 'b1', 'a2', 'a3', 'a4']);
+    expect(small).toEqual(await decodeMedia(png(smallPng()), DEFAULT_MEDIA_CONFIG));
   });
 
   it('stops a decode whose request went away', async () => {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../helpers/model.js';
+import { cosine } from '../helpers/vectors.js';
 
 process.env.WRANGLER_SEND_METRICS = 'false';
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
@@ -46,15 +47,6 @@ afterAll(async () => {
   await worker?.dispose();
 });
 
-function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let [dot, na, nb] = [0, 0, 0];
-  for (let i = 0; i < a.length; i += 1) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
-}
 
 function expectVectors(got: Array<{ embedding: number[]; index: number }>, want: number[][]): void {
   expect(got.map((item) => item.index)).toEqual(want.map((_, i) => i));

@@ -59,8 +59,8 @@ export function chatEndpoint(ctx: ServingContext): GeneratingEndpoint<typeof Cha
           ? await toolCallGuide(ctx.guideCompiler, request, { ...tools, schema: tools.schema }, limits.guided, requestClient(call.c))
           : await requestGuide(ctx.guideCompiler, request, limits.guided, requestClient(call.c));
       // Media parts are fetched and decoded before the model may refuse them (text-only today).
-      const media = await loadChatRequestMedia(ctx, request.messages, call.signal);
-      const chatMedia = await prepareChatMedia(ctx, media, call.signal);
+      const media = await loadChatRequestMedia(ctx, request.messages, call.signal, requestClient(call.c));
+      const chatMedia = await prepareChatMedia(ctx, media, call.signal, requestClient(call.c));
 
       // Templates see tools and documents as vLLM passes them (null when absent).
       const templateVariables = chatTemplateVariables(request);

@@ -56,7 +56,7 @@ export function generateRoutes(ctx: ServingContext): Hono {
     async prepare(request, call) {
       const guide = await requestGuide(ctx.guideCompiler, call.body as RequestGuidedFields, limits.guided, requestClient(call.c));
       // Media parts are fetched and decoded before the model may refuse them (text-only today).
-      const media = await loadGenerateMedia(ctx, request.prompt, call.signal);
+      const media = await loadGenerateMedia(ctx, request.prompt, call.signal, requestClient(call.c));
 
       // A vision-language model reads image parts where they stand, as its placeholder,
       // expanded to the image's tokens before the context check.
@@ -68,9 +68,9 @@ export function generateRoutes(ctx: ServingContext): Hono {
           ? multimodalPromptText(request.prompt, multimodal?.processor.placeholder ?? '', multimodal?.processor.videoPlaceholder, audio?.processor.placeholder)
           : mindiePromptText(request.prompt);
       call.record?.notePrompt(promptText);
-      const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'prompt', call.signal) : null;
+      const visuals = multimodal !== null ? await processMultimodalImages(ctx, multimodal, media, 'prompt', call.signal, requestClient(call.c)) : null;
       const expanded = multimodal !== null && visuals !== null ? expandMultimodalPrompt(multimodal, promptText, visuals, 'prompt') : null;
-      const processedAudio = audio !== null ? await processAudioParts(ctx, audio, media, 'prompt', call.signal) : null;
+      const processedAudio = audio !== null ? await processAudioParts(ctx, audio, media, 'prompt', call.signal, requestClient(call.c)) : null;
       const heard = audio !== null && processedAudio !== null ? expandAudioPrompt(audio, expanded?.text ?? promptText, processedAudio, 'prompt') : null;
       const ceiling = promptTokenCeiling(limits.prompt, 'mindie');
       const promptTokenIds = await encodePrompt(engine.tokenizer, heard?.text ?? expanded?.text ?? promptText, {

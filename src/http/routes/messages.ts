@@ -52,8 +52,8 @@ export function messagesRoutes(ctx: ServingContext): Hono {
     checkModel(request.model, engine.info, engine.adapters);
     checkBounds(ctx, chat);
     const signal = c.req.raw.signal;
-    const media = await loadChatRequestMedia(ctx, chat.messages, signal);
-    const { expansion } = await prepareChatMedia(ctx, media, signal);
+    const media = await loadChatRequestMedia(ctx, chat.messages, signal, requestClient(c));
+    const { expansion } = await prepareChatMedia(ctx, media, signal, requestClient(c));
     const options = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal, client: requestClient(c) };
     const { count } = await tokenizeChat(chat, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), options);
     return c.json({ input_tokens: count });

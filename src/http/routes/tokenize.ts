@@ -30,8 +30,8 @@ export function tokenizeRoutes(ctx: ServingContext): Hono {
       checkBounds(ctx, request);
       refuseUntrustedTemplate(ctx.config.trustRequestChatTemplate, request);
       // Media parts are fetched and processed as the chat route does, so the count includes their tokens.
-      const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal);
-      const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal);
+      const media = await loadChatRequestMedia(ctx, request.messages, c.req.raw.signal, requestClient(c));
+      const { expansion } = await prepareChatMedia(ctx, media, c.req.raw.signal, requestClient(c));
       const signal = c.req.raw.signal;
       const chat = { templateBudget: ctx.limits.templateBudget, templateOffLoop: templateOffLoop(ctx, c), multimodal: expansion, signal, client: requestClient(c) };
       return jsonResponse(await tokenizeChat(request, engine.tokenizer, ctx.chatTemplate, ctx.limits.maxModelLen, tokenizeBound(ctx), chat));

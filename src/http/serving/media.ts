@@ -72,14 +72,16 @@ export function loadGenerateMedia(
   ctx: ServingContext,
   prompt: string | readonly MindiePromptPart[],
   signal: AbortSignal,
+  /** Who asks (requestClient): the decoding thread takes clients in turn. */
+  client?: string,
 ): Promise<LoadedMedia[]> {
   if (typeof prompt === 'string') return Promise.resolve([]);
   const admit = admitDeclared(ctx, 'mindie', 'prompt');
-  return loadAccepted(() => loadPromptMedia(prompt, ctx.mediaFetcher, { signal, videoSampling: ctx.videoSampling, admit }), signal);
+  return loadAccepted(() => loadPromptMedia(prompt, ctx.mediaFetcher, { signal, videoSampling: ctx.videoSampling, admit, client }), signal);
 }
 
 /** The media of chat messages' content parts, in message order. */
-export function loadChatRequestMedia(ctx: ServingContext, messages: readonly ChatMessage[], signal: AbortSignal): Promise<LoadedMedia[]> {
+export function loadChatRequestMedia(ctx: ServingContext, messages: readonly ChatMessage[], signal: AbortSignal, client?: string): Promise<LoadedMedia[]> {
   const admit = admitDeclared(ctx, 'openai', 'messages');
-  return loadAccepted(() => loadChatMedia(messages, ctx.mediaFetcher, { signal, videoSampling: ctx.videoSampling, admit }), signal);
+  return loadAccepted(() => loadChatMedia(messages, ctx.mediaFetcher, { signal, videoSampling: ctx.videoSampling, admit, client }), signal);
 }

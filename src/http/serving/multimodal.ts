@@ -6,7 +6,7 @@
  */
 import type { Engine } from '../../engine/types.js';
 import type { PlaceholderEmbeds } from '../../onnx/placeholder-embeds.js';
-import type { LoadedMedia } from '../../media/index.js';
+import { decoderForClient, type LoadedMedia, type MediaDecoder } from '../../media/index.js';
 import type { MindiePromptPart } from '../../protocol/mindie.js';
 import {
   MultimodalRequestError,
@@ -37,6 +37,8 @@ export async function processMultimodalImages(
   media: readonly LoadedMedia[],
   param: string,
   signal: AbortSignal,
+  /** Who asks (requestClient): the decoding thread takes clients in turn. */
+  client?: string,
 ): Promise<ProcessedVisuals> {
   const { maxImagesPerPrompt, maxImageTiles } = ctx.mediaFetcher.config;
   const images: PromptImage[] = media.flatMap((entry): PromptImage[] =>
@@ -47,7 +49,7 @@ export async function processMultimodalImages(
         : [],
   );
   try {
-    return await model.processImages(images, { maxImagesPerPrompt, maxImageTiles }, ctx.mediaFetcher.decoder, signal);
+    return await model.processImages(images, { maxImagesPerPrompt, maxImageTiles }, clientDecoder(ctx, client), signal);
   } catch (error) {
     if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
     if (signal.aborted) throw clientGone();
@@ -80,10 +82,11 @@ export async function processAudioParts(
   media: readonly LoadedMedia[],
   param: string,
   signal: AbortSignal,
+  client?: string,
 ): Promise<ProcessedAudio[]> {
   const audio = media.flatMap((entry) => (entry.decoded.kind === 'audio' ? [{ param: entry.param, audio: entry.decoded }] : []));
   try {
-    return await model.processAudio(audio, { maxAudioSecondsPerPrompt: ctx.mediaFetcher.config.maxAudioSecondsPerPrompt }, ctx.mediaFetcher.decoder, signal);
+    return await model.processAudio(audio, { maxAudioSecondsPerPrompt: ctx.mediaFetcher.config.maxAudioSecondsPerPrompt }, clientDecoder(ctx, client), signal);
   } catch (error) {
     if (error instanceof MultimodalRequestError) throw badRequest(error.message, error.param ?? param);
     if (signal.aborted) throw clientGone();
@@ -151,4 +154,10 @@ export function multimodalPromptText(
     }
   }
   return text;
+}
+
+/** The media pipeline's decoder, naming `client` on what it queues (absent where the pipeline decodes inline). */
+function clientDecoder(ctx: ServingContext, client: string | undefined): MediaDecoder | undefined {
+  const decoder = ctx.mediaFetcher.decoder;
+  return decoder === undefined ? undefined : decoderForClient(decoder, client);
 }

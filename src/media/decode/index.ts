@@ -18,6 +18,8 @@ export type DecodeOptions = Pick<MediaConfig, 'maxImagePixels' | 'audioSampleRat
   /** The served model's frame-sampling rule; uniform when absent. */
   videoSampling?: VideoSampling;
   signal?: AbortSignal;
+  /** Who asks (the connection's address): a decoding thread takes waiting parts from clients in turn. */
+  client?: string;
 };
 
 /** Throws MediaError only: a decoder's own exception on hostile input is a 400, not a 500. */

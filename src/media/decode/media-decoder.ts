@@ -29,7 +29,20 @@ export interface MediaDecoder {
    * (a MediaError 'timeout' past it). Absent where decoding runs on the event loop. An error
    * the task throws comes back with its message, name and `param`.
    */
-  runTask?(task: MediaThreadTask, signal?: AbortSignal): Promise<unknown>;
+  runTask?(task: MediaThreadTask, signal?: AbortSignal, client?: string): Promise<unknown>;
+}
+
+/**
+ * `decoder` with `client` named on every part and task it is given (a decoding thread takes
+ * waiting work from clients in turn); the decoder itself where no client is known.
+ */
+export function decoderForClient(decoder: MediaDecoder, client: string | undefined): MediaDecoder {
+  if (client === undefined) return decoder;
+  const { runTask } = decoder;
+  return {
+    decode: (media, options) => decoder.decode(media, { ...options, client }),
+    ...(runTask === undefined ? {} : { runTask: (task: MediaThreadTask, signal?: AbortSignal) => runTask.call(decoder, task, signal, client) }),
+  };
 }
 
 /**

@@ -15,9 +15,16 @@
  * onnxruntime-web's WASM build has the contrib kernels the quantized graph uses
  * (MatMulNBits, GatherBlockQuantized), checked by the page's e2e test against the Node
  * server's output on the same file. `weights: 'float32'` builds the float twin instead.
+ *
+ * A GGUF made for llama.cpp's `--embedding` (its header sets a pooling type) is built as
+ * Node builds it for /v1/embeddings (embeddings/gguf-embedding.ts), and refused with the
+ * same reason where Node refuses it (encoder architectures, rerankers).
  */
 import type { ModelFiles } from '../../onnx/model-files.js';
-import type { ByteSource } from '../../gguf/gguf-file.js';
+import { readGguf, type ByteSource } from '../../gguf/gguf-file.js';
+import { embeddingGgufReason } from '../../gguf/embedding-gguf.js';
+import { ggufEmbeddingFiles } from '../../embeddings/gguf-embedding.js';
+import type { EmbeddingModelFiles } from '../../embeddings/load.js';
 import { ggufModelFiles, type GgufBuildProgress, type GgufModelFiles } from '../../gguf/gguf-model-files.js';
 import type { GgufWeights } from '../../gguf/gguf-model.js';
 import { fetchOk, readChunksWithProgress, type ProgressListener } from './downloads.js';
@@ -69,7 +76,14 @@ export interface GgufBuildRequest {
 export type GgufBuildMessage =
   | { type: 'progress'; progress: GgufBuildProgress }
   | { type: 'built'; files: ModelFiles; notes: string[] }
+  | { type: 'built-embedding'; files: GgufEmbeddingFiles; notes: string[] }
   | { type: 'failed'; message: string };
+
+/** An embedding GGUF's files: the graph built from it (weights inside) and the files sentence-transformers would have. */
+export type GgufEmbeddingFiles = EmbeddingModelFiles & { onnx: Uint8Array };
+
+/** What a build gives the page: a generation model's files, or an embedding model's. */
+export type GgufBuilt = ({ kind: 'generation' } & GgufModelFiles) | { kind: 'embeddings'; files: GgufEmbeddingFiles; notes: string[] };
 
 /** The buffers a built model's bytes live in: moved to the page, not copied. */
 export function transferablesOf(files: ModelFiles): ArrayBuffer[] {
@@ -85,6 +99,15 @@ export function transferablesOf(files: ModelFiles): ArrayBuffer[] {
 export async function answerGgufBuild(request: GgufBuildRequest, post: (message: GgufBuildMessage, transfer?: Transferable[]) => void): Promise<void> {
   let built: GgufModelFiles;
   try {
+    if (await isEmbeddingGguf(request.blob)) {
+      const source = blobByteSource(request.blob);
+      const embedding = await ggufEmbeddingFiles(source, { name: request.name, graph: { weights: request.weights ?? 'quantized', accuracyLevel: 0 } }).catch((error: unknown) => {
+        throw new Error(`Cannot load the GGUF "${request.name}": ${(error as Error).message}`, { cause: error });
+      });
+      const files = { ...embedding.files, onnx: embedding.files.onnx as Uint8Array };
+      post({ type: 'built-embedding', files, notes: embedding.notes }, [files.onnx.buffer as ArrayBuffer]);
+      return;
+    }
     built = await ggufModelFiles(blobByteSource(request.blob), {
       name: request.name,
       weights: request.weights,
@@ -99,21 +122,31 @@ export async function answerGgufBuild(request: GgufBuildRequest, post: (message:
   post({ type: 'built', files: built.files, notes: built.notes }, transferablesOf(built.files));
 }
 
+/** llama.cpp's `--embedding` files: the header says so (a pooling type, an encoder architecture); a file the header cannot be read from is left to the generation build's message. */
+async function isEmbeddingGguf(blob: Blob): Promise<boolean> {
+  try {
+    return embeddingGgufReason(await readGguf(blobByteSource(blob))) !== null;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The page's side: starts a build worker from `workerUrl` (the bundle's gguf-worker.js),
  * hands it the file and resolves with the model files it sends back; the worker ends
  * either way. Progress arrives as the worker reads the file's tensors.
  */
-export function buildGgufInWorker(workerUrl: URL, request: GgufBuildRequest, onProgress?: ProgressListener): Promise<GgufModelFiles> {
+export function buildGgufInWorker(workerUrl: URL, request: GgufBuildRequest, onProgress?: ProgressListener): Promise<GgufBuilt> {
   const worker = new Worker(workerUrl, { type: 'module', name: `GGUF build: ${request.name}` });
-  return new Promise<GgufModelFiles>((resolve, reject) => {
+  return new Promise<GgufBuilt>((resolve, reject) => {
     worker.onmessage = ({ data }: MessageEvent<GgufBuildMessage>) => {
       if (data.type === 'progress') {
         onProgress?.(data.progress);
         return;
       }
       worker.terminate();
-      if (data.type === 'built') resolve({ files: data.files, notes: data.notes });
+      if (data.type === 'built') resolve({ kind: 'generation', files: data.files, notes: data.notes });
+      else if (data.type === 'built-embedding') resolve({ kind: 'embeddings', files: data.files, notes: data.notes });
       else reject(new Error(data.message));
     };
     worker.onerror = (event) => {

@@ -96,7 +96,7 @@ async function probeGraphFiles(source: ModelSource, settings: OnnxFileSettings):
 }
 
 /** The graph's external data files, named by the graph itself, beside it in the folder. */
-async function externalDataOf(source: ModelSource, file: string, graph: Uint8Array, onProgress?: ProgressListener) {
+export async function externalDataOf(source: ModelSource, file: string, graph: Uint8Array, onProgress?: ProgressListener) {
   const folder = file.includes('/') ? file.slice(0, file.lastIndexOf('/') + 1) : '';
   const data: Array<{ path: string; data: Uint8Array }> = [];
   for (const location of externalDataLocations(graph)) {

@@ -18,6 +18,7 @@ import { libraryNeedsShaderF16, NO_WEBGPU_MESSAGE, webLlmProgressText } from './
 import { benchmarkEngine, type BenchmarkOptions, type BenchmarkResult } from './benchmark.js';
 import type { FileProgress } from './downloads.js';
 import type { BrowserApp, BrowserBackend } from './engine.js';
+import type { BrowserEmbeddingApp } from './embedding-app.js';
 import type { WebLlmApp, WebLlmAppOptions } from './webllm.js';
 import { cachedBytes, cachingFetch, clearCache } from './cache.js';
 import { forgetOfflinePage, keepPageOffline, pageKeptOffline } from './offline.js';
@@ -26,8 +27,13 @@ import { hasJspi, probeWebGpu, type WebGpuBuild } from './ort.js';
 import { defaultSamplingParams } from '../../sampling/params.js';
 import type { ModelDtype, OnnxFileSettings } from '../../engine/loading/model-variants.js';
 
-/** The page's in-page app, and what it runs on. */
-export interface InPageApp extends BrowserApp {
+/**
+ * The page's in-page app, and what it runs on: a generation model (LocalEngine), or an
+ * embedding model (`kind: 'embeddings'`, an EmbeddingEngine serving /v1/embeddings).
+ */
+export type InPageApp = ((BrowserApp & { kind: 'generation' }) | BrowserEmbeddingApp) & InPageRun;
+
+interface InPageRun {
   backend: BrowserBackend;
   /** The startup report's lines, as `npm start` prints them (GGUF lines included). */
   report: string[];
@@ -55,7 +61,7 @@ function requestedGgufWeights(): 'quantized' | 'float32' | undefined {
 
 async function createInPageApp(backend: BrowserBackend, servedModelName: string, onStatus: (message: string) => void, gguf?: GgufPick): Promise<InPageApp> {
   onStatus(`loading onnxruntime-web (${backend === 'webgpu' ? 'WebGPU' : 'WebAssembly'})…`);
-  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }, gpu, { chooseSourceGraph, urlModelSource }, { formatLoadReport }] =
+  const [{ createBrowserApp, fetchModelFiles }, { loadBrowserOrt, wasmThreadsFor }, { explainEngineError }, gpu, { chooseSourceGraph, urlModelSource }, { formatLoadReport }, embeddingApp] =
     await Promise.all([
       import('./engine.js'),
       import('./ort.js'),
@@ -63,6 +69,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       import('./gpu.js'),
       import('./model-source.js'),
       import('../../engine/loading/load-report.js'),
+      import('./embedding-app.js'),
     ]);
   const model = inPageModel(servedModelName);
   const downloads = new DownloadList();
@@ -75,24 +82,62 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     onStatus(`${gguf ? 'reading' : 'downloading'} ${downloads.summary()}`);
   };
   try {
+    const source = urlModelSource(model.baseUrl, fetchFile);
     // WebGPU: an fp16 / q4f16 variant on an adapter without shader-f16 is refused before
-    // anything large (the graph, onnxruntime's .wasm) is downloaded.
+    // anything (the graph, onnxruntime's .wasm, the folder's files) is downloaded.
     let choice: Awaited<ReturnType<typeof chooseSourceGraph>> | undefined;
     if (backend === 'webgpu' && !gguf) {
-      const source = urlModelSource(model.baseUrl, fetchFile);
       const [features, chosen] = await Promise.all([gpu.webGpuAdapterFeatures(), chooseSourceGraph(source, model.settings)]);
       if (features) await gpu.refuseVariantTheAdapterCannotRun(chosen, features, source);
       choice = chosen;
     }
+    // An embedding folder (sentence-transformers' files, or an encoder's config) is served for
+    // /v1/embeddings, as `npm start` serves it (runner auto).
+    const embedding = !gguf && (await embeddingApp.isEmbeddingSource(source));
     const executedBy = `onnxruntime-web (${backend === 'webgpu' ? 'WebGPU; a node without a WebGPU kernel runs on its CPU kernels' : 'WebAssembly'})`;
+    const runsOnFor = (threads: number, kvCacheOnGpu: boolean) =>
+      backend === 'webgpu'
+        ? `WebGPU${embedding ? '' : ` · KV cache ${kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`}`
+        : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
+    // Now a reload without the server makes sense: keep the page itself too.
+    const keepOffline = () => {
+      pageOffline ??= keepPageOffline().then((error) => {
+        if (error) console.warn('The page will need its server to reload:', error.message);
+      });
+    };
+    const ortReady = loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, webGpuBuild: webGpuBuildHere() });
+    /** An embedding model (a folder, or a GGUF made for llama.cpp's --embedding) served for /v1/embeddings. */
+    const serveEmbeddings = async (
+      { ort, setThreads }: Awaited<typeof ortReady>,
+      files: Parameters<typeof embeddingApp.createBrowserEmbeddingApp>[0]['files'],
+      name: string,
+      notes: string[],
+      config: Record<string, unknown>,
+    ): Promise<InPageApp> => {
+      const weightBytes = (files.externalData ?? []).reduce((sum, file) => sum + file.data.byteLength, (files.onnx as Uint8Array).byteLength);
+      const threads = requestedThreads() ?? wasmThreadsFor(weightBytes);
+      setThreads(threads);
+      onStatus('starting the engine…');
+      const app = await embeddingApp.createBrowserEmbeddingApp({ ort, backend, files, servedModelName: name, config, notes });
+      keepOffline();
+      const runsOn = runsOnFor(threads, false);
+      return { ...app, backend, threads, runsOn, report: [`Runs on: ${runsOn}`, ...app.engine.notes] };
+    };
+    if (embedding) {
+      const [ort, files] = await Promise.all([ortReady, embeddingApp.readEmbeddingSource(source, { ...model.settings, onProgress, choice })]);
+      return await serveEmbeddings(ort, files, model.name, [], { ...model.settings });
+    }
     // onnxruntime and the model download side by side; the thread count depends on the
     // model's size and must be set before the session is created.
-    const [{ ort, setThreads }, { files, name, notes }] = await Promise.all([
-      loadBrowserOrt(backend, new URL('playground/ort/', document.baseURI).href, { fetch: fetchFile, onProgress, webGpuBuild: webGpuBuildHere() }),
+    const [loaded, built] = await Promise.all([
+      ortReady,
       gguf
         ? ggufFiles(gguf, fetchFile, onProgress, executedBy)
-        : fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }).then((files) => ({ files, name: model.name, notes: [] as string[] })),
+        : fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }).then((files) => ({ kind: 'generation' as const, files, name: model.name, notes: [] as string[] })),
     ]);
+    if (built.kind === 'embeddings') return await serveEmbeddings(loaded, built.files, built.name, built.notes, {});
+    const { ort, setThreads } = loaded;
+    const { files, name, notes } = built;
     const threads = requestedThreads() ?? wasmThreadsFor(files.weightBytes ?? files.onnx.byteLength);
     setThreads(threads);
     onStatus('starting the engine…');
@@ -106,16 +151,10 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
       gpuKvCache: new URL(document.URL).searchParams.get('kv') !== 'cpu',
     });
     app.engine.loadReport.notes.unshift(...notes);
-    const runsOn =
-      backend === 'webgpu'
-        ? `WebGPU · KV cache ${app.kvCacheOnGpu ? 'on the GPU' : 'copied to the CPU'}`
-        : `WebAssembly · ${threads === 1 ? '1 thread' : `${threads} threads`}`;
-    // Now a reload without the server makes sense: keep the page itself too.
-    pageOffline ??= keepPageOffline().then((error) => {
-      if (error) console.warn('The page will need its server to reload:', error.message);
-    });
+    const runsOn = runsOnFor(threads, app.kvCacheOnGpu);
+    keepOffline();
     const { info, warnings } = formatLoadReport(app.engine.loadReport);
-    return { ...app, backend, threads, runsOn, report: [`Runs on: ${runsOn}`, ...info, ...warnings.map((w) => `Warning: ${w}`)] };
+    return { ...app, kind: 'generation', backend, threads, runsOn, report: [`Runs on: ${runsOn}`, ...info, ...warnings.map((w) => `Warning: ${w}`)] };
   } catch (error) {
     failed = true;
     throw new Error(explainEngineError(error, backend), { cause: error });
@@ -132,8 +171,8 @@ async function ggufFiles(gguf: GgufPick, fetchFile: typeof fetch, onProgress: (p
   const name = gguf.kind === 'file' ? gguf.file.name : ggufNameOf(gguf.url);
   const blob = gguf.kind === 'file' ? gguf.file : await downloadGguf(new URL(gguf.url, document.baseURI).href, fetchFile, onProgress);
   const workerUrl = new URL(`playground/${GGUF_WORKER_SCRIPT}`, document.baseURI);
-  const { files, notes } = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy }, onProgress);
-  return { files, name, notes };
+  const built = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy }, onProgress);
+  return { ...built, name };
 }
 
 /** `?threads=N` in the page's URL sets onnxruntime's WASM thread count (for measuring it). */
@@ -280,7 +319,9 @@ const edgeLlm: EdgeLlmConsole = {
   async benchmark(backend = 'wasm', options) {
     const app = inPageApps.get(backend)?.app;
     if (!app) throw new Error(`the ${backend} engine is not started: pick it in the page first`);
-    return benchmarkEngine((await app).engine, options);
+    const started = await app;
+    if (started.kind === 'embeddings') throw new Error('The benchmark measures generation; this engine serves an embedding model.');
+    return benchmarkEngine(started.engine, options);
   },
   samplingParams: defaultSamplingParams,
   webllm: inPageWebLlm,

@@ -16,6 +16,7 @@ import { ggufEmbeddingFiles } from '../../embeddings/gguf-embedding.js';
 import { ggufPoolingType } from '../../gguf/embedding-gguf.js';
 import { readGguf } from '../../gguf/gguf-file.js';
 import { ggufGraphOptionsFromEnv, isGgufPath, withFileSource } from '../../gguf/node-gguf.js';
+import { readEmbeddingFolderJson } from '../../embeddings/folder.js';
 
 async function readJsonIfPresent(path: string): Promise<Record<string, unknown> | undefined> {
   try {
@@ -44,34 +45,9 @@ export async function isEmbeddingModelDir(dir: string): Promise<boolean> {
 export async function readEmbeddingModelDir(dir: string, settings: { dtype?: ModelDtype; modelFile?: string }): Promise<EmbeddingModelFiles> {
   const files = await listing(dir);
   const choice = chooseOnnxFile(files, settings, 'the model folder');
-  const read = (name: string) => readJsonIfPresent(join(dir, name));
-  const [config, tokenizerJson, tokenizerConfig, modules, settingsJson, sentenceBertConfig] = await Promise.all([
-    read('config.json'),
-    read('tokenizer.json'),
-    read('tokenizer_config.json'),
-    read('modules.json'),
-    read('config_sentence_transformers.json'),
-    read('sentence_bert_config.json'),
-  ]);
-  if (config === undefined) throw new Error('config.json is missing.');
-  if (tokenizerJson === undefined) throw new Error('tokenizer.json is missing (the fast tokenizer is required).');
-  const moduleConfigs: Record<string, unknown> = {};
-  if (Array.isArray(modules)) {
-    for (const entry of modules as Array<Record<string, unknown>>) {
-      const path = typeof entry?.path === 'string' ? entry.path : '';
-      // Only relative paths inside the folder (a module path is data from the folder).
-      if (path === '' || path.includes('..') || path.startsWith('/')) continue;
-      moduleConfigs[path] = await read(join(path, 'config.json'));
-    }
-  }
+  const json = await readEmbeddingFolderJson((name) => readJsonIfPresent(join(dir, name)));
   return {
-    config,
-    tokenizerJson,
-    tokenizerConfig: tokenizerConfig ?? {},
-    modules,
-    moduleConfigs,
-    settings: settingsJson,
-    sentenceBertConfig,
+    ...json,
     onnx: join(dir, choice.file),
     onnxFile: choice.file,
   };

@@ -61,6 +61,7 @@ import { answerableAtShutdown, type UnansweredRequests } from './unanswered-requ
 import { loadingFetch } from './loading.js';
 import { packageRoot } from './package-root.js';
 import { downloadProgressPrinter, formatHubModelRef, HubError, hubRefIfNotLocal, hubSettingsFromEnv, resolveHubModel, type HubModelRef } from './hub/index.js';
+import { embeddingServingOptions } from '../embedding-options.js';
 
 /** After the grace period, how long cut streams get to send their error event before connections are closed. */
 const CUT_FLUSH_MS = 1000;
@@ -398,13 +399,10 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
   try {
     if (await servesEmbeddings(config)) {
       embeddings = await createNodeEmbeddingEngine({
+        ...embeddingServingOptions(config),
         modelDir: config.modelDir,
-        servedModelName: config.servedModelName,
         dtype: config.dtype,
         modelFile: config.modelFile,
-        limits: schedulerLimitsOf(config),
-        maxSeqLen: config.maxSeqLen,
-        poolerOverride: config.poolerConfig === undefined ? undefined : { poolingType: config.poolerConfig.pooling_type, normalize: config.poolerConfig.normalize },
         intraOpNumThreads: config.intraOpNumThreads === 'auto' ? Math.max(1, Math.floor(availableParallelism() / config.dataParallelSize)) : config.intraOpNumThreads,
       });
       engine = embeddings;
@@ -457,7 +455,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
     app = createApp({
       engine,
       config,
-      mediaFetcher: createNodeMediaFetcher(mediaConfig),
+      mediaFetcher: createNodeMediaFetcher(mediaConfig, {}, { maxQueued: config.maxThreadQueue, maxQueuedPerClient: config.maxThreadQueuePerClient }),
       embeddings,
       guideCompiler:
         embeddings === null
@@ -465,7 +463,7 @@ export async function serveOnNode(request: NodeServeRequest = {}): Promise<void>
               maxQueued: config.maxGuidedCompileQueue,
               maxQueuedPerClient: config.maxGuidedCompileQueuePerClient,
               deadlineMs: config.guidedCompileDeadlineMs,
-            })
+            }, config.guidedDecodingThreads)
           : null,
       templateThread,
       activity,

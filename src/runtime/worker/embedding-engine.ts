@@ -9,6 +9,7 @@
 import { schedulerLimitsOf } from '../../config/server-config.js';
 import { formatBytes } from '../../engine/context-length.js';
 import { embeddingContextOf, loadEmbeddingEngine, type EmbeddingModelFiles } from '../../embeddings/load.js';
+import { embeddingServingOptions } from '../embedding-options.js';
 import { refuseAnotherBundle } from './bundled-model.js';
 import { embeddingShapeOf, planWorkerEmbedding } from './embedding-limits.js';
 import { workerGgufLimitsFrom } from './gguf-limits.js';
@@ -45,10 +46,7 @@ export function workerEmbeddingEngine(bundle: BundledEmbeddingModel): EngineFact
     const engine = await loadEmbeddingEngine({
       ort: workerOrt(),
       files,
-      servedModelName: config.servedModelName,
-      limits: { maxRunningSequences: schedulerLimits.maxRunningSequences, maxBatchedTokens: plan.maxBatchedTokens, maxWaitingRequests: schedulerLimits.maxWaitingRequests },
-      maxSeqLen: config.maxSeqLen,
-      poolerOverride: config.poolerConfig === undefined ? undefined : { poolingType: config.poolerConfig.pooling_type, normalize: config.poolerConfig.normalize },
+      ...embeddingServingOptions(config, plan.maxBatchedTokens),
       sessionOptions: { graphOptimizationLevel: 'all' },
     });
     const lowered = plan.maxBatchedTokens < schedulerLimits.maxBatchedTokens ? ` (maxBatchedTokens ${schedulerLimits.maxBatchedTokens} lowered to fit)` : '';
