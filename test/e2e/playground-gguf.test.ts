@@ -180,6 +180,23 @@ describe('playground: a GGUF run in the page', { timeout: BROWSER_TEST_TIMEOUT }
     expect(errors).toEqual([]);
   });
 
+  it("runs a float32 GGUF on the page's WebGPU engine (SwiftShader; the fused graph) with transformers' greedy text", async () => {
+    // The inplace graph Node builds failed WebGPU's first forward pass ("createBindGroup …
+    // Required member is undefined"); the page builds the fused one for WebGPU.
+    const file = 'tiny-qwen2moe.gguf';
+    const reference = JSON.parse(readFileSync(join(FIXTURES, 'tiny-qwen2moe-reference.json'), 'utf8')) as { generations: Array<{ prompt: string; greedy_ids: number[]; greedy_text: string }> };
+    const { prompt, greedy_ids: ids, greedy_text: text } = reference.generations[0]!;
+    const { page, errors } = await openPlayground(browser, server.baseUrl);
+    await expect.poll(() => page.locator('#target-webgpu').isDisabled(), WAIT).toBe(false);
+    await page.getByText('In-page · WebGPU', { exact: true }).click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain('stories260k running in this page');
+    await page.locator('#gguf-url').fill(`/ggufs/${file}`);
+    await page.locator('#gguf-load-url').click();
+    await expect.poll(() => page.locator('#engine-status').textContent(), WAIT).toContain(`${file} running in this page · WebGPU`);
+    expect(await greedyInPage(page, prompt, ids.length)).toBe(text);
+    expect(errors).toEqual([]);
+  });
+
   it('refuses a file that is not a GGUF by name, and a corrupt GGUF with the reason', async () => {
     const { page } = await openPlayground(browser, server.baseUrl);
     await page.locator('#gguf-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });

@@ -68,6 +68,14 @@ export interface GgufBuildRequest {
   blob: Blob;
   name: string;
   weights?: GgufWeights;
+  /**
+   * The graph's KV flavour: "inplace" (the engine keeps the cache) as Node builds it, or
+   * "fused" (past in, present out), which the WebGPU engine takes: onnxruntime-web 1.30's
+   * WebGPU backend failed the first forward pass of every GGUF-built inplace graph
+   * ("createBindGroup … Required member is undefined"), while the fused one gives the WASM
+   * engine's text.
+   */
+  ops?: 'inplace' | 'fused';
   /** Says which runtime executes the graph, for the report. */
   executedBy?: string;
 }
@@ -111,6 +119,7 @@ export async function answerGgufBuild(request: GgufBuildRequest, post: (message:
     built = await ggufModelFiles(blobByteSource(request.blob), {
       name: request.name,
       weights: request.weights,
+      ops: request.ops,
       builtWhere: 'built in a Web Worker of this page',
       executedBy: request.executedBy,
       onProgress: (progress) => post({ type: 'progress', progress }),

@@ -132,7 +132,7 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
     const [loaded, built] = await Promise.all([
       ortReady,
       gguf
-        ? ggufFiles(gguf, fetchFile, onProgress, executedBy)
+        ? ggufFiles(gguf, fetchFile, onProgress, executedBy, backend === 'webgpu' ? 'fused' : 'inplace')
         : fetchModelFiles(model.baseUrl, { fetch: fetchFile, onProgress, ...model.settings, choice }).then((files) => ({ kind: 'generation' as const, files, name: model.name, notes: [] as string[] })),
     ]);
     if (built.kind === 'embeddings') return await serveEmbeddings(loaded, built.files, built.name, built.notes, {});
@@ -166,12 +166,12 @@ async function createInPageApp(backend: BrowserBackend, servedModelName: string,
  * is read where it lies, a URL is downloaded through the page's cache (as the model
  * folder's files are) and the downloaded Blob handed over.
  */
-async function ggufFiles(gguf: GgufPick, fetchFile: typeof fetch, onProgress: (progress: FileProgress) => void, executedBy: string) {
+async function ggufFiles(gguf: GgufPick, fetchFile: typeof fetch, onProgress: (progress: FileProgress) => void, executedBy: string, ops: 'inplace' | 'fused') {
   const { buildGgufInWorker, downloadGguf, ggufNameOf } = await import('./gguf.js');
   const name = gguf.kind === 'file' ? gguf.file.name : ggufNameOf(gguf.url);
   const blob = gguf.kind === 'file' ? gguf.file : await downloadGguf(new URL(gguf.url, document.baseURI).href, fetchFile, onProgress);
   const workerUrl = new URL(`playground/${GGUF_WORKER_SCRIPT}`, document.baseURI);
-  const built = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy }, onProgress);
+  const built = await buildGgufInWorker(workerUrl, { blob, name, weights: requestedGgufWeights(), executedBy, ops }, onProgress);
   return { ...built, name };
 }
 
