@@ -9,6 +9,7 @@ import { guidedParam, type GuidedDecodingRequest } from './request.js';
 import type { TokenVocabulary } from './token-vocabulary.js';
 import { UTF8_BOUNDARY, UTF8_INVALID } from './utf8.js';
 import { Utf8MaskFilter } from './utf8-filter.js';
+import { applyMask, firstAllowed, maskAllows } from './allowed-mask.js';
 
 /**
  * Structured output's threads (Node): compiles go to a thread with no guide alive on it
@@ -349,28 +350,15 @@ class ThreadGuide implements Guide {
   }
 
   isAllowed(tokenId: number): boolean {
-    if (tokenId < 0 || tokenId >= this.vocabSize) return false;
-    return (this.allowedMask()[tokenId >>> 5] & (1 << (tokenId & 31))) !== 0;
+    return maskAllows(this.allowedMask(), this.vocabSize, tokenId);
   }
 
   maskLogits(logits: Float32Array): void {
-    const mask = this.allowedMask();
-    const n = Math.min(logits.length, this.vocabSize);
-    for (let word = 0; word * 32 < n; word++) {
-      const bits = mask[word];
-      if (bits === -1) continue;
-      const end = Math.min(n, word * 32 + 32);
-      for (let id = word * 32; id < end; id++) if ((bits & (1 << (id & 31))) === 0) logits[id] = -Infinity;
-    }
-    logits.fill(-Infinity, n);
+    applyMask(this.allowedMask(), this.vocabSize, logits);
   }
 
   firstAllowedToken(): number {
-    const mask = this.allowedMask();
-    for (let word = 0; word < mask.length; word++) {
-      if (mask[word] !== 0) return word * 32 + (31 - Math.clz32(mask[word] & -mask[word]));
-    }
-    return -1;
+    return firstAllowed(this.allowedMask());
   }
 
   accept(tokenId: number): void {

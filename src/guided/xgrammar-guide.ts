@@ -2,6 +2,7 @@ import type { Guide } from './guide.js';
 import type { Utf8MaskFilter } from './utf8-filter.js';
 import { UTF8_BOUNDARY, UTF8_INVALID } from './utf8.js';
 import type { BitmaskReader, EmbindIntVector } from './xgrammar-bitmask.js';
+import { applyMask, firstAllowed, maskAllows } from './allowed-mask.js';
 
 /** The embind GrammarMatcher object under @mlc-ai/web-xgrammar's wrapper (its `handle`). */
 export interface MatcherHandle {
@@ -66,28 +67,15 @@ export class XGrammarGuide implements Guide {
   }
 
   isAllowed(tokenId: number): boolean {
-    if (tokenId < 0 || tokenId >= this.context.vocabSize) return false;
-    return (this.allowedMask()[tokenId >>> 5] & (1 << (tokenId & 31))) !== 0;
+    return maskAllows(this.allowedMask(), this.context.vocabSize, tokenId);
   }
 
   maskLogits(logits: Float32Array): void {
-    const mask = this.allowedMask();
-    const n = Math.min(logits.length, this.context.vocabSize);
-    for (let word = 0; word * 32 < n; word++) {
-      const bits = mask[word];
-      if (bits === -1) continue;
-      const end = Math.min(n, word * 32 + 32);
-      for (let id = word * 32; id < end; id++) if ((bits & (1 << (id & 31))) === 0) logits[id] = -Infinity;
-    }
-    logits.fill(-Infinity, n);
+    applyMask(this.allowedMask(), this.context.vocabSize, logits);
   }
 
   firstAllowedToken(): number {
-    const mask = this.allowedMask();
-    for (let word = 0; word < mask.length; word++) {
-      if (mask[word] !== 0) return word * 32 + (31 - Math.clz32(mask[word] & -mask[word]));
-    }
-    return -1;
+    return firstAllowed(this.allowedMask());
   }
 
   accept(tokenId: number): void {
