@@ -5,7 +5,8 @@
  * output, and the pure-JS image codecs (jpeg-js, fast-png with fflate; ~3 MiB) only with
  * the first image; mp4box never (ffmpeg decodes video under Node). Checked on the running
  * server's module loads, so an import re-added anywhere (a static import in our code or in
- * a dependency) fails here.
+ * a dependency) fails here. The log covers the worker threads too: XGrammar loads on the
+ * guide threads, never on the main one.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
