@@ -26,19 +26,8 @@ import { playgroundRoutes } from '../src/runtime/node/static.js';
 import { CROSS_ORIGIN_ISOLATION } from '../src/runtime/playground-files.js';
 import { PEER_MODEL_DIR, transformersOrtDist } from './browser-peers/serve.js';
 import { cosine, formatTable, median } from './stats.js';
+import { EMBEDDING_REQUEST_SIZES, textsOf } from './embedding-inputs.js';
 
-const SIZES = [1, 8, 64];
-const SENTENCES = [
-  'The quick brown fox jumps over the lazy dog.',
-  'Retrieval finds the passages that answer a question.',
-  'Embeddings map sentences to vectors; similar sentences lie close together.',
-  'Edge servers run small models close to their users.',
-  'What is the capital of France? Paris is the capital of France.',
-  'Tom had a big dog and the dog liked to run in the park.',
-  'Lily saw a cat on the roof, and the cat was happy.',
-  'A journey of a thousand miles begins with a single step.',
-];
-const textsOf = (count: number) => Array.from({ length: count }, (_, i) => SENTENCES[i % SENTENCES.length]!);
 
 
 /** The folder's pooling as transformers.js names it, read from sentence-transformers' files. */
@@ -137,7 +126,7 @@ export async function embeddingsPageSection(options: { modelDir?: string; runs?:
     const worst = Math.min(...a.map((vector, i) => cosine(vector, b[i]!)));
     if (!(worst >= 0.9999)) throw new Error(`ours and transformers.js disagree in the page (worst cosine ${worst}): no timing`);
     const rows: Record<string, string | number>[] = [];
-    for (const size of SIZES) {
+    for (const size of EMBEDDING_REQUEST_SIZES) {
       const calls = Math.max(2, Math.round(256 / size));
       await timeIn(ours, size, calls);
       await timeIn(peer, size, calls);

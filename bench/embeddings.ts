@@ -28,22 +28,11 @@ import { terminate } from './child-process.js';
 import { startServer } from './http.js';
 import { llamaServerBinary, startLlamaServer } from './peer.js';
 import { cosine, formatTable, median } from './stats.js';
+import { EMBEDDING_REQUEST_SIZES, textsOf } from './embedding-inputs.js';
 
 const modelDir = resolve(process.env.BENCH_EMBEDDING_MODEL ?? 'test/fixtures/embeddings/bert-wordpiece');
 const ggufPath = resolve(process.env.BENCH_EMBEDDING_GGUF ?? 'test/fixtures/embeddings/gguf/qwen3-embedding-f32.gguf');
 const runs = Number(process.env.BENCH_RUNS ?? 5);
-const SIZES = [1, 8, 64];
-const SENTENCES = [
-  'The quick brown fox jumps over the lazy dog.',
-  'Retrieval finds the passages that answer a question.',
-  'Embeddings map sentences to vectors; similar sentences lie close together.',
-  'Edge servers run small models close to their users.',
-  'What is the capital of France? Paris is the capital of France.',
-  'Tom had a big dog and the dog liked to run in the park.',
-  'Lily saw a cat on the roof, and the cat was happy.',
-  'A journey of a thousand miles begins with a single step.',
-];
-const textsOf = (count: number) => Array.from({ length: count }, (_, i) => SENTENCES[i % SENTENCES.length]!);
 
 
 type Embed = (texts: string[]) => Promise<ArrayLike<number>[]>;
@@ -55,7 +44,7 @@ async function rates(embedOurs: Embed, embedPeer: Embed, peerName: string): Prom
   const worst = Math.min(...a.map((vector, i) => cosine(vector, b[i]!)));
   if (!(worst >= 0.9999)) throw new Error(`ours and ${peerName} disagree (worst cosine ${worst}): no timing`);
   const rows: Record<string, string | number>[] = [];
-  for (const size of SIZES) {
+  for (const size of EMBEDDING_REQUEST_SIZES) {
     const texts = textsOf(size);
     // Enough calls a round that each round takes a while at every size.
     const calls = Math.max(2, Math.round(256 / size));
