@@ -5,8 +5,9 @@
  * threads, `?model=NAME` the folder under ./models/, `?pooling=mean|cls|last_token` and
  * `?normalize=1` what the folder's sentence-transformers files say (read by the bench).
  */
-import { env, pipeline } from '@huggingface/transformers';
+import { pipeline } from '@huggingface/transformers';
 import { threadsFromQuery } from './page-timing.js';
+import { useLocalTransformersWasm } from './transformers-env.js';
 
 export interface EmbeddingPeerPage {
   runsOn: string;
@@ -16,14 +17,7 @@ export interface EmbeddingPeerPage {
 async function load(): Promise<EmbeddingPeerPage> {
   const query = new URLSearchParams(location.search);
   const threads = threadsFromQuery();
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.useBrowserCache = false;
-  env.localModelPath = new URL('./models/', location.href).pathname;
-  const wasm = env.backends.onnx.wasm!;
-  wasm.wasmPaths = new URL('./ort/', location.href).href;
-  wasm.numThreads = threads;
-  wasm.proxy = false;
+  useLocalTransformersWasm(threads);
   const extractor = await pipeline('feature-extraction', query.get('model') ?? '', { dtype: 'fp32', device: 'wasm' });
   const pooling = (query.get('pooling') ?? 'mean') as 'mean';
   const normalize = query.get('normalize') === '1';

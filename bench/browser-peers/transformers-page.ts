@@ -3,8 +3,9 @@
  * files the in-page engine runs: the peer a browser user picks for ONNX weights. Served by
  * bench/browser-peers/serve.ts; `?threads=N` sets onnxruntime-web's thread count.
  */
-import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, env, type PreTrainedModel, type TextStreamer } from '@huggingface/transformers';
+import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, type PreTrainedModel, type TextStreamer } from '@huggingface/transformers';
 import { PROMPT_TEXT, threadsFromQuery, timeRequest, type PeerPage } from './page-timing.js';
+import { useLocalTransformersWasm } from './transformers-env.js';
 
 /** Counts generated tokens: generate() puts the prompt once, then each new token. */
 class TokenCounter extends BaseStreamer {
@@ -21,15 +22,7 @@ class TokenCounter extends BaseStreamer {
 
 async function load(): Promise<PeerPage> {
   const threads = threadsFromQuery();
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.useBrowserCache = false;
-  // A path, not a URL: transformers.js joins it with '/' (which would fold a URL's '//').
-  env.localModelPath = new URL('./models/', location.href).pathname;
-  const wasm = env.backends.onnx.wasm!;
-  wasm.wasmPaths = new URL('./ort/', location.href).href;
-  wasm.numThreads = threads;
-  wasm.proxy = false;
+  useLocalTransformersWasm(threads);
   const [model, tokenizer] = await Promise.all([
     AutoModelForCausalLM.from_pretrained('stories260k', { dtype: 'fp32', device: 'wasm' }),
     AutoTokenizer.from_pretrained('stories260k'),
