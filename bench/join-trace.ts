@@ -85,6 +85,10 @@ async function round(): Promise<void> {
   const sliced = labelled.filter(({ what }) => what.startsWith('slice') && !what.includes('admit')).map(({ gap }) => gap);
   console.log(`  gaps of plain steps: ${plain.length}, median ${median(plain).toFixed(1)} ms; of steps after a slice: ${sliced.length}, median ${median(sliced).toFixed(1)} ms`);
   const slices = events.filter((event) => event.kind === 'slice' && event.at >= sent);
+  const streamSteps = events.filter((event) => event.kind === 'step' && event.at >= sent && event.size >= 8 && event.callMs !== undefined);
+  if (slices.length > 0 && slices[0]!.callMs !== undefined) {
+    console.log(`  model worker's own call time, median: 8-row step ${median(streamSteps.map((e) => e.callMs!)).toFixed(1)} ms, slice ${median(slices.map((e) => e.callMs!)).toFixed(1)} ms (${median(slices.map((e) => e.size))} tokens)`);
+  }
   console.log(`  slices ${slices.length}: tokens ${slices.map((s) => s.size).join(',')}; ms median ${median(slices.map((s) => s.ms)).toFixed(0)}`);
 }
 

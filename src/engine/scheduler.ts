@@ -268,7 +268,7 @@ export class Scheduler {
       try {
         const pickTokens = await launched;
         lane.sizer.stepTook(runner.lastCallMs ?? performance.now() - launchedAt);
-        if (tracingSteps()) traceStep({ at: performance.now(), kind: 'step', ms: performance.now() - launchedAt, size: runner.size, slots: runner.kvSlots, lane: lane.index });
+        if (tracingSteps()) traceStep({ at: performance.now(), kind: 'step', ms: performance.now() - launchedAt, size: runner.size, slots: runner.kvSlots, lane: lane.index, callMs: runner.lastCallMs ?? undefined });
         this.counters.generatedTokens += pickTokens();
         this.counters.steps += 1;
       } catch (error) {
@@ -530,7 +530,7 @@ export class Scheduler {
       return;
     }
     pacer.sliceTook(partial.fed - before, runner.lastCallMs ?? performance.now() - started);
-    if (tracingSteps()) traceStep({ at: performance.now(), kind: 'slice', ms: performance.now() - started, size: partial.fed - before, lane: lane.index });
+    if (tracingSteps()) traceStep({ at: performance.now(), kind: 'slice', ms: performance.now() - started, size: partial.fed - before, lane: lane.index, callMs: runner.lastCallMs ?? undefined });
     this.counters.steps += 1;
     if (logits === null) return;
     lane.chunking = null;

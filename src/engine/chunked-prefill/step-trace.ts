@@ -14,6 +14,8 @@ export interface StepTraceEvent {
   size: number;
   /** The batch's KV slots per row after it (0 when unknown). */
   slots?: number;
+  /** The model call's own time (ms), where the decoder measures it (the model worker). */
+  callMs?: number;
   /** The scheduler lane it ran on. */
   lane?: number;
 }
