@@ -14,7 +14,7 @@ import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
 import type { KvCache } from './kv/types.js';
-import { yieldBetweenSteps, yieldToEventLoop } from '../threads/yield.js';
+import { watchLoopTurn, yieldBetweenSteps, yieldToEventLoop, type LoopTurnWatch } from '../threads/yield.js';
 
 /**
  * The engine's step loop (LocalEngine hands it every request it accepted): the waiting
@@ -233,6 +233,8 @@ export class Scheduler {
     const { runner } = lane;
     let launched: Promise<() => number> | null = null;
     let launchedAt = 0;
+    // Armed before each launch: a step whose model call already let the event loop turn needs no yield of its own.
+    let turn: LoopTurnWatch = { turned: false };
     for (;;) {
       if (launched === null) {
         this.endAborted();
@@ -259,6 +261,7 @@ export class Scheduler {
           await (othersBusy || lane.preparing.length > 0 ? this.nextChange() : yieldToEventLoop());
           continue;
         }
+        turn = watchLoopTurn();
         launched = runner.launchStep();
         launchedAt = performance.now();
       }
@@ -275,12 +278,13 @@ export class Scheduler {
         this.endAborted();
         runner.admitAndEvict([]);
         if (runner.size > 0) {
+          turn = watchLoopTurn();
           launched = runner.launchStep();
           launchedAt = performance.now();
         }
       }
       if (this.lanes.length > 1) this.signalChange();
-      await yieldBetweenSteps();
+      if (!turn.turned) await yieldBetweenSteps();
     }
   }
 
