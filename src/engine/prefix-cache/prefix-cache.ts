@@ -12,8 +12,11 @@
  * here a sequence that extends a kept one replaces it (a chat's next turn), so the common
  * case keeps one copy.
  *
- * Reuse is counted in whole blocks of BLOCK_TOKENS, as vLLM's cached_tokens is, and never
- * the prompt's last token (its logits are what the prefill is for).
+ * Reuse is token-exact, as llama.cpp's prompt cache is (vLLM's paged blocks reuse whole blocks
+ * of 16 only, since a block is its unit of sharing; a kept sequence here is copied at any
+ * length, so rounding down to a block would only recompute up to 15 tokens a turn: ~13% of a
+ * chat turn's prefill on the bench's growing chat), from MIN_REUSE_TOKENS on, and never the
+ * prompt's last token (its logits are what the prefill is for).
  *
  * Keys: a namespace (the LoRA adapter the KV was computed with) + the token ids. Prompts with
  * media parts are neither kept nor matched (their placeholder tokens stand for features the
@@ -22,8 +25,11 @@
 import { releaseKvCache, repackKvCache } from '../kv/kv-cache.js';
 import type { KvCache } from '../kv/types.js';
 
-/** Reuse is counted in blocks of this many tokens (vLLM's default block size). */
-export const BLOCK_TOKENS = 16;
+/**
+ * The shortest prefix reused (vLLM's default block size): a shorter one saves less prefill than
+ * its lookup and copy cost, and a BOS alone is not worth reporting as cached.
+ */
+export const MIN_REUSE_TOKENS = 16;
 
 interface Entry {
   namespace: string;
@@ -34,7 +40,7 @@ interface Entry {
 }
 
 export interface PrefixHit {
-  /** Prompt tokens whose KV is reused (whole blocks, fewer than the prompt's). */
+  /** Prompt tokens whose KV is reused (at least MIN_REUSE_TOKENS, fewer than the prompt's). */
   tokens: number;
   /** A one-row cache of exactly those slots, the caller's to feed and then release. */
   past: KvCache;
@@ -74,8 +80,8 @@ export class PrefixCache {
   }
 
   /**
-   * The longest kept prefix of `prompt` (whole blocks, not its last token), as a cache of its
-   * own; null when none. Counted in the stats either way.
+   * The longest kept prefix of `prompt` (not its last token), as a cache of its own; null when
+   * none. Counted in the stats either way.
    */
   lookup(namespace: string, prompt: readonly number[]): PrefixHit | null {
     this.queries += prompt.length;
@@ -99,7 +105,7 @@ export class PrefixCache {
    * extends this one makes it unneeded. Evicts least-recently-used sequences to fit.
    */
   insert(namespace: string, tokens: readonly number[], cache: KvCache, row: number, end = tokens.length): void {
-    if (tokens.length < BLOCK_TOKENS + 1) return;
+    if (tokens.length < MIN_REUSE_TOKENS + 1) return;
     const bytes = tokens.length * this.bytesPerToken;
     // Larger than all the room there is: evicting the others would not make it fit.
     if (bytes > this.capacity()) return;
@@ -140,9 +146,8 @@ export class PrefixCache {
     let best: { entry: Entry; tokens: number } | null = null;
     for (const entry of this.entries.keys()) {
       if (entry.namespace !== namespace) continue;
-      const common = Math.min(commonPrefix(entry.tokens, prompt), usable);
-      const tokens = Math.floor(common / BLOCK_TOKENS) * BLOCK_TOKENS;
-      if (tokens > 0 && tokens > (best?.tokens ?? 0)) best = { entry, tokens };
+      const tokens = Math.min(commonPrefix(entry.tokens, prompt), usable);
+      if (tokens >= MIN_REUSE_TOKENS && tokens > (best?.tokens ?? 0)) best = { entry, tokens };
     }
     return best;
   }
