@@ -34,15 +34,19 @@ export const MIN_REUSE_TOKENS = 16;
 interface Entry {
   namespace: string;
   tokens: readonly number[];
-  /** One row holding exactly `tokens.length` real slots. */
+  /**
+   * One row whose `tokens.length` real slots are `tokens`' KV: exactly those (a copy), or the
+   * first of an in-place row's slots (adopted: the slots after them are free).
+   */
   cache: KvCache;
+  /** What it holds: its slots × the KV bytes of a token. */
   bytes: number;
 }
 
 export interface PrefixHit {
   /** Prompt tokens whose KV is reused (at least MIN_REUSE_TOKENS, fewer than the prompt's). */
   tokens: number;
-  /** A one-row cache of exactly those slots, the caller's to feed and then release. */
+  /** A one-row cache of those slots (and free room after them, when asked), the caller's to feed and then release. */
   past: KvCache;
 }
 
@@ -80,17 +84,29 @@ export class PrefixCache {
   }
 
   /**
-   * The longest kept prefix of `prompt` (not its last token), as a cache of its own; null when
-   * none. Counted in the stats either way.
+   * The longest kept prefix of `prompt` (not its last token), as a cache of its own: exactly
+   * its slots, or with `room`, a row of that many slots holding them first (in-place graphs);
+   * null when none. Counted in the stats either way.
    */
-  lookup(namespace: string, prompt: readonly number[]): PrefixHit | null {
+  lookup(namespace: string, prompt: readonly number[], room?: number): PrefixHit | null {
     this.queries += prompt.length;
     const best = this.best(namespace, prompt);
     if (best === null) return null;
     const { entry, tokens } = best;
-    this.touch(entry);
     this.hits += tokens;
-    const past = repackKvCache([{ cache: entry.cache, row: 0, realLength: tokens, end: tokens }], tokens, entry.cache, 'end');
+    if (room !== undefined && tokens === entry.tokens.length && entry.cache.batch === 1) {
+      // The whole kept sequence starts this prompt (a chat's last turn and reply): the prompt,
+      // kept after its prefill, would replace it anyway, so its cache is handed over as it is
+      // (an in-place row with its real slots first; slots after them are free and masked).
+      this.entries.delete(entry);
+      this.bytes -= entry.bytes;
+      return { tokens, past: entry.cache };
+    }
+    this.touch(entry);
+    const source = { cache: entry.cache, row: 0, realLength: tokens, end: tokens };
+    // With room: the kept slots first and free slots after them (an in-place cache's row), so
+    // the prompt's rest is written into it and the row decodes on in it, without more copies.
+    const past = room === undefined ? repackKvCache([source], tokens, entry.cache, 'end') : repackKvCache([source], Math.max(room, tokens), entry.cache, 'start');
     return { tokens, past };
   }
 
@@ -124,6 +140,30 @@ export class PrefixCache {
     const entry: Entry = { namespace, tokens: [...tokens], cache: copy, bytes };
     this.entries.set(entry, true);
     this.bytes += bytes;
+  }
+
+  /**
+   * Keeps `cache` itself (no copy) as the KV of `tokens`: a one-row in-place cache whose first
+   * `tokens.length` slots are theirs (a batch whose last row ended). True when kept: the cache
+   * is this cache's from then on (released when evicted); false: the caller's still.
+   */
+  adopt(namespace: string, tokens: readonly number[], cache: KvCache): boolean {
+    if (tokens.length < MIN_REUSE_TOKENS + 1 || cache.batch !== 1 || cache.length < tokens.length) return false;
+    // Buffers with room for more rows than one (a batch that shrank in place) would hold more than counted.
+    if (cache.keys.length > 0 && cache.keys[0].length > cache.heads * cache.length * cache.headDim) return false;
+    const bytes = cache.length * this.bytesPerToken;
+    if (bytes > this.capacity()) return false;
+    for (const entry of this.entries.keys()) {
+      if (entry.namespace !== namespace) continue;
+      const common = commonPrefix(entry.tokens, tokens);
+      // Already kept in a longer sequence: nothing to add.
+      if (common === tokens.length) return false;
+      if (common === entry.tokens.length) this.remove(entry);
+    }
+    if (!this.fit(this.capacity() - bytes)) return false;
+    this.entries.set({ namespace, tokens: [...tokens], cache, bytes }, true);
+    this.bytes += bytes;
+    return true;
   }
 
   /** Evicts least-recently-used sequences until at most `bytes` are kept; false when `bytes` < 0. */
