@@ -197,6 +197,13 @@ export class Scheduler {
     return rows;
   }
 
+  /** Rows of the lanes' batches that take part in their next steps (finished ones not counted). */
+  private rowsDecoding(): number {
+    let rows = 0;
+    for (const lane of this.lanes) rows += lane.runner.decodingRows;
+    return rows;
+  }
+
   private signalChange(): void {
     const change = this.change;
     this.change = null;
@@ -464,7 +471,9 @@ export class Scheduler {
   private sliced(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): boolean {
     // Rows only joining (prompts admitted in this pass) are not decoding yet: requests arriving
     // together at an idle engine are all prefilled at once (together, where the graph can).
-    const decoding = this.rowsRunning();
+    // Nor are finished rows the next admission drops: a chat's next turn arriving as the last
+    // one ended was cut into a first slice and the rest, two model calls instead of one.
+    const decoding = this.rowsDecoding();
     if (!this.chunkedPrefill || decoding === 0 || group.needsPromptLogits || this.placeholders.has(group)) return false;
     const cached = reuse === undefined ? 0 : reuse.cache.peek(reuse.namespace, group.promptTokenIds);
     return group.promptTokenIds.length - cached > lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
@@ -493,7 +502,7 @@ export class Scheduler {
       return;
     }
     // Nobody decoding: nothing to keep pace with, the rest goes in one slice.
-    const decoding = runner.size + joining.length;
+    const decoding = runner.decodingRows + joining.length;
     const sliceTokens = decoding === 0 ? Infinity : lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
     const before = partial.fed;
     const started = performance.now();
