@@ -105,6 +105,16 @@ export class BatchRunner {
     return cache.length * (this.inPlace ? rowRoom(cache.batch) : cache.batch);
   }
 
+  /** KV slots of the batch's longest row (a row much longer joining would pad every row to it: model-thread/lanes.ts). */
+  get longestRow(): number {
+    let longest = 0;
+    for (const row of this.rows) longest = Math.max(longest, row.cachedLength);
+    return longest;
+  }
+
+  /** The last model call's own time (ms) where the decoder measures it (the model worker: without the wait behind other lanes' calls). */
+  lastCallMs: number | null = null;
+
   /** Rows in the batch, those forked for the next step included. */
   get size(): number {
     return this.rows.length + this.forks.length;
@@ -213,6 +223,7 @@ export class BatchRunner {
       if (partial.cache !== null) releaseKvCache(partial.cache);
       partial.cache = null;
     }
+    this.lastCallMs = ran.computeMs ?? null;
     partial.cache = ran.present;
     partial.fed = end;
     if (end < promptTokenIds.length) return null;
@@ -437,7 +448,8 @@ export class BatchRunner {
     }
     const loraSlots = this.rowLoraSlots();
     const ran = this.decoder.run({ batch, seqLen: 1, inputIds, positionIds, attentionMask, past, loraSlots, cacheLengths });
-    return ran.then(({ logits, present }) => {
+    return ran.then(({ logits, present, computeMs }) => {
+      this.lastCallMs = computeMs ?? null;
       const half = () => this.finishPlain(rows, past, logits, present);
       // Masks of grammars on another thread are usually there by now (computed while the model ran).
       const waiting = guidesPending(rows);

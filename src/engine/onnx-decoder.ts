@@ -66,6 +66,8 @@ export interface DecoderOutput {
    * in-place step (DecoderInput.cacheLengths), `past` itself with the new slots written in.
    */
   present: KvCache;
+  /** The call's own time (ms), where it differs from what the caller sees (the model worker: calls queue there). */
+  computeMs?: number;
 }
 
 /**

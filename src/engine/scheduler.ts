@@ -6,7 +6,7 @@ import type { BatchingMode } from './loading/batching-self-test.js';
 import type { Decoder } from './onnx-decoder.js';
 import type { EngineLora } from './engine-lora.js';
 import { EngineOverloadedError } from './errors.js';
-import { laneTakesRequest, type PipelineSettings } from './model-thread/lanes.js';
+import { laneTakesRequest, ownLaneForLongRow, type PipelineSettings } from './model-thread/lanes.js';
 import type { ModelThread } from './model-thread/thread-plan.js';
 import type { PlaceholderEmbeds } from '../onnx/placeholder-embeds.js';
 import { extraSequenceSlots, type SchedulerLimits } from './scheduler-limits.js';
@@ -15,6 +15,7 @@ import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
 import type { KvCache } from './kv/types.js';
 import { watchLoopTurn, yieldBetweenSteps, yieldToEventLoop, type LoopTurnWatch } from '../threads/yield.js';
+import { traceStep, tracingSteps } from './chunked-prefill/step-trace.js';
 
 /**
  * The engine's step loop (LocalEngine hands it every request it accepted): the waiting
@@ -250,7 +251,9 @@ export class Scheduler {
         if (lane.chunking !== null) await this.prefillNextSlice(lane, joining);
         runner.keepFinishedRows();
         joining.push(...(await this.prefillWaiting(lane, joining.length)));
+        const admitting = tracingSteps() ? performance.now() : 0;
         runner.admitAndEvict(joining);
+        if (tracingSteps() && joining.length > 0) traceStep({ at: performance.now(), kind: 'admit', ms: performance.now() - admitting, size: runner.size, slots: runner.kvSlots, lane: lane.index });
         lane.joining = preparingWidth(lane) + chunkingWidth(lane);
         if (runner.size === 0) {
           // A prompt prefilled in slices goes on at the next pass (with nobody decoding, in one slice).
@@ -274,7 +277,8 @@ export class Scheduler {
       }
       try {
         const pickTokens = await launched;
-        lane.sizer.stepTook(performance.now() - launchedAt);
+        lane.sizer.stepTook(runner.lastCallMs ?? performance.now() - launchedAt);
+        if (tracingSteps()) traceStep({ at: performance.now(), kind: 'step', ms: performance.now() - launchedAt, size: runner.size, slots: runner.kvSlots, lane: lane.index, callMs: runner.lastCallMs ?? undefined });
         this.counters.generatedTokens += pickTokens();
         this.counters.steps += 1;
       } catch (error) {
@@ -295,9 +299,18 @@ export class Scheduler {
     }
   }
 
-  /** Whether `lane` takes the next waiting request (one lane: always). */
-  private laneTakes(lane: Lane): boolean {
+  /** Whether `lane` takes the waiting request `group` (one lane: always; a long prompt: an idle lane of its own, if any). */
+  private laneTakes(lane: Lane, group: RequestGroup): boolean {
     if (this.lanes.length === 1) return true;
+    const own = ownLaneForLongRow(
+      group.promptTokenIds.length,
+      this.lanes.map((each) => ({
+        rows: each.runner.size + each.joining,
+        longestRow: each.runner.longestRow,
+        idle: each.runner.size === 0 && each.joining === 0 && each.chunking === null && each.preparing.length === 0,
+      })),
+    );
+    if (own >= 0) return own === lane.index;
     const loads = this.lanes.map((each) => each.runner.size + each.joining);
     return laneTakesRequest(lane.index, loads, this.pipelineMinRows);
   }
@@ -391,7 +404,8 @@ export class Scheduler {
       const rowsNow = this.rowsRunning() + this.lanes.reduce((sum, each) => sum + each.joining, 0);
       const idle = rowsNow === 0;
       if (this.oneRequestPerStep && !idle) break;
-      if (!idle && !this.laneTakes(lane)) break;
+      // Lanes split rows by load even when the engine is idle (the first lane while the batch is small).
+      if (!this.laneTakes(lane, next)) break;
       const key = next.requestKey ?? next;
       const keyRows = extra.rowsByRequest.get(key) ?? 0;
       const addsExtra = Math.max(0, keyRows + next.width - 1) - Math.max(0, keyRows - 1);
@@ -476,7 +490,18 @@ export class Scheduler {
     const decoding = this.rowsDecoding();
     if (!this.chunkedPrefill || decoding === 0 || group.needsPromptLogits || this.placeholders.has(group)) return false;
     const cached = reuse === undefined ? 0 : reuse.cache.peek(reuse.namespace, group.promptTokenIds);
-    return group.promptTokenIds.length - cached > lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
+    return group.promptTokenIds.length - cached > this.pacer(lane).sliceTokens(this.limits.maxBatchedTokens - decoding);
+  }
+
+  /**
+   * The sizer whose steps a lane's slices keep pace with: its own, or, for a lane with no
+   * rows of its own (a long prompt in a lane of its own), the busiest lane's.
+   */
+  private pacer(lane: Lane): SliceSizer {
+    if (lane.runner.size > 0) return lane.sizer;
+    let busiest = lane;
+    for (const each of this.lanes) if (each.runner.size > busiest.runner.size) busiest = each;
+    return busiest.sizer;
   }
 
   private startChunking(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): void {
@@ -501,9 +526,11 @@ export class Scheduler {
       this.running.delete(group);
       return;
     }
-    // Nobody decoding: nothing to keep pace with, the rest goes in one slice.
-    const decoding = runner.decodingRows + joining.length;
-    const sliceTokens = decoding === 0 ? Infinity : lane.sizer.sliceTokens(this.limits.maxBatchedTokens - decoding);
+    // Nobody decoding (in any lane; finished rows the next admission drops do not count):
+    // nothing to keep pace with, the rest goes in one slice.
+    const decoding = this.rowsDecoding() + joining.length;
+    const pacer = this.pacer(lane);
+    const sliceTokens = decoding === 0 ? Infinity : pacer.sliceTokens(this.limits.maxBatchedTokens - decoding);
     const before = partial.fed;
     const started = performance.now();
     let logits: Float32Array | null;
@@ -516,7 +543,8 @@ export class Scheduler {
       group.fail(error);
       return;
     }
-    lane.sizer.sliceTook(partial.fed - before, performance.now() - started);
+    pacer.sliceTook(partial.fed - before, runner.lastCallMs ?? performance.now() - started);
+    if (tracingSteps()) traceStep({ at: performance.now(), kind: 'slice', ms: performance.now() - started, size: partial.fed - before, lane: lane.index, callMs: runner.lastCallMs ?? undefined });
     this.counters.steps += 1;
     if (logits === null) return;
     lane.chunking = null;

@@ -47,6 +47,7 @@ async function handle(message: ToWorker): Promise<void> {
   switch (message.type) {
     case 'run': {
       const { input, call } = message;
+      const started = performance.now();
       try {
         let past = cacheOf(input.past.id, input.past);
         let { attentionMask } = input;
@@ -57,7 +58,7 @@ async function handle(message: ToWorker): Promise<void> {
         const { buffer } = logits;
         const whole = logits.byteOffset === 0 && logits.byteLength === buffer.byteLength && buffer instanceof ArrayBuffer;
         const owned = whole ? logits : logits.slice();
-        send({ type: 'ran', call, logits: owned, presentLength: present.length, embeddingSize: decoder!.embeddingSize }, [owned.buffer as ArrayBuffer]);
+        send({ type: 'ran', call, logits: owned, presentLength: present.length, embeddingSize: decoder!.embeddingSize, computeMs: performance.now() - started }, [owned.buffer as ArrayBuffer]);
       } catch (error) {
         send({ type: 'failed', call, error: wireError(error) });
       }

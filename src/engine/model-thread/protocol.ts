@@ -69,6 +69,6 @@ export interface WireError {
 export type FromWorker =
   | { type: 'ready'; contract: DecoderContract }
   | { type: 'startFailed'; error: WireError }
-  | { type: 'ran'; call: number; logits: Float32Array; presentLength: number; embeddingSize: number | null }
+  | { type: 'ran'; call: number; logits: Float32Array; presentLength: number; embeddingSize: number | null; computeMs: number }
   | { type: 'done'; call: number }
   | { type: 'failed'; call: number; error: WireError };

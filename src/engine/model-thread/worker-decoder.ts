@@ -129,7 +129,7 @@ export class WorkerDecoder implements Decoder {
     if (reply.type !== 'ran') throw new Error('the model worker answered a run with something else');
     this.lastEmbeddingSize = reply.embeddingSize;
     present.length = reply.presentLength;
-    return { logits: reply.logits, present };
+    return { logits: reply.logits, present, computeMs: reply.computeMs };
   }
 
   async attachLora(model: Uint8Array, slots: LoraSlots, options: InferenceSession.SessionOptions = {}): Promise<void> {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { convertedFlavour, GRAPH_FLAVOURS, greedyRun, type GreedyRun as Run } from '../../helpers/graph-flavours.js';
+import { setStepTrace, type StepTraceEvent } from '../../../src/engine/chunked-prefill/step-trace.js';
 
 const ids = (length: number, seed: number) => Array.from({ length }, (_, i) => 259 + ((seed * 31 + i * 17 + ((i * i) % 7)) % 253));
 /** Short prompts (at most one slice: prefilled whole), decoding while the long ones arrive. */
@@ -87,7 +88,17 @@ describe.each(GRAPH_FLAVOURS)('chunked prefill on the $name graph', (flavour) =>
   });
 
   it('keeps running streams going while a long prompt is prefilled, every output as without chunking', async () => {
-    const sliced = await arrival(chunked, [LONG]);
+    const steps: StepTraceEvent[] = [];
+    setStepTrace((event) => event.kind === 'step' && steps.push(event));
+    const sliced = await arrival(chunked, [LONG]).finally(() => setStepTrace(null));
+    if (flavour.modelThread === 'worker') {
+      // Two lanes: the long row runs in a lane of its own; the streams' batch is never padded to its 200 slots.
+      const streamLane = steps.find((step) => step.size === STREAM_PROMPTS.length)!.lane;
+      const longLane = steps.filter((step) => step.lane !== streamLane);
+      expect(longLane.length).toBeGreaterThan(0);
+      expect(longLane.every((step) => step.size === 1)).toBe(true);
+      expect(steps.filter((step) => step.lane === streamLane).every((step) => step.size <= STREAM_PROMPTS.length)).toBe(true);
+    }
     expect(sliced.longs[0]!.tokenIds).toEqual(await soloOf(LONG, 8));
     for (const [index, prompt] of STREAM_PROMPTS.entries()) expect(sliced.streams[index]).toEqual(await soloOf(prompt, 80));
     // 13 slices, a decode step after each: the 3 streams gain a token per step.

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LocalEngine } from '../../../src/engine/local-engine.js';
-import { laneTakesRequest } from '../../../src/engine/model-thread/lanes.js';
+import { laneTakesRequest, ownLaneForLongRow } from '../../../src/engine/model-thread/lanes.js';
 import type { WorkerDecoder } from '../../../src/engine/model-thread/worker-decoder.js';
 import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { defaultSamplingParams } from '../../../src/sampling/params.js';
@@ -51,6 +51,22 @@ describe('lane choice', () => {
     for (const loads of [[0, 0], [3, 1], [1, 3], [20, 20], [17, 2]]) {
       for (const minRows of [0, 4, 16, 64]) expect(loads.some((_, lane) => laneTakesRequest(lane, loads, minRows))).toBe(true);
     }
+  });
+});
+
+describe('a long prompt’s lane', () => {
+  const busy = (longestRow: number) => ({ rows: 8, longestRow, idle: false });
+  const idle = { rows: 0, longestRow: 0, idle: true };
+  it('sends a prompt much longer than every running row to an idle lane', () => {
+    expect(ownLaneForLongRow(800, [busy(20), idle])).toBe(1);
+    expect(ownLaneForLongRow(800, [idle, busy(20)])).toBe(0);
+  });
+  it('leaves the ordinary choice when nothing runs, no lane is idle, the prompt is short or not much longer', () => {
+    expect(ownLaneForLongRow(800, [idle, idle])).toBe(-1);
+    expect(ownLaneForLongRow(800, [busy(20), busy(20)])).toBe(-1);
+    expect(ownLaneForLongRow(100, [busy(10), idle])).toBe(-1);
+    expect(ownLaneForLongRow(800, [busy(300), idle])).toBe(-1);
+    expect(ownLaneForLongRow(800, [busy(20)])).toBe(-1);
   });
 });
 
