@@ -33,7 +33,7 @@ import { ensureBenchModel } from './size-models.js';
 import { stories260kGguf } from './size.js';
 import { formatTable, median } from './stats.js';
 
-interface Sizes {
+export interface Sizes {
   systemTokens: number;
   turns: number;
   userTokens: number;
@@ -48,9 +48,9 @@ interface Sizes {
 
 const QUICK_SIZES: Sizes = { systemTokens: 128, turns: 4, userTokens: 32, replyTokens: 16, questionTokens: 16, answerTokens: 16, streamTokens: 64, longPromptTokens: 360 };
 /** The issue's figures (#38): a 256-token system prompt, 7 turns of 48 + 24 tokens, an 800-token prompt. */
-const FULL_SIZES: Sizes = { systemTokens: 256, turns: 8, userTokens: 48, replyTokens: 24, questionTokens: 24, answerTokens: 32, streamTokens: 128, longPromptTokens: 800 };
+export const FULL_SIZES: Sizes = { systemTokens: 256, turns: 8, userTokens: 48, replyTokens: 24, questionTokens: 24, answerTokens: 32, streamTokens: 128, longPromptTokens: 800 };
 
-interface Target {
+export interface Target {
   label: string;
   /** Which API returns a reply's token ids: ours (vLLM's) or llama.cpp's native /completion. */
   kind: 'ours' | 'llama.cpp';
@@ -71,7 +71,7 @@ interface StreamTimes {
 }
 
 /** One streamed completion of `prompt` (token ids), greedy, EOS ignored: when each token arrived. */
-async function stream(target: Target, prompt: readonly number[], maxTokens: number, onToken?: (count: number) => void): Promise<StreamTimes> {
+export async function stream(target: Target, prompt: readonly number[], maxTokens: number, onToken?: (count: number) => void): Promise<StreamTimes> {
   const payload = JSON.stringify({ model: 'bench', prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true, ...target.extraBody });
   const start = performance.now();
   const tokenTimes: number[] = [];
@@ -93,10 +93,10 @@ async function stream(target: Target, prompt: readonly number[], maxTokens: numb
   return { tokenTimes };
 }
 
-const ttft = (times: StreamTimes) => times.tokenTimes[0] ?? NaN;
+export const ttft = (times: StreamTimes) => times.tokenTimes[0] ?? NaN;
 
 /** One streamed greedy reply to `prompt`: its time to first token and the token ids the server generated. */
-async function streamReply(target: Target, prompt: readonly number[], maxTokens: number): Promise<{ ttftMs: number; ids: number[] }> {
+async function streamReply(target: Target, prompt: readonly number[], maxTokens: number): Promise<{ ttftMs: number; ids: number[]; promptTimings?: PromptTimings }> {
   const ours = target.kind === 'ours';
   const payload = JSON.stringify(
     ours
@@ -105,6 +105,7 @@ async function streamReply(target: Target, prompt: readonly number[], maxTokens:
   );
   const start = performance.now();
   let first = NaN;
+  let promptTimings: PromptTimings | undefined;
   const ids: number[] = [];
   const finalIds: number[] = [];
   let pending = '';
@@ -117,7 +118,8 @@ async function streamReply(target: Target, prompt: readonly number[], maxTokens:
     for (const event of events) {
       const data = event.trim().replace(/^data: /, '');
       if (!data.startsWith('{')) continue;
-      const parsed = JSON.parse(data) as { choices?: Array<{ logprobs?: { tokens?: string[] } }>; tokens?: number[]; stop?: boolean };
+      const parsed = JSON.parse(data) as { choices?: Array<{ logprobs?: { tokens?: string[] } }>; tokens?: number[]; stop?: boolean; timings?: { prompt_n: number; prompt_ms: number } };
+      if (parsed.timings !== undefined) promptTimings = { promptN: parsed.timings.prompt_n, promptMs: parsed.timings.prompt_ms };
       const got = ours ? (parsed.choices?.[0]?.logprobs?.tokens ?? []).map((name) => Number(name.slice('token_id:'.length))) : (parsed.tokens ?? []);
       if (!ours && parsed.stop) {
         finalIds.push(...got);
@@ -131,7 +133,13 @@ async function streamReply(target: Target, prompt: readonly number[], maxTokens:
   // llama.cpp's last event may carry every generated token instead.
   const reply = ids.length >= maxTokens || finalIds.length === 0 ? ids : finalIds;
   if (reply.length !== maxTokens) throw new Error(`${target.label}: ${reply.length} reply token ids, asked for ${maxTokens} with ignore_eos`);
-  return { ttftMs: first, ids: reply };
+  return { ttftMs: first, ids: reply, promptTimings };
+}
+
+/** llama.cpp's own account of a request's prompt (its response's `timings`): tokens prefilled and their time. */
+export interface PromptTimings {
+  promptN: number;
+  promptMs: number;
 }
 
 function prompts(seed: number, range: [number, number]) {
@@ -139,25 +147,31 @@ function prompts(seed: number, range: [number, number]) {
   return (length: number) => Array.from({ length }, () => range[0] + Math.floor(random() * (range[1] - range[0])));
 }
 
-interface ChatFigures {
+export interface ChatFigures {
+  /** Each turn's time to first token. */
+  turnTtftsMs: number[];
+  /** llama.cpp only: each turn's prompt timings as it reports them. */
+  turnPromptTimings: Array<PromptTimings | undefined>;
   ttftTurnsAfterFirstMs: number;
   lastTurnTtftMs: number;
   coldTtftMs: number;
 }
 
-async function growingChat(target: Target, sizes: Sizes, seed: number, range: [number, number]): Promise<ChatFigures> {
+export async function growingChat(target: Target, sizes: Sizes, seed: number, range: [number, number]): Promise<ChatFigures> {
   const make = prompts(seed, range);
   let history = make(sizes.systemTokens);
   const ttfts: number[] = [];
+  const timings: Array<PromptTimings | undefined> = [];
   for (let turn = 0; turn < sizes.turns; turn++) {
     history = [...history, ...make(sizes.userTokens)];
     const reply = await streamReply(target, history, sizes.replyTokens);
     ttfts.push(reply.ttftMs);
+    timings.push(reply.promptTimings);
     history = [...history, ...reply.ids];
   }
   const lastPromptLength = history.length - sizes.replyTokens;
   const cold = ttft(await stream(target, prompts(seed + 1000, range)(lastPromptLength), 1));
-  return { ttftTurnsAfterFirstMs: ttfts.slice(1).reduce((sum, value) => sum + value, 0), lastTurnTtftMs: ttfts.at(-1)!, coldTtftMs: cold };
+  return { turnTtftsMs: ttfts, turnPromptTimings: timings, ttftTurnsAfterFirstMs: ttfts.slice(1).reduce((sum, value) => sum + value, 0), lastTurnTtftMs: ttfts.at(-1)!, coldTtftMs: cold };
 }
 
 interface SharedFigures {
@@ -201,8 +215,8 @@ async function longPromptArrival(target: Target, sizes: Sizes, seed: number, ran
   return { itlMedianMs: median(gaps), itlP99Ms: gaps[Math.min(gaps.length - 1, Math.floor(gaps.length * 0.99))]!, itlMaxMs: gaps.at(-1)!, longTtftMs: ttft(longRun) };
 }
 
-const freshAgent = () => new http.Agent({ keepAlive: false, maxSockets: Infinity });
-const keepAliveAgent = () => new http.Agent({ keepAlive: true, maxSockets: Infinity });
+export const freshAgent = () => new http.Agent({ keepAlive: false, maxSockets: Infinity });
+export const keepAliveAgent = () => new http.Agent({ keepAlive: true, maxSockets: Infinity });
 
 export async function conversationSection(): Promise<void> {
   const quick = process.env.BENCH_QUICK === '1';

@@ -54,7 +54,7 @@ export function flavourGraph(ops: GraphOps | (typeof EXTRA_GRAPHS)[number]): str
   return path;
 }
 
-/** `2s`: two threads spinning between kernels (intraOpSpinning); plain counts do not spin, as the engine's default. */
+/** `2s`: two threads spinning between kernels (intraOpSpinning); plain counts do not spin (the engine spins within a call by default since session 14). */
 function sessionOptions(threadSpec: string): ort.InferenceSession.SessionOptions {
   const threads = parseInt(threadSpec, 10);
   return {

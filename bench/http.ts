@@ -20,11 +20,17 @@ export interface ServerHandle {
 
 let built: Promise<string> | undefined;
 
-export async function startServer(env: Record<string, string> = {}): Promise<ServerHandle> {
+/**
+ * `script`: another build of the server to run instead of this tree's (e.g. a copy of
+ * dist/node/ taken before a change, for a before/after figure in one run).
+ */
+export async function startServer(env: Record<string, string> = {}, script?: string): Promise<ServerHandle> {
   // What `npm start` runs, so the peak RSS is a user's (tsx's loader alone added ~100 MiB),
   // and its pid is the server's own (no npm or tsx process in between).
-  await (built ??= buildServer());
-  const child = spawn(process.execPath, npmStartArgs(), {
+  if (script === undefined) await (built ??= buildServer());
+  const args = npmStartArgs();
+  if (script !== undefined) args[args.length - 2] = script;
+  const child = spawn(process.execPath, args, {
     // No request log: a line per request would cost the server time and this process memory.
     env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', LOG_REQUESTS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

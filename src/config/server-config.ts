@@ -191,7 +191,7 @@ export const ServerConfigSchema = z.strictObject(
      * one thread. On a host whose cores the server has to itself, a one-request decode step's
      * ~100 thread hand-offs stop waiting on a futex wake (llama.cpp spins likewise).
      */
-    intraOpSpinning: setting(z.boolean({ error: 'must be true or false' }).default(false), { group: "Processes and threads", help: "intra-op threads spin between kernels (cores the server has to itself)", text: 'bool', env: ["INTRA_OP_SPINNING"] }),
+    intraOpSpinning: setting(z.boolean({ error: 'must be true or false' }).default(true), { group: "Processes and threads", help: "intra-op threads spin between the kernels of a model call (off for several engines on shared cores)", text: 'bool', env: ["INTRA_OP_SPINNING"] }),
     /**
      * Which thread makes the model calls (Node, native backend): "main", "worker" (a worker
      * thread owns the session and the KV cache, so HTTP and streaming go on during a step),

@@ -14,7 +14,7 @@ import type { RequestGroup } from './sequence-group.js';
 import type { LoraAdapter } from '../adapters/peft-adapter.js';
 import { releaseKvCache } from './kv/kv-cache.js';
 import type { KvCache } from './kv/types.js';
-import { yieldBetweenSteps, yieldToEventLoop } from '../threads/yield.js';
+import { watchLoopTurn, yieldBetweenSteps, yieldToEventLoop, type LoopTurnWatch } from '../threads/yield.js';
 import { traceStep, tracingSteps } from './chunked-prefill/step-trace.js';
 
 /**
@@ -198,6 +198,13 @@ export class Scheduler {
     return rows;
   }
 
+  /** Rows of the lanes' batches that take part in their next steps (finished ones not counted). */
+  private rowsDecoding(): number {
+    let rows = 0;
+    for (const lane of this.lanes) rows += lane.runner.decodingRows;
+    return rows;
+  }
+
   private signalChange(): void {
     const change = this.change;
     this.change = null;
@@ -234,6 +241,8 @@ export class Scheduler {
     const { runner } = lane;
     let launched: Promise<() => number> | null = null;
     let launchedAt = 0;
+    // Armed before each launch: a step whose model call already let the event loop turn needs no yield of its own.
+    let turn: LoopTurnWatch = { turned: false };
     for (;;) {
       if (launched === null) {
         this.endAborted();
@@ -262,6 +271,7 @@ export class Scheduler {
           await (othersBusy || lane.preparing.length > 0 ? this.nextChange() : yieldToEventLoop());
           continue;
         }
+        turn = watchLoopTurn();
         launched = runner.launchStep();
         launchedAt = performance.now();
       }
@@ -279,12 +289,13 @@ export class Scheduler {
         this.endAborted();
         runner.admitAndEvict([]);
         if (runner.size > 0) {
+          turn = watchLoopTurn();
           launched = runner.launchStep();
           launchedAt = performance.now();
         }
       }
       if (this.lanes.length > 1) this.signalChange();
-      await yieldBetweenSteps();
+      if (!turn.turned) await yieldBetweenSteps();
     }
   }
 
@@ -474,7 +485,9 @@ export class Scheduler {
   private sliced(lane: Lane, group: RequestGroup, reuse: PrefixReuse | undefined): boolean {
     // Rows only joining (prompts admitted in this pass) are not decoding yet: requests arriving
     // together at an idle engine are all prefilled at once (together, where the graph can).
-    const decoding = this.rowsRunning();
+    // Nor are finished rows the next admission drops: a chat's next turn arriving as the last
+    // one ended was cut into a first slice and the rest, two model calls instead of one.
+    const decoding = this.rowsDecoding();
     if (!this.chunkedPrefill || decoding === 0 || group.needsPromptLogits || this.placeholders.has(group)) return false;
     const cached = reuse === undefined ? 0 : reuse.cache.peek(reuse.namespace, group.promptTokenIds);
     return group.promptTokenIds.length - cached > this.pacer(lane).sliceTokens(this.limits.maxBatchedTokens - decoding);
@@ -513,8 +526,9 @@ export class Scheduler {
       this.running.delete(group);
       return;
     }
-    // Nobody decoding (in any lane): nothing to keep pace with, the rest goes in one slice.
-    const decoding = this.rowsRunning() + joining.length;
+    // Nobody decoding (in any lane; finished rows the next admission drops do not count):
+    // nothing to keep pace with, the rest goes in one slice.
+    const decoding = this.rowsDecoding() + joining.length;
     const pacer = this.pacer(lane);
     const sliceTokens = decoding === 0 ? Infinity : pacer.sliceTokens(this.limits.maxBatchedTokens - decoding);
     const before = partial.fed;

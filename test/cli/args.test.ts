@@ -72,6 +72,7 @@ describe('edge-llm command line', () => {
     expect(serve('--intra-op-num-threads', 'auto').settings.intraOpNumThreads).toBe('auto');
     expect(serve('--intra-op-num-threads', '2').settings.intraOpNumThreads).toBe(2);
     expect(serve('--intra-op-spinning').settings.intraOpSpinning).toBe(true);
+    expect(serve('--no-intra-op-spinning').settings.intraOpSpinning).toBe(false);
     expect(serve('--max-prompt-chars', '1000').settings.maxPromptChars).toBe(1000);
   });
 

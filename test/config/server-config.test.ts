@@ -42,7 +42,7 @@ describe('server configuration', () => {
       speculativeMaxSequences: 2,
       dataParallelSize: 1,
       intraOpNumThreads: 'auto',
-      intraOpSpinning: false,
+      intraOpSpinning: true,
       modelThread: 'auto',
       requireJsonContentType: true,
       allowedHosts: null,
@@ -262,10 +262,10 @@ describe('thread settings', () => {
     expect(resolveServerConfig({ file: { intraOpNumThreads: 2 }, env: { INTRA_OP_NUM_THREADS: 'auto' } }).intraOpNumThreads).toBe('auto');
   });
 
-  it('reads intraOpSpinning (off by default) from the file, INTRA_OP_SPINNING and --intra-op-spinning, and refuses a non-boolean', () => {
-    expect(resolveServerConfig({}).intraOpSpinning).toBe(false);
-    expect(resolveServerConfig({ file: { intraOpSpinning: true } }).intraOpSpinning).toBe(true);
-    expect(resolveServerConfig({ file: { intraOpSpinning: true }, env: { INTRA_OP_SPINNING: 'false' } }).intraOpSpinning).toBe(false);
+  it('reads intraOpSpinning (on by default) from the file, INTRA_OP_SPINNING and --intra-op-spinning, and refuses a non-boolean', () => {
+    expect(resolveServerConfig({}).intraOpSpinning).toBe(true);
+    expect(resolveServerConfig({ file: { intraOpSpinning: false } }).intraOpSpinning).toBe(false);
+    expect(resolveServerConfig({ file: { intraOpSpinning: false }, env: { INTRA_OP_SPINNING: 'true' } }).intraOpSpinning).toBe(true);
     expect(configError(() => parseServerConfig({ intraOpSpinning: 'yes' }))).toContain('intraOpSpinning must be true or false');
   });
 

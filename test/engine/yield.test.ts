@@ -3,7 +3,9 @@
  * (browsers, workerd: no setImmediate), once per STEP_SLICE_MS.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { STEP_SLICE_MS, yieldBetweenSteps } from '../../src/threads/yield.js';
+import { STEP_SLICE_MS, watchLoopTurn, yieldBetweenSteps } from '../../src/threads/yield.js';
+import { defaultSamplingParams } from '../../src/sampling/params.js';
+import { embeddedEngine, golden } from '../helpers/model.js';
 
 /** Whether a task posted now (a MessageChannel message, as a page's click or socket would be) ran during `work`. */
 async function taskRanDuring(work: () => Promise<void>): Promise<boolean> {
@@ -54,5 +56,71 @@ describe('yieldBetweenSteps', () => {
     const busyUntil = performance.now() + STEP_SLICE_MS + 1;
     while (performance.now() < busyUntil);
     expect(await taskRanDuring(() => yieldBetweenSteps())).toBe(true);
+  });
+});
+
+describe('watchLoopTurn', () => {
+  const setImmediateOfNode = globalThis.setImmediate;
+  afterEach(() => {
+    globalThis.setImmediate = setImmediateOfNode;
+  });
+
+  it('reports a turn once a call that starts from setImmediate (as onnxruntime-node runs a model) has resolved', async () => {
+    const watch = watchLoopTurn();
+    expect(watch.turned).toBe(false);
+    // What onnxruntime-node's session.run does: the native call runs from an immediate,
+    // queued after the watch's, in the same check phase (after the turn's poll phase).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(watch.turned).toBe(true);
+  });
+
+  it('reports no turn after work that only ran microtasks', async () => {
+    const watch = watchLoopTurn();
+    for (let i = 0; i < 100; i++) await Promise.resolve();
+    expect(watch.turned).toBe(false);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  });
+
+  it('never reports a turn without setImmediate (a page), so the step loop yields as before', async () => {
+    (globalThis as { setImmediate?: unknown }).setImmediate = undefined;
+    const watch = watchLoopTurn();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(watch.turned).toBe(false);
+  });
+});
+
+describe('the step loop on the main thread', () => {
+  it('lets the event loop turn at every step, once, and gives the golden greedy text', async () => {
+    const engine = await embeddedEngine();
+    try {
+      // A heartbeat: one beat per loop turn (each beat queues the next for the next turn).
+      let beats = 0;
+      let running = true;
+      const beat = () => {
+        if (!running) return;
+        beats += 1;
+        setImmediate(beat);
+      };
+      setImmediate(beat);
+      const params = defaultSamplingParams({ temperature: 0, maxTokens: golden.completion_ids.length });
+      const ids: number[] = [];
+      let deltas = 0;
+      let beatsAtLastDelta = 0;
+      const beatsBetweenDeltas: number[] = [];
+      for await (const delta of engine.generate({ promptTokenIds: golden.prompt_ids, params })) {
+        ids.push(...delta.tokenIds);
+        if (deltas > 0) beatsBetweenDeltas.push(beats - beatsAtLastDelta);
+        beatsAtLastDelta = beats;
+        deltas += 1;
+      }
+      running = false;
+      expect(ids).toEqual(golden.completion_ids);
+      // Sockets, timers and new requests are served between any two tokens...
+      expect(Math.min(...beatsBetweenDeltas)).toBeGreaterThanOrEqual(1);
+      // ...and a step's model call is that turn: no second turn of the step loop's own a token.
+      expect(beatsBetweenDeltas.filter((turns) => turns === 1).length).toBeGreaterThan(beatsBetweenDeltas.length / 2);
+    } finally {
+      await engine.dispose();
+    }
   });
 });

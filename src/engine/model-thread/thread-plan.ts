@@ -30,11 +30,15 @@ export const MULTI_THREAD_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
 export const WORKER_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
 
 /**
- * onnxruntime's intra-op threads spin between kernels by default. With more than one
- * thread on a machine whose cores are busy (HTTP, sampling, other processes) spinning
- * made steps 1.2–1.6× slower than one thread here; without it, two threads beat one.
+ * Whether intra-op threads spin between the kernels of one model call (they stop when the
+ * call returns). Measured here (135M q4, one request, tok/s, off → on; llama.cpp's server,
+ * which polls by default, beside it): quiet 100 → 125 (llama.cpp 226); beside two busy
+ * loops 66 → 91; beside six 91 → 111. What it costs: two engines of two threads each on
+ * the same two cores, decoding at once, 107 → 68 tok/s together. The planner never does
+ * that to itself (dataParallelSize splits the cores); an operator running several engines
+ * on shared cores turns it off (`--no-intra-op-spinning`).
  */
-export const INTRA_OP_SPINNING = false;
+export const INTRA_OP_SPINNING = true;
 
 /** More intra-op threads than this rarely pays for a decoder step (one token per row). */
 const MAX_AUTO_THREADS = 4;

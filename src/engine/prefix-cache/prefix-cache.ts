@@ -12,8 +12,11 @@
  * here a sequence that extends a kept one replaces it (a chat's next turn), so the common
  * case keeps one copy.
  *
- * Reuse is counted in whole blocks of BLOCK_TOKENS, as vLLM's cached_tokens is, and never
- * the prompt's last token (its logits are what the prefill is for).
+ * Reuse is token-exact, as llama.cpp's prompt cache is (vLLM's paged blocks reuse whole blocks
+ * of 16 only, since a block is its unit of sharing; a kept sequence here is copied at any
+ * length, so rounding down to a block would only recompute up to 15 tokens a turn: ~13% of a
+ * chat turn's prefill on the bench's growing chat), from MIN_REUSE_TOKENS on, and never the
+ * prompt's last token (its logits are what the prefill is for).
  *
  * Keys: a namespace (the LoRA adapter the KV was computed with) + the token ids. Prompts with
  * media parts are neither kept nor matched (their placeholder tokens stand for features the
@@ -22,21 +25,28 @@
 import { releaseKvCache, repackKvCache } from '../kv/kv-cache.js';
 import type { KvCache } from '../kv/types.js';
 
-/** Reuse is counted in blocks of this many tokens (vLLM's default block size). */
-export const BLOCK_TOKENS = 16;
+/**
+ * The shortest prefix reused (vLLM's default block size): a shorter one saves less prefill than
+ * its lookup and copy cost, and a BOS alone is not worth reporting as cached.
+ */
+export const MIN_REUSE_TOKENS = 16;
 
 interface Entry {
   namespace: string;
   tokens: readonly number[];
-  /** One row holding exactly `tokens.length` real slots. */
+  /**
+   * One row whose `tokens.length` real slots are `tokens`' KV: exactly those (a copy), or the
+   * first of an in-place row's slots (adopted: the slots after them are free).
+   */
   cache: KvCache;
+  /** What it holds: its slots × the KV bytes of a token. */
   bytes: number;
 }
 
 export interface PrefixHit {
-  /** Prompt tokens whose KV is reused (whole blocks, fewer than the prompt's). */
+  /** Prompt tokens whose KV is reused (at least MIN_REUSE_TOKENS, fewer than the prompt's). */
   tokens: number;
-  /** A one-row cache of exactly those slots, the caller's to feed and then release. */
+  /** A one-row cache of those slots (and free room after them, when asked), the caller's to feed and then release. */
   past: KvCache;
 }
 
@@ -74,17 +84,29 @@ export class PrefixCache {
   }
 
   /**
-   * The longest kept prefix of `prompt` (whole blocks, not its last token), as a cache of its
-   * own; null when none. Counted in the stats either way.
+   * The longest kept prefix of `prompt` (not its last token), as a cache of its own: exactly
+   * its slots, or with `room`, a row of that many slots holding them first (in-place graphs);
+   * null when none. Counted in the stats either way.
    */
-  lookup(namespace: string, prompt: readonly number[]): PrefixHit | null {
+  lookup(namespace: string, prompt: readonly number[], room?: number): PrefixHit | null {
     this.queries += prompt.length;
     const best = this.best(namespace, prompt);
     if (best === null) return null;
     const { entry, tokens } = best;
-    this.touch(entry);
     this.hits += tokens;
-    const past = repackKvCache([{ cache: entry.cache, row: 0, realLength: tokens, end: tokens }], tokens, entry.cache, 'end');
+    if (room !== undefined && tokens === entry.tokens.length && entry.cache.batch === 1) {
+      // The whole kept sequence starts this prompt (a chat's last turn and reply): the prompt,
+      // kept after its prefill, would replace it anyway, so its cache is handed over as it is
+      // (an in-place row with its real slots first; slots after them are free and masked).
+      this.entries.delete(entry);
+      this.bytes -= entry.bytes;
+      return { tokens, past: entry.cache };
+    }
+    this.touch(entry);
+    const source = { cache: entry.cache, row: 0, realLength: tokens, end: tokens };
+    // With room: the kept slots first and free slots after them (an in-place cache's row), so
+    // the prompt's rest is written into it and the row decodes on in it, without more copies.
+    const past = room === undefined ? repackKvCache([source], tokens, entry.cache, 'end') : repackKvCache([source], Math.max(room, tokens), entry.cache, 'start');
     return { tokens, past };
   }
 
@@ -99,7 +121,7 @@ export class PrefixCache {
    * extends this one makes it unneeded. Evicts least-recently-used sequences to fit.
    */
   insert(namespace: string, tokens: readonly number[], cache: KvCache, row: number, end = tokens.length): void {
-    if (tokens.length < BLOCK_TOKENS + 1) return;
+    if (tokens.length < MIN_REUSE_TOKENS + 1) return;
     const bytes = tokens.length * this.bytesPerToken;
     // Larger than all the room there is: evicting the others would not make it fit.
     if (bytes > this.capacity()) return;
@@ -118,6 +140,30 @@ export class PrefixCache {
     const entry: Entry = { namespace, tokens: [...tokens], cache: copy, bytes };
     this.entries.set(entry, true);
     this.bytes += bytes;
+  }
+
+  /**
+   * Keeps `cache` itself (no copy) as the KV of `tokens`: a one-row in-place cache whose first
+   * `tokens.length` slots are theirs (a batch whose last row ended). True when kept: the cache
+   * is this cache's from then on (released when evicted); false: the caller's still.
+   */
+  adopt(namespace: string, tokens: readonly number[], cache: KvCache): boolean {
+    if (tokens.length < MIN_REUSE_TOKENS + 1 || cache.batch !== 1 || cache.length < tokens.length) return false;
+    // Buffers with room for more rows than one (a batch that shrank in place) would hold more than counted.
+    if (cache.keys.length > 0 && cache.keys[0].length > cache.heads * cache.length * cache.headDim) return false;
+    const bytes = cache.length * this.bytesPerToken;
+    if (bytes > this.capacity()) return false;
+    for (const entry of this.entries.keys()) {
+      if (entry.namespace !== namespace) continue;
+      const common = commonPrefix(entry.tokens, tokens);
+      // Already kept in a longer sequence: nothing to add.
+      if (common === tokens.length) return false;
+      if (common === entry.tokens.length) this.remove(entry);
+    }
+    if (!this.fit(this.capacity() - bytes)) return false;
+    this.entries.set({ namespace, tokens: [...tokens], cache, bytes }, true);
+    this.bytes += bytes;
+    return true;
   }
 
   /** Evicts least-recently-used sequences until at most `bytes` are kept; false when `bytes` < 0. */
@@ -140,9 +186,8 @@ export class PrefixCache {
     let best: { entry: Entry; tokens: number } | null = null;
     for (const entry of this.entries.keys()) {
       if (entry.namespace !== namespace) continue;
-      const common = Math.min(commonPrefix(entry.tokens, prompt), usable);
-      const tokens = Math.floor(common / BLOCK_TOKENS) * BLOCK_TOKENS;
-      if (tokens > 0 && tokens > (best?.tokens ?? 0)) best = { entry, tokens };
+      const tokens = Math.min(commonPrefix(entry.tokens, prompt), usable);
+      if (tokens >= MIN_REUSE_TOKENS && tokens > (best?.tokens ?? 0)) best = { entry, tokens };
     }
     return best;
   }

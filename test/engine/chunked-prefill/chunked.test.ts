@@ -120,14 +120,14 @@ describe.each(GRAPH_FLAVOURS)('chunked prefill on the $name graph', (flavour) =>
   });
 
   it('slices only what a kept prefix leaves, with the output of a prompt run whole', async () => {
-    // Kept: the first 100 tokens (6 whole blocks reused, 96 tokens).
+    // Kept: the first 100 tokens (and the reply's first token, which is not the prompt's 101st).
     const prompt = [1, ...ids(199, 8)];
     await run(chunked, prompt.slice(0, 100), 2);
     const sliced = await arrival(chunked, [prompt]);
-    expect(sliced.longs[0]!.cached).toBe(96);
+    expect(sliced.longs[0]!.cached).toBe(100);
     expect(sliced.longs[0]!.tokenIds).toEqual(await soloOf(prompt, 8));
-    // Its whole prompt is kept once sliced: the same prompt again reuses all but its last block.
-    expect((await run(chunked, prompt, 4)).cached).toBe(192);
+    // Its whole prompt is kept once sliced: the same prompt again reuses all but its last token.
+    expect((await run(chunked, prompt, 4)).cached).toBe(199);
   });
 
   it('drops a long prompt whose client goes away mid-prefill; the streams go on unharmed', async () => {

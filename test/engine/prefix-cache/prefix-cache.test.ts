@@ -1,10 +1,10 @@
 /**
- * The prefix cache's bookkeeping on host arrays: longest kept prefix in whole blocks (never
- * the prompt's last token), namespaces kept apart, a sequence extending a kept one replacing
+ * The prefix cache's bookkeeping on host arrays: longest kept prefix, token-exact from
+ * MIN_REUSE_TOKENS on (never the prompt's last token), namespaces kept apart, a sequence extending a kept one replacing
  * it, least-recently-used eviction within the capacity, and the reused slots' contents.
  */
 import { describe, expect, it } from 'vitest';
-import { BLOCK_TOKENS, PrefixCache } from '../../../src/engine/prefix-cache/prefix-cache.js';
+import { MIN_REUSE_TOKENS, PrefixCache } from '../../../src/engine/prefix-cache/prefix-cache.js';
 import type { KvCache } from '../../../src/engine/kv/types.js';
 
 const HEADS = 2;
@@ -23,22 +23,22 @@ function cacheOf(tokens: readonly number[]): KvCache {
 const seq = (length: number, start = 0) => Array.from({ length }, (_, i) => start + i);
 
 describe('PrefixCache', () => {
-  it('reuses the longest kept prefix in whole blocks, never the last token, with the kept slots copied', () => {
+  it('reuses the longest kept prefix, token-exact, never the last token, with the kept slots copied', () => {
     const cache = new PrefixCache(BYTES_PER_TOKEN, () => Infinity);
     const kept = seq(40);
     cache.insert('base', kept, cacheOf(kept), 0);
-    // 40 tokens in common, but the prompt's last token runs: 39 usable, 32 in whole blocks.
+    // 40 tokens in common, but the prompt's last token runs: 39 reused.
     const hit = cache.lookup('base', seq(40))!;
-    expect(hit.tokens).toBe(2 * BLOCK_TOKENS);
-    expect(hit.past.length).toBe(32);
-    expect(Array.from(hit.past.keys[0]!.subarray(0, 32 * HEAD_DIM).filter((_, i) => i % HEAD_DIM === 0))).toEqual(seq(32));
-    expect(hit.past.values[0]![HEADS * 32 * HEAD_DIM - 1]).toBe(-31);
-    // 20 tokens in common: one block.
-    expect(cache.lookup('base', [...seq(20), 999, 998, 997])!.tokens).toBe(16);
-    // Fewer than a block in common, or another namespace: nothing.
-    expect(cache.lookup('base', [...seq(15), 999, ...seq(30)])).toBeNull();
+    expect(hit.tokens).toBe(39);
+    expect(hit.past.length).toBe(39);
+    expect(Array.from(hit.past.keys[0]!.subarray(0, 39 * HEAD_DIM).filter((_, i) => i % HEAD_DIM === 0))).toEqual(seq(39));
+    expect(hit.past.values[0]![HEADS * 39 * HEAD_DIM - 1]).toBe(-38);
+    // 20 tokens in common: 20.
+    expect(cache.lookup('base', [...seq(20), 999, 998, 997])!.tokens).toBe(20);
+    // Fewer than MIN_REUSE_TOKENS in common, or another namespace: nothing.
+    expect(cache.lookup('base', [...seq(MIN_REUSE_TOKENS - 1), 999, ...seq(30)])).toBeNull();
     expect(cache.lookup('lora:1', seq(40))).toBeNull();
-    expect(cache.stats()).toMatchObject({ queries: 40 + 23 + 46 + 40, hits: 32 + 16 });
+    expect(cache.stats()).toMatchObject({ queries: 40 + 23 + 46 + 40, hits: 39 + 20 });
   });
 
   it('replaces a kept sequence by one extending it, and keeps one that a new sequence only starts', () => {
@@ -62,9 +62,9 @@ describe('PrefixCache', () => {
     cache.lookup('base', a);
     // a was used after b: b goes to make room for c.
     cache.insert('base', c, cacheOf(c), 0);
-    expect(cache.peek('base', a)).toBe(32);
+    expect(cache.peek('base', a)).toBe(39);
     expect(cache.peek('base', b)).toBe(0);
-    expect(cache.peek('base', c)).toBe(32);
+    expect(cache.peek('base', c)).toBe(39);
     expect(cache.stats().bytes).toBeLessThanOrEqual(capacity);
     cache.insert('base', seq(120, 5000), cacheOf(seq(120, 5000)), 0);
     expect(cache.peek('base', seq(120, 5000))).toBe(0);
@@ -85,7 +85,7 @@ describe('PrefixCache', () => {
     const twoRows: KvCache = { batch: 2, length: 20, heads: HEADS, headDim: HEAD_DIM, keys: [keys], values: [keys.map((value) => -value)] };
     cache.insert('base', rows[1]!, twoRows, 1);
     const hit = cache.lookup('base', [...rows[1]!, 7])!;
-    expect(hit.tokens).toBe(16);
+    expect(hit.tokens).toBe(20);
     expect(hit.past.keys[0]![0]).toBe(200);
     expect(hit.past.keys[0]![15 * HEAD_DIM]).toBe(215);
     expect(cache.peek('base', [...rows[0]!, 7])).toBe(0);

@@ -70,12 +70,13 @@ describe.each(GRAPH_FLAVOURS)('prefix caching on the $name graph', (flavour) => 
     expect(reused.map((turn) => turn.tokenIds)).toEqual(recomputed.map((turn) => turn.tokenIds));
     expect(recomputed.every((turn) => turn.cached === 0)).toBe(true);
     // Turn 2 starts with turn 1's prompt (56 tokens) and reply (16): the prompt and the reply's
-    // first 15 tokens (its last was never fed) are kept when turn 1 ends, 71 tokens, so four
-    // whole blocks are reused (the prompt alone would give three, 48).
-    expect(reused[1].cached).toBe(64);
-    // Turn 3: turn 2's prompt (86) and 15 of its reply, 101 tokens: six blocks.
-    expect(reused[2].cached).toBe(96);
-    expect(reused.every((turn) => turn.cached % 16 === 0)).toBe(true);
+    // tokens fed so far (at least its first 15; the last is fed only by a speculative step) are
+    // kept when turn 1 ends, all reused, as llama.cpp's prompt cache reuses them (the prompt alone
+    // would give 56). Turn 3: turn 2's prompt (86) and its reply likewise.
+    expect(reused[1].cached).toBeGreaterThanOrEqual(56 + 15);
+    expect(reused[1].cached).toBeLessThanOrEqual(56 + 16);
+    expect(reused[2].cached).toBeGreaterThanOrEqual(86 + 15);
+    expect(reused[2].cached).toBeLessThanOrEqual(86 + 16);
   });
 
   it('gives requests sharing a system prompt, arriving together and joining a running batch, their output without reuse', async () => {
@@ -88,7 +89,8 @@ describe.each(GRAPH_FLAVOURS)('prefix caching on the $name graph', (flavour) => 
     const together = await Promise.all(prompts.map((prompt) => run(cached, prompt)));
     await long;
     expect(together.map((each) => each.tokenIds)).toEqual(alone.map((each) => each.tokenIds));
-    expect(together.every((each) => each.cached === 48)).toBe(true);
+    // The first prompt ran before (all but its last token kept); the others share the system prompt.
+    expect(together.map((each) => each.cached)).toEqual([SYSTEM.length + QUESTIONS[0]!.length - 1, SYSTEM.length, SYSTEM.length, SYSTEM.length]);
   });
 
   it('gives beam search and seeded n / best_of sequences their output without reuse', async () => {
@@ -96,7 +98,7 @@ describe.each(GRAPH_FLAVOURS)('prefix caching on the $name graph', (flavour) => 
     const beams = { temperature: 0, maxTokens: 8, ignoreEos: true, useBeamSearch: true, n: 2, bestOf: 3 };
     const sampled = { temperature: 0.8, maxTokens: 8, ignoreEos: true, n: 2, bestOf: 3, seed: 11n };
     await run(cached, prompt);
-    expect((await run(cached, prompt)).cached).toBe(48);
+    expect((await run(cached, prompt)).cached).toBe(prompt.length - 1);
     expect(await sequences(cached, prompt, beams)).toEqual(await sequences(plain, prompt, beams));
     expect(await sequences(cached, prompt, sampled)).toEqual(await sequences(plain, prompt, sampled));
   });
