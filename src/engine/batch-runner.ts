@@ -191,7 +191,9 @@ export class BatchRunner {
    * `dropPartialPrefill` releases it when its request goes away before the last slice.
    */
   startPartialPrefill(promptTokenIds: readonly number[], loraSlot = -1, reuse?: PrefixReuse): PartialPrefill {
-    const hit = reuse === undefined ? null : reuse.cache.lookup(reuse.namespace, promptTokenIds);
+    // In-place graphs: a kept prefix comes with room for the whole prompt, and the slices are written into it (prefillSlice).
+    const room = this.inPlace ? slotRoom(promptTokenIds.length + 1, this.decoder.spec.maxPositionEmbeddings) : undefined;
+    const hit = reuse === undefined ? null : reuse.cache.lookup(reuse.namespace, promptTokenIds, room);
     return { promptTokenIds, loraSlot, reuse, fed: hit?.tokens ?? 0, cachedTokens: hit?.tokens ?? 0, cache: hit?.past ?? null };
   }
 

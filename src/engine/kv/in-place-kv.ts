@@ -127,22 +127,6 @@ export function appendNewSlots(past: KvCache, newKeys: readonly KvArray[], newVa
  */
 export function compactInPlace(sources: readonly KvRowSource[], current: KvCache, needed: number, contextLength: number): KvCache {
   const batch = sources.length;
-  const [only] = sources;
-  // A lone row joining an empty batch from a one-row cache that already has the room (a prompt
-  // prefilled in place, slice by slice) becomes the batch's cache as it is: no copy.
-  if (
-    batch === 1 &&
-    current.batch === 0 &&
-    only.cache !== current &&
-    only.row === 0 &&
-    only.cache.batch === 1 &&
-    rowCapacity(only.cache) === 1 &&
-    only.realLength <= only.cache.length &&
-    needed <= only.cache.length &&
-    !(only.cache.length > SLOT_BLOCK && slotRoom(needed, contextLength) * 2 <= only.cache.length)
-  ) {
-    return only.cache;
-  }
   const fitsInPlace =
     current.length > 0 &&
     needed <= current.length &&
