@@ -90,4 +90,40 @@ describe('PrefixCache', () => {
     expect(hit.past.keys[0]![15 * HEAD_DIM]).toBe(215);
     expect(cache.peek('base', [...rows[0]!, 7])).toBe(0);
   });
+
+  it('adopts an in-place row without copying it, counting its room, and hands it over to the prompt that extends it', () => {
+    const cache = new PrefixCache(BYTES_PER_TOKEN, () => Infinity);
+    const tokens = seq(40);
+    // An in-place row of 64 slots whose first 40 are the tokens' KV (the rest free).
+    const row = cacheOf([...tokens, ...seq(24, 900)]);
+    expect(cache.adopt('base', tokens, row)).toBe(true);
+    expect(cache.stats()).toMatchObject({ entries: 1, bytes: 64 * BYTES_PER_TOKEN });
+    // The same prompt again: its last token runs, so 39 slots are copied out and the row stays kept.
+    const again = cache.lookup('base', tokens, 64)!;
+    expect(again.tokens).toBe(39);
+    expect(again.past).not.toBe(row);
+    expect(again.past.length).toBe(64);
+    expect(Array.from(again.past.keys[0]!.subarray(0, 39 * HEAD_DIM).filter((_, i) => i % HEAD_DIM === 0))).toEqual(seq(39));
+    expect(cache.stats().entries).toBe(1);
+    // A prompt the whole row starts (a chat's next turn) takes the row itself: nothing is copied, nothing stays.
+    const next = cache.lookup('base', [...tokens, 7, 8, 9], 64)!;
+    expect(next.tokens).toBe(40);
+    expect(next.past).toBe(row);
+    expect(cache.stats()).toMatchObject({ entries: 0, bytes: 0 });
+    // Without room (a graph that is not in place), a hit is always a copy of exactly the reused slots.
+    cache.insert('base', tokens, cacheOf(tokens), 0);
+    expect(cache.lookup('base', [...tokens, 7], undefined)!.past.length).toBe(40);
+    expect(cache.stats().entries).toBe(1);
+  });
+
+  it('refuses to adopt what it cannot count or would not keep', () => {
+    const cache = new PrefixCache(BYTES_PER_TOKEN, () => 50 * BYTES_PER_TOKEN);
+    // Too short to reuse, larger than the capacity, rows beyond one (a batch that shrank in place).
+    expect(cache.adopt('base', seq(10), cacheOf(seq(10)))).toBe(false);
+    expect(cache.adopt('base', seq(40), cacheOf(seq(64)))).toBe(false);
+    const twoRows = cacheOf(seq(40));
+    twoRows.keys[0] = new Float32Array(2 * twoRows.keys[0]!.length);
+    expect(cache.adopt('base', seq(40), twoRows)).toBe(false);
+    expect(cache.stats().entries).toBe(0);
+  });
 });
