@@ -39,7 +39,7 @@ export interface PartialPrefill {
   fed: number;
   /** Of those, the ones taken from the prefix cache. */
   readonly cachedTokens: number;
-  /** One row of exactly `fed` slots; null before the first slice. */
+  /** One row whose first `fed` slots are the prompt's so far (in-place graphs: room after them); null before the first slice. */
   cache: KvCache | null;
 }
 
@@ -193,7 +193,9 @@ export class BatchRunner {
    * `dropPartialPrefill` releases it when its request goes away before the last slice.
    */
   startPartialPrefill(promptTokenIds: readonly number[], loraSlot = -1, reuse?: PrefixReuse): PartialPrefill {
-    const hit = reuse === undefined ? null : reuse.cache.lookup(reuse.namespace, promptTokenIds);
+    // In-place graphs: a kept prefix comes with room for the whole prompt, and the slices are written into it (prefillSlice).
+    const room = this.inPlace ? slotRoom(promptTokenIds.length + 1, this.decoder.spec.maxPositionEmbeddings) : undefined;
+    const hit = reuse === undefined ? null : reuse.cache.lookup(reuse.namespace, promptTokenIds, room);
     return { promptTokenIds, loraSlot, reuse, fed: hit?.tokens ?? 0, cachedTokens: hit?.tokens ?? 0, cache: hit?.past ?? null };
   }
 
@@ -208,7 +210,19 @@ export class BatchRunner {
     const { promptTokenIds, fed } = partial;
     const end = Math.min(promptTokenIds.length, fed + Math.max(1, Math.floor(maxTokens)));
     const seqLen = end - fed;
-    const past = partial.cache ?? this.emptyCache(1);
+    let past = partial.cache ?? this.emptyCache(1);
+    let attentionMask: BigInt64Array = new BigInt64Array(end).fill(1n);
+    let cacheLengths: Int32Array | undefined;
+    if (this.inPlace) {
+      // In place, as a decode step: the slice's slots are written after the fed ones, the
+      // buffer grown by a quarter when full; appending would copy the whole prefix every slice.
+      cacheLengths = Int32Array.of(fed);
+      const layout = this.inPlaceKv.layout(past, cacheLengths, seqLen);
+      // Grown into new buffers (this thread's arrays): the old ones are garbage.
+      if (layout.past !== past) freeReplacedKvBuffers(past, layout.past);
+      past = layout.past;
+      attentionMask = layout.attentionMask;
+    }
     let ran;
     try {
       ran = await this.decoder.run({
@@ -216,8 +230,9 @@ export class BatchRunner {
         seqLen,
         inputIds: BigInt64Array.from(promptTokenIds.slice(fed, end), (id) => BigInt(id)),
         positionIds: BigInt64Array.from({ length: seqLen }, (_, i) => BigInt(fed + i)),
-        attentionMask: new BigInt64Array(end).fill(1n),
+        attentionMask,
         past,
+        cacheLengths,
         logitsToKeep: 1,
         loraSlots: partial.loraSlot >= 0 ? [partial.loraSlot] : undefined,
       });

@@ -117,6 +117,19 @@ describe('in-place KV store', () => {
     expectRow(joined, 2, 4, 0, 1);
   });
 
+  it('keeps a lone row in its own one-row cache when it has the room (a prompt prefilled in place, adopted by an idle batch), and copies one without room', () => {
+    const sliced = tracedCache(1, 1, 256, [200], 1);
+    const adopted = compactInPlace([{ cache: sliced, row: 0, realLength: 200 }], sliced, 201, 512);
+    expect(adopted.keys[0]).toBe(sliced.keys[0]);
+    expect(adopted.batch).toBe(1);
+    expectRow(adopted, 0, 200, 0, 1);
+    // Exactly the prompt's slots (a whole prefill's cache): no room for the next token, so new buffers.
+    const whole = tracedCache(1, 1, 200, [200], 1);
+    const copied = compactInPlace([{ cache: whole, row: 0, realLength: 200 }], whole, 201, 512);
+    expect(copied.keys[0]).not.toBe(whole.keys[0]);
+    expectRow(copied, 0, 200, 0, 1);
+  });
+
   it('copies into new buffers when a row would be overwritten before it is read (a fork of an earlier row)', () => {
     const current = tracedCache(2, 4, 64, [6, 8]);
     const next = compactInPlace(
