@@ -155,8 +155,10 @@ export class BatchRunner {
     const length = promptTokenIds.length;
     // In-place graphs: the kept prefix comes with room for the whole prompt and its first
     // decode step, the rest of the prompt is written into it (no past + new joined into a third
-    // cache), and an idle batch adopts it as its cache (admitAndEvict): one copy of the kept KV
-    // per turn instead of three (a 500-token chat turn's KV is ~23 MB on the 135M model).
+    // cache), and an idle batch adopts it as its cache (admitAndEvict). A chat's next turn takes
+    // the cache its last turn's row left (prefix-cache.ts lookup, keepFinishedRows): no copy of
+    // the kept KV before the first token, or one when that cache has no room left for the new
+    // turn; there were two, and two more after (a 500-token turn's KV is ~23 MB on the 135M model).
     const room = this.inPlace ? slotRoom(length + 1, this.decoder.spec.maxPositionEmbeddings) : undefined;
     const hit = keyed && !allPositions ? reuse.cache.lookup(reuse.namespace, promptTokenIds, room) : null;
     const start = hit?.tokens ?? 0;
