@@ -36,7 +36,9 @@ export const WORKER_MIN_WEIGHT_BYTES = 64 * 1024 * 1024;
  * loops 66 → 91; beside six 91 → 111. What it costs: two engines of two threads each on
  * the same two cores, decoding at once, 107 → 68 tok/s together. The planner never does
  * that to itself (dataParallelSize splits the cores); an operator running several engines
- * on shared cores turns it off (`--no-intra-op-spinning`).
+ * on shared cores turns it off (`--no-intra-op-spinning`). Beside other multi-threaded work
+ * (load 4–7, other engines and test runs) two spinning threads gave 53 tok/s where one
+ * thread gave 102: such a host is better served by one thread.
  */
 export const INTRA_OP_SPINNING = true;
 
