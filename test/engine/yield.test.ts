@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { STEP_SLICE_MS, watchLoopTurn, yieldBetweenSteps } from '../../src/threads/yield.js';
 import { defaultSamplingParams } from '../../src/sampling/params.js';
 import { embeddedEngine, golden } from '../helpers/model.js';
+import { countLoopTurns } from '../helpers/loop-turns.js';
 
 /** Whether a task posted now (a MessageChannel message, as a page's click or socket would be) ran during `work`. */
 async function taskRanDuring(work: () => Promise<void>): Promise<boolean> {
@@ -93,15 +94,7 @@ describe('the step loop on the main thread', () => {
   it('lets the event loop turn at every step, once, and gives the golden greedy text', async () => {
     const engine = await embeddedEngine();
     try {
-      // A heartbeat: one beat per loop turn (each beat queues the next for the next turn).
-      let beats = 0;
-      let running = true;
-      const beat = () => {
-        if (!running) return;
-        beats += 1;
-        setImmediate(beat);
-      };
-      setImmediate(beat);
+      const loop = countLoopTurns();
       const params = defaultSamplingParams({ temperature: 0, maxTokens: golden.completion_ids.length });
       const ids: number[] = [];
       let deltas = 0;
@@ -109,11 +102,11 @@ describe('the step loop on the main thread', () => {
       const beatsBetweenDeltas: number[] = [];
       for await (const delta of engine.generate({ promptTokenIds: golden.prompt_ids, params })) {
         ids.push(...delta.tokenIds);
-        if (deltas > 0) beatsBetweenDeltas.push(beats - beatsAtLastDelta);
-        beatsAtLastDelta = beats;
+        if (deltas > 0) beatsBetweenDeltas.push(loop.turns - beatsAtLastDelta);
+        beatsAtLastDelta = loop.turns;
         deltas += 1;
       }
-      running = false;
+      loop.stop();
       expect(ids).toEqual(golden.completion_ids);
       // Sockets, timers and new requests are served between any two tokens...
       expect(Math.min(...beatsBetweenDeltas)).toBeGreaterThanOrEqual(1);

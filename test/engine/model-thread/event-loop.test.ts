@@ -15,6 +15,7 @@ import type { LocalEngine } from '../../../src/engine/local-engine.js';
 import { promptInput, type Decoder } from '../../../src/engine/onnx-decoder.js';
 import { createNodeEngine } from '../../../src/runtime/node/engine.js';
 import { collectGeneration } from '../../helpers/model.js';
+import { countLoopTurns } from '../../helpers/loop-turns.js';
 
 /** ~5M parameters (21 MB): a 400-token prompt is a step of tens of milliseconds or more. */
 const LONG_STEP_SHAPE = SHAPE_5M;
@@ -48,18 +49,11 @@ async function beatsDuringStep(engine: LocalEngine): Promise<number> {
   const decoder = decoderOf(engine);
   const { spec, contract } = decoder;
   const past = emptyKvCache(spec.numLayers, 1, spec.numKeyValueHeads, spec.headDim, contract.kvType);
-  let beats = 0;
-  let running = true;
-  const beat = () => {
-    if (!running) return;
-    beats += 1;
-    setImmediate(beat);
-  };
   const step = decoder.run({ ...promptInput(PROMPT, past), logitsToKeep: 1 });
-  setImmediate(beat);
+  const loop = countLoopTurns();
   const { present } = await step;
-  running = false;
-  const counted = beats;
+  loop.stop();
+  const counted = loop.turns;
   present.remote?.release();
   return counted;
 }
