@@ -21,6 +21,13 @@ import { INTRA_OP_SPINNING, planThreads, type ModelThreadSetting, type ThreadCou
  */
 const SPIN_WITHIN_A_CALL = { force_spinning_stop: '1' } as const;
 const NO_SPINNING = { intra_op: { allow_spinning: '0' } } as const;
+/**
+ * onnxruntime's parallel loops hand out shrinking blocks of work from this base, so the thread
+ * that finishes first takes more of the rest instead of waiting at the loop's end. Measured
+ * (135M q4, 2 threads spinning, quiet, two runs, interleaved): one request +5%, 8 streams
+ * +4–14%, server CPU a token −4–8%. Only how work is split changes, not what is computed.
+ */
+const BALANCED_PARALLEL_LOOPS = { dynamic_block_base: '4' } as const;
 
 export interface NodeEngineOptions {
   modelDir: string;
@@ -112,7 +119,7 @@ export async function createNodeEngine(options: NodeEngineOptions): Promise<Loca
             interOpNumThreads: 1,
             graphOptimizationLevel: 'all',
             executionMode: 'sequential',
-            ...(plan.intraOpNumThreads > 1 ? { extra: { session: spinning ? SPIN_WITHIN_A_CALL : NO_SPINNING } } : {}),
+            ...(plan.intraOpNumThreads > 1 ? { extra: { session: { ...(spinning ? SPIN_WITHIN_A_CALL : NO_SPINNING), ...BALANCED_PARALLEL_LOOPS } } } : {}),
           }
         : { graphOptimizationLevel: 'all' },
     limits: options.limits,
