@@ -125,15 +125,10 @@ export class PrefixCache {
     const bytes = tokens.length * this.bytesPerToken;
     // Larger than all the room there is: evicting the others would not make it fit.
     if (bytes > this.capacity()) return;
-    for (const entry of this.entries.keys()) {
-      if (entry.namespace !== namespace) continue;
-      const common = commonPrefix(entry.tokens, tokens);
-      if (common === tokens.length) {
-        // Already kept, in this sequence or a longer one.
-        this.touch(entry);
-        return;
-      }
-      if (common === entry.tokens.length) this.remove(entry);
+    const keeper = this.supersede(namespace, tokens);
+    if (keeper !== null) {
+      this.touch(keeper);
+      return;
     }
     if (!this.fit(this.capacity() - bytes)) return;
     const copy = repackKvCache([{ cache, row, realLength: tokens.length, end }], tokens.length, cache, 'end');
@@ -153,13 +148,7 @@ export class PrefixCache {
     if (cache.keys.length > 0 && cache.keys[0].length > cache.heads * cache.length * cache.headDim) return false;
     const bytes = cache.length * this.bytesPerToken;
     if (bytes > this.capacity()) return false;
-    for (const entry of this.entries.keys()) {
-      if (entry.namespace !== namespace) continue;
-      const common = commonPrefix(entry.tokens, tokens);
-      // Already kept in a longer sequence: nothing to add.
-      if (common === tokens.length) return false;
-      if (common === entry.tokens.length) this.remove(entry);
-    }
+    if (this.supersede(namespace, tokens) !== null) return false;
     if (!this.fit(this.capacity() - bytes)) return false;
     this.entries.set({ namespace, tokens: [...tokens], cache, bytes }, true);
     this.bytes += bytes;
@@ -178,6 +167,21 @@ export class PrefixCache {
   /** Drops everything kept (the model's worker went away, the engine stops). */
   clear(): void {
     for (const entry of [...this.entries.keys()]) this.remove(entry);
+  }
+
+  /**
+   * Before `tokens` are kept: the kept sequence that already holds them (this one or a longer
+   * one: nothing to add), or null once the kept sequences they extend are dropped (the new
+   * one makes them unneeded).
+   */
+  private supersede(namespace: string, tokens: readonly number[]): Entry | null {
+    for (const entry of this.entries.keys()) {
+      if (entry.namespace !== namespace) continue;
+      const common = commonPrefix(entry.tokens, tokens);
+      if (common === tokens.length) return entry;
+      if (common === entry.tokens.length) this.remove(entry);
+    }
+    return null;
   }
 
   private best(namespace: string, prompt: readonly number[]): { entry: Entry; tokens: number } | null {
