@@ -124,6 +124,11 @@ export class BatchRunner {
   /** The last model call's own time (ms) where the decoder measures it (the model worker: without the wait behind other lanes' calls). */
   lastCallMs: number | null = null;
 
+  /** Slots a kept prefix comes with for a prompt of `length` tokens and its first decode step (in-place graphs; otherwise exact). */
+  private promptRoom(length: number): number | undefined {
+    return this.inPlace ? slotRoom(length + 1, this.decoder.spec.maxPositionEmbeddings) : undefined;
+  }
+
   /** Rows in the batch, those forked for the next step included. */
   get size(): number {
     return this.rows.length + this.forks.length;
@@ -159,7 +164,7 @@ export class BatchRunner {
     // the cache its last turn's row left (prefix-cache.ts lookup, keepFinishedRows): no copy of
     // the kept KV before the first token, or one when that cache has no room left for the new
     // turn; there were two, and two more after (a 500-token turn's KV is ~23 MB on the 135M model).
-    const room = this.inPlace ? slotRoom(length + 1, this.decoder.spec.maxPositionEmbeddings) : undefined;
+    const room = this.promptRoom(length);
     const hit = keyed && !allPositions ? reuse.cache.lookup(reuse.namespace, promptTokenIds, room) : null;
     const start = hit?.tokens ?? 0;
     let input: DecoderInput;
@@ -203,7 +208,7 @@ export class BatchRunner {
    */
   startPartialPrefill(promptTokenIds: readonly number[], loraSlot = -1, reuse?: PrefixReuse): PartialPrefill {
     // In-place graphs: a kept prefix comes with room for the whole prompt, and the slices are written into it (prefillSlice).
-    const room = this.inPlace ? slotRoom(promptTokenIds.length + 1, this.decoder.spec.maxPositionEmbeddings) : undefined;
+    const room = this.promptRoom(promptTokenIds.length);
     const hit = reuse === undefined ? null : reuse.cache.lookup(reuse.namespace, promptTokenIds, room);
     return { promptTokenIds, loraSlot, reuse, fed: hit?.tokens ?? 0, cachedTokens: hit?.tokens ?? 0, cache: hit?.past ?? null };
   }
