@@ -142,7 +142,8 @@ export interface PromptTimings {
   promptMs: number;
 }
 
-function prompts(seed: number, range: [number, number]) {
+/** Prompt ids drawn from `range` by a seeded generator: `seededPrompts(seed, range)(length)`. */
+export function seededPrompts(seed: number, range: [number, number]) {
   const random = seededRandom(seed);
   return (length: number) => Array.from({ length }, () => range[0] + Math.floor(random() * (range[1] - range[0])));
 }
@@ -158,7 +159,7 @@ export interface ChatFigures {
 }
 
 export async function growingChat(target: Target, sizes: Sizes, seed: number, range: [number, number]): Promise<ChatFigures> {
-  const make = prompts(seed, range);
+  const make = seededPrompts(seed, range);
   let history = make(sizes.systemTokens);
   const ttfts: number[] = [];
   const timings: Array<PromptTimings | undefined> = [];
@@ -170,7 +171,7 @@ export async function growingChat(target: Target, sizes: Sizes, seed: number, ra
     history = [...history, ...reply.ids];
   }
   const lastPromptLength = history.length - sizes.replyTokens;
-  const cold = ttft(await stream(target, prompts(seed + 1000, range)(lastPromptLength), 1));
+  const cold = ttft(await stream(target, seededPrompts(seed + 1000, range)(lastPromptLength), 1));
   return { turnTtftsMs: ttfts, turnPromptTimings: timings, ttftTurnsAfterFirstMs: ttfts.slice(1).reduce((sum, value) => sum + value, 0), lastTurnTtftMs: ttfts.at(-1)!, coldTtftMs: cold };
 }
 
@@ -181,7 +182,7 @@ interface SharedFigures {
 }
 
 async function sharedSystemPrompt(target: Target, sizes: Sizes, seed: number, range: [number, number], clients = 8): Promise<SharedFigures> {
-  const make = prompts(seed, range);
+  const make = seededPrompts(seed, range);
   const system = make(sizes.systemTokens);
   const start = performance.now();
   const runs = await Promise.all(Array.from({ length: clients }, () => stream(target, [...system, ...make(sizes.questionTokens)], sizes.answerTokens)));
@@ -197,7 +198,7 @@ interface ArrivalFigures {
 }
 
 async function longPromptArrival(target: Target, sizes: Sizes, seed: number, range: [number, number], streams = 8): Promise<ArrivalFigures> {
-  const make = prompts(seed, range);
+  const make = seededPrompts(seed, range);
   // The long prompt arrives once every stream has its first two tokens: all are decoding.
   let decoding = 0;
   let arrive!: () => void;

@@ -18,7 +18,7 @@ import { OnnxDecoder } from '../src/engine/onnx-decoder.js';
 import { PrefixCache } from '../src/engine/prefix-cache/prefix-cache.js';
 import { SamplingGroup } from '../src/engine/sequence-group.js';
 import { defaultSamplingParams } from '../src/sampling/params.js';
-import { seededRandom } from '../scripts/seeded-random.js';
+import { seededPrompts } from './conversation.js';
 import { ensureBenchModel } from './size-models.js';
 import { median } from './stats.js';
 
@@ -88,11 +88,7 @@ wrap(BatchRunner, 'admitAndEvict', 'admit');
 
 const files = await ensureBenchModel();
 const engine = await createNodeEngine({ modelDir: files.onnxDir, dtype: 'q4', intraOpNumThreads: threads, modelThread: 'main' });
-const [low, high] = files.promptTokenRange;
-const makePrompts = (seed: number) => {
-  const random = seededRandom(seed);
-  return (length: number) => Array.from({ length }, () => low + Math.floor(random() * (high - low)));
-};
+const makePrompts = (seed: number) => seededPrompts(seed, files.promptTokenRange);
 
 interface Turn {
   ttftWall: number;

@@ -18,7 +18,7 @@ import { createApp } from '../src/http/app.js';
 import { LocalEngine } from '../src/engine/local-engine.js';
 import { WorkerDecoder } from '../src/engine/model-thread/worker-decoder.js';
 import { createNodeEngine } from '../src/runtime/node/engine.js';
-import { seededRandom } from '../scripts/seeded-random.js';
+import { seededPrompts } from './conversation.js';
 import { ensureBenchModel } from './size-models.js';
 import { median } from './stats.js';
 
@@ -49,11 +49,7 @@ let generateCalled = NaN;
 const files = await ensureBenchModel();
 const engine = await createNodeEngine({ modelDir: files.onnxDir, dtype: 'q4', modelThread: 'worker', servedModelName: 'bench' });
 const app = createApp({ engine, config: parseServerConfig({ modelDir: files.onnxDir, servedModelName: 'bench', logRequests: false }) });
-const [low, high] = files.promptTokenRange;
-const makePrompts = (seed: number) => {
-  const random = seededRandom(seed);
-  return (length: number) => Array.from({ length }, () => low + Math.floor(random() * (high - low)));
-};
+const makePrompts = (seed: number) => seededPrompts(seed, files.promptTokenRange);
 
 interface Timing {
   ttft: number;
