@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { buildServer, npmStartArgs } from '../scripts/build-server.js';
+import { buildServer, npmStartArgs, npmStartEnv } from '../scripts/build-server.js';
 import { postBody } from './load-client.js';
 import { median, percentile } from './stats.js';
 
@@ -32,7 +32,7 @@ export async function startServer(env: Record<string, string> = {}, script?: str
   if (script !== undefined) args[args.length - 2] = script;
   const child = spawn(process.execPath, args, {
     // No request log: a line per request would cost the server time and this process memory.
-    env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', LOG_REQUESTS: 'false', ...env },
+    env: { ...process.env, ...npmStartEnv(), CONFIG: '', HOST: '127.0.0.1', PORT: '0', LOG_REQUESTS: 'false', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

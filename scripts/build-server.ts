@@ -34,19 +34,48 @@ const TEMPLATE_WORKER_ENTRY = `${ROOT}src/tokenizer/template-thread-worker.ts`;
 /** Structured output's thread (src/guided/guide-thread.ts looks for ./guide-thread-worker.js). */
 const GUIDE_WORKER_ENTRY = `${ROOT}src/guided/guide-thread-worker.ts`;
 
-/**
- * The arguments `npm start` passes to node (package.json's start script is
- * `exec node <args>`), for whatever else starts the server as it does: the e2e tests and
- * the bench's peak-RSS figure. One place, so a V8 flag added there is measured too.
- */
-export function npmStartArgs(): string[] {
+function startScriptWords(): string[] {
   const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: { start: string } };
   const words = pkg.scripts.start.trim().split(/\s+/);
-  const node = words.indexOf('node');
-  if (node < 0 || words.at(-2) !== 'dist/node/server.js' || words.at(-1) !== 'serve') {
-    throw new Error(`package.json's start script is not "node ... dist/node/server.js serve": ${pkg.scripts.start}`);
+  if (!words.includes('node') || words.at(-2) !== 'dist/node/server.js' || words.at(-1) !== 'serve') {
+    throw new Error(`package.json's start script is not "[NAME=value ...] exec node ... dist/node/server.js serve": ${pkg.scripts.start}`);
   }
-  return words.slice(node + 1);
+  return words;
+}
+
+/**
+ * The arguments `npm start` passes to node (package.json's start script is
+ * `[NAME=value ...] exec node <args>`), for whatever else starts the server as it does: the
+ * e2e tests and the bench's figures. One place, so a V8 flag added there is measured too.
+ */
+export function npmStartArgs(): string[] {
+  const words = startScriptWords();
+  return words.slice(words.indexOf('node') + 1);
+}
+
+/**
+ * The environment `npm start` sets before `exec node` (its `NAME=value` words), as the shell
+ * reads them: `NAME=${NAME-default}` keeps a value `env` already has, even an empty one (how a
+ * user turns the setting off); `${NAME:-default}` only a non-empty one. For the same callers as
+ * npmStartArgs, so what the start script sets (the malloc settings) is measured too.
+ */
+export function npmStartEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const words = startScriptWords();
+  const assignments: Record<string, string> = {};
+  for (const word of words.slice(0, words.indexOf('exec') < 0 ? words.indexOf('node') : words.indexOf('exec'))) {
+    const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
+    if (match === null) throw new Error(`package.json's start script: "${word}" is not NAME=value before exec`);
+    const [, name, value] = match;
+    const withDefault = /^\$\{([A-Za-z_][A-Za-z0-9_]*)(:?)-(.*)\}$/.exec(value);
+    if (withDefault === null) {
+      assignments[name] = value;
+      continue;
+    }
+    const [, from, colon, fallback] = withDefault;
+    const given = env[from];
+    assignments[name] = given === undefined || (colon === ':' && given === '') ? fallback : given;
+  }
+  return assignments;
 }
 
 export async function buildServer(): Promise<string> {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import OpenAI from 'openai';
 import { afterAll, beforeAll } from 'vitest';
-import { npmStartArgs } from '../../scripts/build-server.js';
+import { npmStartArgs, npmStartEnv } from '../../scripts/build-server.js';
 
 export interface RunningServer {
   url: string;
@@ -16,12 +16,12 @@ export interface ExitedServer {
   output: string;
 }
 
-/** What `npm start` runs (its node flags included), built once by test/e2e/build-server.global.ts. */
+/** What `npm start` runs (its node flags and environment included), built once by test/e2e/build-server.global.ts. */
 const SERVER_ARGS = npmStartArgs();
 
 function start(env: Record<string, string>, args: readonly string[] = []): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...SERVER_ARGS, ...args], {
-    env: { ...process.env, CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
+    env: { ...process.env, ...npmStartEnv(), CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
