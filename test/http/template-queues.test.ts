@@ -17,16 +17,14 @@ import type { Engine } from '../../src/engine/types.js';
 import { noteRequestClient } from '../../src/http/client-identity.js';
 import { createNodeTemplateThread } from '../../src/tokenizer/node-template-thread.js';
 import type { TemplateThread } from '../../src/tokenizer/template-thread.js';
+import { callGate } from '../helpers/call-gate.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, expectErrorBody, loadEngine, testApp } from './helpers.js';
 
 let engine: Engine;
-/**
- * The real pool behind a counter, and a gate: while `gathering` is set, renderings wait until
- * that many have asked, then all reach the pool in one synchronous pass, so "many clients at
- * once" means at once however slowly a loaded machine parses their 600-message bodies.
- */
-let thread: TemplateThread & { jobs: number; gathering?: number };
+/** The real pool behind a counter, and a gate (the floods reach the pool at once). */
+let thread: TemplateThread & { jobs: number };
+const gate = callGate();
 /** As npm start builds it: two template threads, a queue of 8, 4 a client. */
 let app: Hono;
 /** As workerd and the page render: on the request's thread. */
@@ -37,19 +35,9 @@ const QUEUE = { size: 2, maxQueued: 8, maxQueuedPerClient: 4 };
 beforeAll(async () => {
   engine = await loadEngine();
   const real = createNodeTemplateThread(QUEUE);
-  const gathered: Array<() => void> = [];
   thread = {
     jobs: 0,
-    render: (...args) => {
-      thread.jobs += 1;
-      if (thread.gathering === undefined) return real.render(...args);
-      const turn = new Promise<void>((resolve) => gathered.push(resolve));
-      if (gathered.length >= thread.gathering) {
-        thread.gathering = undefined;
-        for (const release of gathered.splice(0)) release();
-      }
-      return turn.then(() => real.render(...args));
-    },
+    render: (...args) => ((thread.jobs += 1), gate.pass(() => real.render(...args))),
     close: () => real.close(),
   };
   app = testApp(engine, { trustRequestChatTemplate: true, maxChatTemplateMs: 4000 }, { templateThread: thread });
@@ -108,7 +96,7 @@ describe('worker-thread queues: bounded, fair per client, deadlines from enqueue
   });
 
   it('repeated: a flood from one client is refused past its share with a fast, small 429 (Retry-After); the queue never grows past its bound; others still served', async () => {
-    thread.gathering = 16;
+    gate.gather(16);
     const { result, report } = await withHeartbeat(app, async () => {
       const flood = Array.from({ length: 16 }, () => chat(app, '10.0.0.66', slowBody));
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -143,7 +131,7 @@ describe('worker-thread queues: bounded, fair per client, deadlines from enqueue
   });
 
   it('many clients at once: past maxThreadQueue a fast 503 with Retry-After in the error shape', async () => {
-    thread.gathering = 16;
+    gate.gather(16);
     const answers = await Promise.all(
       Array.from({ length: 16 }, async (_, i) => {
         const response = await chat(app, `10.0.1.${i}`, slowBody);

@@ -17,6 +17,7 @@ import { createNodeTokenizerThread } from '../../src/tokenizer/node-tokenizer-th
 import type { TokenizerThread, TokenizerThreadSettings } from '../../src/tokenizer/tokenizer-thread.js';
 import { readSentencepiece32kModel } from '../tokenizer/helpers/paths.js';
 import { readSentencepiecePieces, toLlama2cTokenizerBin } from '../tokenizer/helpers/sentencepiece-model.js';
+import { callGate, type CallGate } from '../helpers/call-gate.js';
 import { expectNoStall, withHeartbeat } from './heartbeat.js';
 import { MODEL, expectErrorBody, loadEngine, testApp } from './helpers.js';
 
@@ -46,30 +47,19 @@ const threads: TokenizerThread[] = [];
 
 /**
  * An app serving the 32 K tokenizer (as npm start: a tokenizer thread with `settings`) over
- * `engine`, and what its thread was handed. After `gatherNext(n)` the next n texts wait until
- * all have asked, then reach the thread's queue in one synchronous pass: "at once" however
- * slowly a loaded machine reads their bodies.
+ * `engine`, what its thread was handed, and the gate its texts pass (test/helpers/call-gate.ts).
  */
-function appWithThread(settings: TokenizerThreadSettings): { app: Hono; handed: Handed[]; gatherNext(count: number): void } {
+function appWithThread(settings: TokenizerThreadSettings): { app: Hono; handed: Handed[]; gate: CallGate } {
   const tokenizer = HfTokenizer.fromJson(files.tokenizerJson, files.tokenizerConfig, { keepSource: true });
   const thread = createNodeTokenizerThread(tokenizer.takeSource()!, settings);
   threads.push(thread);
   const handed: Handed[] = [];
-  const gathered: Array<() => void> = [];
-  let gathering = 0;
+  const gate = callGate();
   tokenizer.offLoop = {
     encode(job, signal, client) {
       const entry: Handed = { client, finished: null };
       handed.push(entry);
-      let done: Promise<number[]>;
-      if (gathering === 0) done = thread.encode(job, signal, client);
-      else {
-        done = new Promise<void>((resolve) => gathered.push(resolve)).then(() => thread.encode(job, signal, client));
-        if (gathered.length === gathering) {
-          gathering = 0;
-          for (const release of gathered.splice(0)) release();
-        }
-      }
+      const done = gate.pass(() => thread.encode(job, signal, client));
       const mark = () => (entry.finished = performance.now());
       done.then(mark, mark);
       return done;
@@ -77,7 +67,7 @@ function appWithThread(settings: TokenizerThreadSettings): { app: Hono; handed: 
     close: () => thread.close(),
   } satisfies TokenizerThread;
   const seen = Object.create(engine, { tokenizer: { value: tokenizer }, info: { value: { ...engine.info, maxModelLen: 65_536 } } }) as Engine;
-  return { app: testApp(seen, { maxInputTokenLen: 65_535 }), handed, gatherNext: (count) => (gathering = count) };
+  return { app: testApp(seen, { maxInputTokenLen: 65_535 }), handed, gate };
 }
 
 /** POST /tokenize as `client` (the address the Node home would note). */
@@ -135,9 +125,9 @@ describe('the tokenizer thread: fair per client, bounded (family 4)', () => {
   });
 
   it('repeated: past its share a client gets a fast, small 429 with Retry-After in the error shape; others are still served', async () => {
-    const { app, gatherNext } = appWithThread(QUEUE);
+    const { app, gate } = appWithThread(QUEUE);
     expect((await tokenize(app, '10.0.0.1', SHORT)).status).toBe(200);
-    gatherNext(16);
+    gate.gather(16);
     const flood = Array.from({ length: 16 }, (_, i) => tokenize(app, '10.0.0.66', word(20_000, i)));
     const answers = await Promise.all(
       flood.map(async (pending) => {
