@@ -61,8 +61,9 @@ export function npmStartArgs(): string[] {
  */
 export function npmStartEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const words = startScriptWords();
+  const exec = words.indexOf('exec');
   const assignments: Record<string, string> = {};
-  for (const word of words.slice(0, words.indexOf('exec') < 0 ? words.indexOf('node') : words.indexOf('exec'))) {
+  for (const word of words.slice(0, exec < 0 ? words.indexOf('node') : exec)) {
     const match = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(word);
     if (match === null) throw new Error(`package.json's start script: "${word}" is not NAME=value before exec`);
     const [, name, value] = match;
