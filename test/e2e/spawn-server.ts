@@ -18,10 +18,11 @@ export interface ExitedServer {
 
 /** What `npm start` runs (its node flags and environment included), built once by test/e2e/build-server.global.ts. */
 const SERVER_ARGS = npmStartArgs();
+const SERVER_ENV = npmStartEnv();
 
 function start(env: Record<string, string>, args: readonly string[] = []): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...SERVER_ARGS, ...args], {
-    env: { ...process.env, ...npmStartEnv(), CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
+    env: { ...process.env, ...SERVER_ENV, CONFIG: '', HOST: '127.0.0.1', PORT: '0', MODEL_DIR: 'models/stories260k', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
